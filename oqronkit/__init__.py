@@ -1,0 +1,74 @@
+"""oqronkit: task queues, schedules and the spec's two-plane storage model, in Python.
+
+This module is the public API and nothing else.
+"""
+
+from __future__ import annotations
+
+from .backends import open_durable_store
+from .backends.types import ABSENT, StoredRecord
+from .config import OqronConfig, config_from_env, config_from_mapping
+from .durable import DurablePlane, Page, RecordWrite
+from .errors import (
+    BackendUnavailable,
+    ConfigurationError,
+    InvalidNamespace,
+    InvalidRecord,
+    LegacyLayoutDetected,
+    MissingDependency,
+    OqronError,
+    RecordTooLarge,
+)
+from .namespaces import (
+    JOBS_TABLE,
+    RECORD_KINDS,
+    RECORDS_TABLE,
+    RUNS_TABLE,
+    TABLE_NAMES,
+    classify_namespace,
+    table_for_kind,
+    table_name_for_namespace,
+)
+
+
+def open_durable(config: OqronConfig, *, start: bool = True) -> DurablePlane:
+    """A :class:`DurablePlane` for ``config``'s mode and scope; ``start`` checks for the
+    v1 layout and creates the schema."""
+    plane = DurablePlane(
+        open_durable_store(config),
+        project=config.project,
+        environment=config.environment,
+        max_record_bytes=config.max_record_bytes,
+    )
+    if start:
+        plane.start(acknowledge_v1_layout=config.acknowledge_v1_layout)
+    return plane
+
+
+__all__ = [
+    "ABSENT",
+    "BackendUnavailable",
+    "ConfigurationError",
+    "DurablePlane",
+    "InvalidNamespace",
+    "InvalidRecord",
+    "JOBS_TABLE",
+    "LegacyLayoutDetected",
+    "MissingDependency",
+    "OqronConfig",
+    "OqronError",
+    "Page",
+    "RECORDS_TABLE",
+    "RECORD_KINDS",
+    "RUNS_TABLE",
+    "RecordTooLarge",
+    "RecordWrite",
+    "StoredRecord",
+    "TABLE_NAMES",
+    "classify_namespace",
+    "config_from_env",
+    "config_from_mapping",
+    "open_durable",
+    "table_for_kind",
+    "table_name_for_namespace",
+]

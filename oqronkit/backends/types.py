@@ -1,0 +1,91 @@
+"""Plain value types exchanged between the durable facade and its backends."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from ..namespaces import RecordKind, TableKey
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """One (project, environment): every row and every query belongs to exactly one."""
+
+    project: str
+    environment: str
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedRow:
+    """A record ready to store: its JSON text is already size-checked and its kind
+    and table are already stamped from the namespace."""
+
+    namespace: str
+    id: str
+    kind: RecordKind
+    table: TableKey
+    value_json: str
+    inserted_at: int
+    expires_at: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """A row read back from a durable table."""
+
+    namespace: str
+    id: str
+    record_kind: str
+    value: dict[str, Any]
+    inserted_at: int
+    expires_at: int | None
+
+
+class _Absent:
+    """Sentinel for compare-and-set: "the record must not exist"."""
+
+    _instance: _Absent | None = None
+
+    def __new__(cls) -> _Absent:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Final = _Absent()
+
+Order = Literal["inserted", "started"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListQuery:
+    """A filtered, keyset-paginated listing of one namespace (or one kind).
+
+    ``order="started"`` sorts by the run field ``startedAt`` (rows without it are not
+    listed); ``order="inserted"`` by ``inserted_at``. Ties break on ``id`` in the same
+    direction. ``after`` is the (sort key, id) of the last row of the previous page.
+    """
+
+    table: TableKey
+    namespace: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    name: str | None = None
+    module: str | None = None
+    started_from: int | None = None
+    started_to: int | None = None
+    order: Order = "inserted"
+    descending: bool = False
+    limit: int = 50
+    after: tuple[int, str] | None = None
+
+
+def sort_key(record: StoredRecord, order: Order) -> int:
+    """The value a listing sorts ``record`` by (used to build the next cursor)."""
+    if order == "started":
+        return int(record.value["startedAt"])
+    return record.inserted_at

@@ -1,0 +1,33 @@
+"""JSON encoding of record values: one canonical form, size-checked."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .errors import InvalidRecord, RecordTooLarge
+
+_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def encode_value(value: Any, *, limit: int, what: str) -> str:
+    """Encode a record value (a JSON object) to compact text, refusing non-objects,
+    non-JSON values and anything over ``limit`` bytes of UTF-8."""
+    if not isinstance(value, dict):
+        raise InvalidRecord(f"{what}: a record value must be a dict (JSON object), got {type(value).__name__}.")
+    try:
+        text = _encoder.encode(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidRecord(f"{what}: the value is not JSON-serialisable ({exc}).") from exc
+    size = len(text.encode("utf-8"))
+    if size > limit:
+        raise RecordTooLarge(
+            f"{what}: the record is {size:,} bytes of JSON, over the {limit:,}-byte limit "
+            "(OQRON max_record_bytes). Store large payloads elsewhere and keep a reference."
+        )
+    return text
+
+
+def decode_value(text: str | bytes) -> dict[str, Any]:
+    """Decode stored JSON text."""
+    return json.loads(text)

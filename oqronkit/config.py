@@ -1,0 +1,140 @@
+"""The engine's one configuration object: frozen, validated, and reading no environment.
+
+Builders (:func:`config_from_mapping`, :func:`config_from_env`) turn settings into an
+:class:`OqronConfig`; Django's side builds it in ``oqronboard/engine.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any, Final, Literal
+
+from .errors import ConfigurationError
+
+Mode = Literal["memory", "sqlite", "postgres", "redis", "redis-postgres"]
+MODES: Final[tuple[str, ...]] = ("memory", "sqlite", "postgres", "redis", "redis-postgres")
+DEFAULT_SQLITE_URL: Final = "sqlite:///oqron.sqlite3"
+DEFAULT_MAX_RECORD_BYTES: Final = 1024 * 1024
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_ENV_KEYS: Final[dict[str, str]] = {
+    "OQRON_MODE": "mode",
+    "OQRON_DATABASE_URL": "database_url",
+    "OQRON_REDIS_URL": "redis_url",
+    "OQRON_PROJECT": "project",
+    "OQRON_ENVIRONMENT": "environment",
+}
+_NEEDS_DATABASE: Final = {"sqlite": "sqlite", "postgres": "postgresql", "redis-postgres": "postgresql"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class OqronConfig:
+    """Validated engine settings. Construct with keywords; invalid values raise
+    :class:`ConfigurationError` naming the setting."""
+
+    mode: Mode = "sqlite"
+    database_url: str | None = DEFAULT_SQLITE_URL
+    redis_url: str | None = None
+    project: str = "default"
+    environment: str = "development"
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    acknowledge_v1_layout: bool = False
+    run_log_limit: int = 200
+    run_timeline_limit: int = 100
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ConfigurationError(
+                f"OQRON mode {self.mode!r} is not one of {', '.join(MODES)}."
+            )
+        for name in ("project", "environment"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not _NAME.match(value):
+                raise ConfigurationError(
+                    f"OQRON {name} {value!r} must be 1-100 characters of letters, digits, "
+                    "'.', '_' or '-', starting with a letter or digit (it is part of Redis "
+                    "keys and row scopes)."
+                )
+        for name in ("max_record_bytes", "run_log_limit", "run_timeline_limit"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigurationError(f"OQRON {name} must be a positive integer, got {value!r}.")
+        self._check_urls()
+
+    def _check_urls(self) -> None:
+        scheme = _NEEDS_DATABASE.get(self.mode)
+        if scheme is not None:
+            if not self.database_url:
+                raise ConfigurationError(
+                    f"OQRON mode {self.mode!r} needs a database URL "
+                    f"(OQRON_DATABASE_URL={scheme}://...)."
+                )
+            if database_scheme(self.database_url) != scheme:
+                raise ConfigurationError(
+                    f"OQRON database URL {redact_url(self.database_url)!r} does not suit mode "
+                    f"{self.mode!r}: expected a {scheme}:// URL."
+                )
+        if self.mode in ("redis", "redis-postgres"):
+            if not self.redis_url or not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
+                raise ConfigurationError(
+                    f"OQRON mode {self.mode!r} needs a Redis URL "
+                    "(OQRON_REDIS_URL=redis://host:6379/0)."
+                )
+
+    def with_scope(self, *, project: str, environment: str) -> OqronConfig:
+        """A copy for another (project, environment); validated like the original."""
+        return replace(self, project=project, environment=environment)
+
+    @property
+    def sqlite_path(self) -> str:
+        """The file path of a ``sqlite:///`` database URL."""
+        if not self.database_url or database_scheme(self.database_url) != "sqlite":
+            raise ConfigurationError("This configuration has no SQLite database URL.")
+        return sqlite_path(self.database_url)
+
+
+def database_scheme(url: str) -> str | None:
+    """``sqlite``, ``postgresql`` or None for a database URL."""
+    if url.startswith("sqlite:///"):
+        return "sqlite"
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql"
+    return None
+
+
+def sqlite_path(url: str) -> str:
+    """``sqlite:///rel/path`` gives ``rel/path``; ``sqlite:////abs`` gives ``/abs``."""
+    path = url[len("sqlite:///"):]
+    if not path:
+        raise ConfigurationError("The SQLite URL names no file: use sqlite:///path/to/file.")
+    return path
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password replaced by ``***``, for messages and banners."""
+    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
+
+
+def config_from_mapping(settings: Mapping[str, Any], *, base: OqronConfig | None = None) -> OqronConfig:
+    """Build a config from a mapping whose keys are field names in any case
+    (``{"MODE": "postgres", "DATABASE_URL": ...}``); unknown keys are an error."""
+    known = {f.name for f in fields(OqronConfig)}
+    values: dict[str, Any] = {}
+    for key, value in settings.items():
+        name = key.lower()
+        if name not in known:
+            raise ConfigurationError(
+                f"Unknown OQRON setting {key!r}; known settings: {', '.join(sorted(known))}."
+            )
+        values[name] = value
+    if "mode" in values and "database_url" not in values and values["mode"] in ("memory", "redis"):
+        values["database_url"] = None
+    return replace(base, **values) if base is not None else OqronConfig(**values)
+
+
+def config_from_env(environ: Mapping[str, str], *, base: OqronConfig | None = None) -> OqronConfig:
+    """Apply the ``OQRON_MODE``, ``OQRON_DATABASE_URL``, ``OQRON_REDIS_URL``,
+    ``OQRON_PROJECT`` and ``OQRON_ENVIRONMENT`` variables found in ``environ``."""
+    overrides = {field: environ[var] for var, field in _ENV_KEYS.items() if environ.get(var)}
+    return config_from_mapping(overrides, base=base or OqronConfig())

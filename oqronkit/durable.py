@@ -1,0 +1,288 @@
+"""The durable plane's facade: one object per (backend, scope) that every module uses.
+
+It stamps ``record_kind`` from the namespace, routes rows to their table, encodes and
+size-checks values, times every backend call with a stable action name, and builds
+opaque keyset cursors. Backends stay small and hold no logging.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from .backends.protocols import DurableStore
+from .backends.types import ABSENT, EncodedRow, ListQuery, Order, Scope, StoredRecord, _Absent, sort_key
+from .clock import now_ms
+from .codec import encode_value
+from .config import DEFAULT_MAX_RECORD_BYTES
+from .errors import InvalidNamespace, InvalidRecord, LegacyLayoutDetected
+from .namespaces import TableKey, classify_namespace, table_for_kind
+
+logger = logging.getLogger(__name__)
+
+LEGACY_TABLE = "oqron_kv"
+MAX_PAGE = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class RecordWrite:
+    """One record to write with :meth:`DurablePlane.put_many`."""
+
+    namespace: str
+    id: str
+    value: dict[str, Any]
+    expires_at: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A page of records and the cursor of the next page (None on the last)."""
+
+    records: list[StoredRecord]
+    next_cursor: str | None
+
+
+class DurablePlane:
+    """Scoped access to a :class:`DurableStore`. Cheap to copy with :meth:`scoped`."""
+
+    def __init__(
+        self,
+        store: DurableStore,
+        *,
+        project: str,
+        environment: str,
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    ) -> None:
+        self.store = store
+        self.scope = Scope(project, environment)
+        self.max_record_bytes = max_record_bytes
+
+    def scoped(self, *, project: str, environment: str) -> DurablePlane:
+        """The same store seen from another (project, environment)."""
+        return DurablePlane(
+            self.store, project=project, environment=environment,
+            max_record_bytes=self.max_record_bytes,
+        )
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self, *, acknowledge_v1_layout: bool = False) -> None:
+        """Refuse a database that still has the v1 table, then create the schema."""
+        with self._timed("durable.start"):
+            if self.store.has_table(LEGACY_TABLE) and not acknowledge_v1_layout:
+                raise LegacyLayoutDetected(
+                    f"The {self.store.name} database has a table named {LEGACY_TABLE!r}: the v1 "
+                    "single-table layout. This engine stores data in oqron_records, oqron_jobs "
+                    "and oqron_runs and never reads oqron_kv, so starting now would ignore your "
+                    "pending jobs and reset every schedule pointer. Copy the v1 rows first with "
+                    "`python manage.py oqron_migrate_v1 --apply` (run it without --apply for a "
+                    "dry run), or set OQRON = {'ACKNOWLEDGE_V1_LAYOUT': True} to start anyway."
+                )
+            self.store.ensure_schema()
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- writes ----------------------------------------------------------------------
+
+    def put(self, namespace: str, id: str, value: dict[str, Any], *, expires_at: int | None = None) -> None:
+        """Insert or replace one record."""
+        row = self._encode(namespace, id, value, expires_at, now_ms())
+        with self._timed("durable.put"):
+            self.store.put_many(self.scope, [row])
+
+    def put_many(self, writes: Iterable[RecordWrite]) -> int:
+        """Insert or replace many records in one round trip per table; returns the count."""
+        rows = self._encode_all(writes)
+        if rows:
+            with self._timed("durable.put_many"):
+                self.store.put_many(self.scope, rows)
+        return len(rows)
+
+    def insert(self, namespace: str, id: str, value: dict[str, Any], *, expires_at: int | None = None) -> bool:
+        """Insert a record only if its id is free; True when inserted."""
+        return bool(self.insert_many([RecordWrite(namespace, id, value, expires_at)]))
+
+    def insert_many(self, writes: Iterable[RecordWrite]) -> set[tuple[str, str]]:
+        """Insert the records whose ids are free; returns the (namespace, id) inserted."""
+        rows = self._encode_all(writes)
+        if not rows:
+            return set()
+        with self._timed("durable.insert_many"):
+            return self.store.insert_many(self.scope, rows)
+
+    def compare_and_set(
+        self,
+        namespace: str,
+        id: str,
+        *,
+        expect: Mapping[str, Any] | _Absent,
+        value: dict[str, Any] | None,
+        expires_at: int | None = None,
+    ) -> bool:
+        """Write ``value`` (or delete when None) only if the record matches ``expect``:
+        ``ABSENT`` for "does not exist", or a mapping of top-level fields and the values
+        they must hold. Returns whether the write happened."""
+        if not isinstance(expect, (Mapping, _Absent)):
+            raise InvalidRecord("compare_and_set: expect must be ABSENT or a mapping of fields.")
+        table = self._table(namespace, id)
+        row = None if value is None else self._encode(namespace, id, value, expires_at, now_ms())
+        with self._timed("durable.compare_and_set"):
+            return self.store.compare_and_set(self.scope, table, namespace, id, expect, row)
+
+    def delete(self, namespace: str, id: str) -> bool:
+        return self.delete_many(namespace, [id]) == 1
+
+    def delete_many(self, namespace: str, ids: Sequence[str]) -> int:
+        table = self._table(namespace, "x")
+        if not ids:
+            return 0
+        with self._timed("durable.delete_many"):
+            return self.store.delete_many(self.scope, table, namespace, list(ids))
+
+    # -- reads -----------------------------------------------------------------------
+
+    def get(self, namespace: str, id: str) -> StoredRecord | None:
+        found = self.get_many(namespace, [id])
+        return found[0] if found else None
+
+    def get_many(self, namespace: str, ids: Sequence[str]) -> list[StoredRecord]:
+        table = self._table(namespace, "x")
+        if not ids:
+            return []
+        with self._timed("durable.get_many"):
+            return self.store.get_many(self.scope, table, namespace, list(ids))
+
+    def list(
+        self,
+        namespace: str | None = None,
+        *,
+        kind: str | None = None,
+        status: str | None = None,
+        name: str | None = None,
+        module: str | None = None,
+        started_from: int | None = None,
+        started_to: int | None = None,
+        order: Order = "inserted",
+        descending: bool = False,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page:
+        """One page of a namespace (or of every namespace of ``kind``), filtered on the
+        indexed run fields; pass the returned ``next_cursor`` to get the next page."""
+        if namespace is None and kind is None:
+            raise InvalidNamespace("list needs a namespace or a record kind.")
+        table = self._table(namespace, "x") if namespace is not None else table_for_kind(kind or "")
+        if kind is not None and namespace is not None and classify_namespace(namespace) != kind:
+            return Page([], None)
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidRecord(f"list limit must be between 1 and {MAX_PAGE}, got {limit}.")
+        query = ListQuery(
+            table=table, namespace=namespace, kind=kind, status=status, name=name,
+            module=module, started_from=started_from, started_to=started_to, order=order,
+            descending=descending, limit=limit + 1, after=decode_cursor(cursor, order),
+        )
+        with self._timed("durable.list"):
+            rows = self.store.list(self.scope, query)
+        if len(rows) <= limit:
+            return Page(rows, None)
+        rows = rows[:limit]
+        return Page(rows, encode_cursor(order, sort_key(rows[-1], order), rows[-1].id))
+
+    def count(self, namespace: str | None = None, *, kind: str | None = None) -> int:
+        """Rows of one namespace, one kind, or (with neither) all three tables."""
+        if namespace is not None:
+            tables: list[TableKey] = [self._table(namespace, "x")]
+        elif kind is not None:
+            tables = [table_for_kind(kind)]
+        else:
+            tables = ["records", "jobs", "runs"]
+        with self._timed("durable.count"):
+            return sum(self.store.count(self.scope, t, namespace=namespace, kind=kind) for t in tables)
+
+    def count_by_namespace(self, kind: str) -> dict[str, int]:
+        """Row counts of one kind per namespace, e.g. ``count_by_namespace("dlq")``."""
+        with self._timed("durable.count_by_namespace"):
+            return self.store.count_by_namespace(self.scope, table_for_kind(kind), kind)
+
+    # -- retention -------------------------------------------------------------------
+
+    def prune_expired(self, *, now: int | None = None) -> int:
+        """Delete every row of this scope whose ``expires_at`` has passed."""
+        at = now_ms() if now is None else now
+        with self._timed("durable.prune_expired"):
+            return sum(self.store.prune_expired(self.scope, t, at) for t in ("records", "jobs", "runs"))
+
+    def prune_older_than(self, namespace: str, *, cutoff_ms: int, limit: int = 10_000) -> int:
+        """Delete up to ``limit`` rows of ``namespace`` inserted before ``cutoff_ms``
+        (retention works in bounded batches so it never holds long locks)."""
+        table = self._table(namespace, "x")
+        with self._timed("durable.prune_older_than"):
+            return self.store.prune_older_than(self.scope, table, namespace, cutoff_ms, limit=limit)
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _encode_all(self, writes: Iterable[RecordWrite]) -> list[EncodedRow]:
+        at = now_ms()
+        rows = [self._encode(w.namespace, w.id, w.value, w.expires_at, at) for w in writes]
+        keys = {(r.namespace, r.id) for r in rows}
+        if len(keys) != len(rows):
+            raise InvalidRecord("A batch names the same (namespace, id) twice; write it once.")
+        return rows
+
+    def _encode(self, namespace: str, id: str, value: Any, expires_at: int | None, at: int) -> EncodedRow:
+        table = self._table(namespace, id)
+        if expires_at is not None and (not isinstance(expires_at, int) or isinstance(expires_at, bool)):
+            raise InvalidRecord("expires_at must be integer epoch milliseconds or None.")
+        kind = classify_namespace(namespace)
+        text = encode_value(value, limit=self.max_record_bytes, what=f"{namespace}/{id}")
+        return EncodedRow(namespace, id, kind, table, text, at, expires_at)
+
+    @staticmethod
+    def _table(namespace: Any, id: Any) -> TableKey:
+        if not isinstance(namespace, str) or not namespace or not namespace.strip():
+            raise InvalidNamespace(f"A namespace must be a non-empty string, got {namespace!r}.")
+        if not isinstance(id, str) or not id:
+            raise InvalidNamespace(f"A record id must be a non-empty string, got {id!r}.")
+        return table_for_kind(classify_namespace(namespace))
+
+    @contextmanager
+    def _timed(self, action: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "%s on %s took %.2f ms", action, self.store.name,
+                    (time.perf_counter() - started) * 1000,
+                    extra={"action": action, "backend": self.store.name},
+                )
+
+
+def encode_cursor(order: Order, key: int, id: str) -> str:
+    raw = json.dumps([order, key, id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None, order: Order) -> tuple[int, str] | None:
+    """Decode a cursor made by :func:`encode_cursor`; a malformed one is bad input."""
+    if cursor is None:
+        return None
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        made_for, key, id = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        if made_for != order or not isinstance(key, int) or not isinstance(id, str):
+            raise ValueError(made_for)
+    except (ValueError, TypeError) as exc:
+        raise InvalidRecord(f"The page cursor {cursor!r} is malformed or made for another order.") from exc
+    return key, id
+
+
+__all__ = ["ABSENT", "DurablePlane", "Page", "RecordWrite", "StoredRecord"]

@@ -1,0 +1,39 @@
+"""Every error the engine raises derives from :class:`OqronError`.
+
+Each subclass names what went wrong and what to do about it, and also inherits the
+natural built-in exception so callers can catch ``ValueError`` for bad input.
+"""
+
+from __future__ import annotations
+
+
+class OqronError(Exception):
+    """Base class of every error raised by oqronkit."""
+
+
+class ConfigurationError(OqronError, ValueError):
+    """A configuration value is invalid; the message names the setting and the fix."""
+
+
+class RecordTooLarge(OqronError, ValueError):
+    """A record's JSON encoding is larger than the configured ``max_record_bytes``."""
+
+
+class InvalidRecord(OqronError, ValueError):
+    """A record cannot be stored: it is not a JSON object or not JSON-serialisable."""
+
+
+class InvalidNamespace(OqronError, ValueError):
+    """A namespace or id is empty or otherwise unusable."""
+
+
+class BackendUnavailable(OqronError, ConnectionError):
+    """The storage backend could not be reached or failed; the original error is chained."""
+
+
+class LegacyLayoutDetected(OqronError, RuntimeError):
+    """The database still has the v1 ``oqron_kv`` table; see the message for the fix."""
+
+
+class MissingDependency(OqronError, ImportError):
+    """An optional driver (psycopg, redis) is not installed for the configured mode."""

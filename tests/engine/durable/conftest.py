@@ -1,0 +1,42 @@
+"""One fixture, parametrised over every durable backend: the contract suite in this
+folder runs unchanged against each of them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from oqronkit import DurablePlane
+from oqronkit.backends.memory import MemoryDurableStore
+
+BACKENDS = ["memory", "sqlite", "postgres"]
+
+
+def make_store(name: str, request: pytest.FixtureRequest, tmp_path) -> object:
+    if name == "memory":
+        return MemoryDurableStore()
+    if name == "sqlite":
+        from oqronkit.backends.sqlite import SQLiteDurableStore
+
+        return SQLiteDurableStore(str(tmp_path / "durable.sqlite3"))
+    from oqronkit.backends.postgres import PostgresDurableStore
+
+    return PostgresDurableStore(request.getfixturevalue("pg_schema_url"))
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_name(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def durable(backend_name: str, request: pytest.FixtureRequest, tmp_path, scope_names) -> Iterator[DurablePlane]:
+    store = make_store(backend_name, request, tmp_path)
+    project, environment = scope_names
+    plane = DurablePlane(store, project=project, environment=environment, max_record_bytes=64 * 1024)
+    plane.start()
+    try:
+        yield plane
+    finally:
+        plane.close()

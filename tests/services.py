@@ -1,0 +1,48 @@
+"""Real services for tests: Postgres and Redis, never mocks.
+
+Outside CI a missing service skips its tests with a reason; under ``CI=true`` it fails
+them, so CI can never pass by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+POSTGRES_URL = os.environ.get("OQRON_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("OQRON_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def service_missing(what: str, exc: BaseException) -> None:
+    message = f"{what} is not reachable ({exc.__class__.__name__}: {exc})"
+    if in_ci():
+        pytest.fail(f"{message}; CI=true, so service-backed tests fail instead of skipping.")
+    pytest.skip(message)
+
+
+def require_postgres() -> str:
+    """The test database URL, after checking Postgres answers."""
+    try:
+        import psycopg
+
+        with psycopg.connect(POSTGRES_URL, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:  # any failure means "not usable here"
+        service_missing(f"PostgreSQL at {POSTGRES_URL}", exc)
+    return POSTGRES_URL
+
+
+def with_search_path(url: str, schema: str) -> str:
+    """``url`` with libpq options that put ``schema`` first on the search path."""
+    sep = "&" if "?" in url else "?"
+    return f"{url}{sep}options=-csearch_path%3D{schema}"
+
+
+def unique_name(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:12]}"
