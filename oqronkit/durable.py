@@ -11,10 +11,10 @@ import base64
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from .backends.protocols import DurableStore
 from .backends.types import ABSENT, EncodedRow, ListQuery, Order, Scope, StoredRecord, _Absent, sort_key
@@ -104,6 +104,16 @@ class DurablePlane:
             with self._timed("durable.put_many"):
                 self.store.put_many(self.scope, rows)
         return len(rows)
+
+    def apply(
+        self, *, puts: Iterable[RecordWrite] = (), deletes: Iterable[tuple[str, str]] = ()
+    ) -> None:
+        """Write ``puts`` and delete ``deletes`` ((namespace, id) pairs) atomically."""
+        rows = self._encode_all(puts)
+        doomed = [(self._table(ns, id), ns, id) for ns, id in deletes]
+        if rows or doomed:
+            with self._timed("durable.apply"):
+                self.store.apply(self.scope, rows, doomed)
 
     def insert(self, namespace: str, id: str, value: dict[str, Any], *, expires_at: int | None = None) -> bool:
         """Insert a record only if its id is free; True when inserted."""
@@ -266,19 +276,19 @@ class DurablePlane:
                 )
 
 
-def encode_cursor(order: Order, key: int, id: str) -> str:
+def encode_cursor(order: Order, key: int | float, id: str) -> str:
     raw = json.dumps([order, key, id], separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str | None, order: Order) -> tuple[int, str] | None:
+def decode_cursor(cursor: str | None, order: Order) -> tuple[int | float, str] | None:
     """Decode a cursor made by :func:`encode_cursor`; a malformed one is bad input."""
     if cursor is None:
         return None
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         made_for, key, id = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        if made_for != order or not isinstance(key, int) or not isinstance(id, str):
+        if made_for != order or not isinstance(key, (int, float)) or isinstance(key, bool) or not isinstance(id, str):
             raise ValueError(made_for)
     except (ValueError, TypeError) as exc:
         raise InvalidRecord(f"The page cursor {cursor!r} is malformed or made for another order.") from exc

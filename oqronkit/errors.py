@@ -37,3 +37,25 @@ class LegacyLayoutDetected(OqronError, RuntimeError):
 
 class MissingDependency(OqronError, ImportError):
     """An optional driver (psycopg, redis) is not installed for the configured mode."""
+
+
+class UnknownQueue(OqronError, LookupError):
+    """No queue of that name is declared in this process; declare it with
+    ``oqronkit.queue(name)`` (publisher-only is fine) before adding jobs."""
+
+
+class InvalidJob(OqronError, ValueError):
+    """A job's payload or options are invalid (not JSON-serialisable, too large, a bad
+    priority or delay, a dependency cycle); nothing was written."""
+
+
+class JobNotFound(OqronError, LookupError):
+    """No job (or dead letter) with that id exists in this queue."""
+
+
+class InvalidState(OqronError, RuntimeError):
+    """The job is not in a state that allows this action (e.g. cancelling a finished job)."""
+
+
+class Discard(OqronError):
+    """Raised inside a handler (or by ``ctx.discard``) to fail the job now, with no retries."""

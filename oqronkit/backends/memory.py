@@ -43,6 +43,14 @@ class MemoryDurableStore:
                 inserted = existing[2] if existing else row.inserted_at
                 self._rows[key] = (row.kind, row.value_json, inserted, row.expires_at)
 
+    def apply(
+        self, scope: Scope, puts: Sequence[EncodedRow], deletes: Sequence[tuple[str, str, str]]
+    ) -> None:
+        with self._lock:
+            self.put_many(scope, puts)
+            for table, namespace, id in deletes:
+                self._rows.pop(_key(scope, table, namespace, id), None)
+
     def insert_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> set[tuple[str, str]]:
         inserted: set[tuple[str, str]] = set()
         with self._lock:

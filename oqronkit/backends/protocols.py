@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from .hot_types import Lease, QueueDepths, Signal
 from .types import EncodedRow, ListQuery, Scope, StoredRecord, _Absent
 
 
@@ -34,6 +35,13 @@ class DurableStore(Protocol):
     def put_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> None:
         """Upsert every row in one round trip (per table). An existing row keeps its
         ``inserted_at``; value, kind and ``expires_at`` are replaced."""
+
+    def apply(
+        self, scope: Scope, puts: Sequence[EncodedRow], deletes: Sequence[tuple[str, str, str]]
+    ) -> None:
+        """Upsert ``puts`` (as put_many) and delete ``deletes`` ((table, namespace, id)
+        triples) in ONE transaction: a job moved to the dead-letter namespace, or
+        completed jobs deleted with their final runs written, never half-happen."""
 
     def insert_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> set[tuple[str, str]]:
         """Insert rows whose key is free; existing rows stay untouched. Returns the
@@ -75,3 +83,105 @@ class DurableStore(Protocol):
         self, scope: Scope, table: str, namespace: str, cutoff_ms: int, *, limit: int
     ) -> int:
         """Delete up to ``limit`` rows of ``namespace`` inserted before ``cutoff_ms``."""
+
+
+@runtime_checkable
+class HotPlane(Protocol):
+    """Speed and coordination: claim structures, leases, locks, counters and
+    ephemeral keys. Everything here may be lost and rebuilt from the durable plane.
+
+    Every multi-step operation is atomic on the backend. Times are epoch ms passed in
+    by the caller (``now``), so tests control the clock and nodes agree on one source.
+    """
+
+    name: str
+
+    def ensure_ready(self) -> None:
+        """Create whatever structures the backend needs (tables, scripts)."""
+
+    def close(self) -> None:
+        """Release connections; the plane is unusable afterwards."""
+
+    # -- broker ------------------------------------------------------------------------
+
+    def signal(self, scope: Scope, queue: str, signals: Sequence[Signal], now: int) -> None:
+        """Make job ids claimable (or due later). A job id already ready, delayed or
+        leased in this queue is left as it is: signalling is idempotent."""
+
+    def claim(
+        self, scope: Scope, queue: str, *, worker_id: str, limit: int, lease_ms: int, now: int
+    ) -> list[Lease]:
+        """Move due delayed jobs to ready, then take up to ``limit`` ready jobs in
+        order (highest priority first, then enqueue order or its reverse for LIFO),
+        each leased to ``worker_id`` until ``now + lease_ms`` under a fresh, strictly
+        increasing fencing token."""
+
+    def extend(
+        self, scope: Scope, queue: str, leases: Sequence[Lease], *, lease_ms: int, now: int
+    ) -> list[Lease]:
+        """Renew the leases still held with their token (returned with the new
+        expiry). A lease the plane lost entirely (not leased, ready or delayed, e.g.
+        after a Redis restart) is re-created for the same token, so a live worker
+        keeps its job; a lease taken by another token is not returned."""
+
+    def ack(self, scope: Scope, queue: str, leases: Sequence[Lease]) -> set[str]:
+        """Drop leases whose token still matches; returns the job ids acknowledged."""
+
+    def release(self, scope: Scope, queue: str, lease: Lease, signal: Signal, now: int) -> bool:
+        """Give a held lease back as ``signal`` (ready again or due later) if the token
+        still matches."""
+
+    def take_expired(self, scope: Scope, queue: str, *, now: int, limit: int) -> list[Lease]:
+        """Atomically remove and return up to ``limit`` leases that expired at or
+        before ``now``; each expired lease is handed to exactly one caller."""
+
+    def remove(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
+        """Remove ids from ready and delayed (not from leases); returns those removed."""
+
+    def promote(self, scope: Scope, queue: str, job_id: str, now: int) -> bool:
+        """Make a delayed job ready now; False if it was not delayed."""
+
+    def present(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
+        """The ids among ``job_ids`` that are ready, delayed or leased."""
+
+    def depths(self, scope: Scope, queue: str, now: int) -> QueueDepths:
+        """Ready (including due delayed), delayed (not yet due) and leased counts."""
+
+    def next_due(self, scope: Scope, queue: str) -> int | None:
+        """The earliest ``run_at`` in the due-time set, or None."""
+
+    def wait(self, scope: Scope, queues: Sequence[str], timeout: float) -> bool:
+        """Block up to ``timeout`` seconds until a job may have become ready in one of
+        ``queues`` (True) or the time ran out (False). Spurious wake-ups are allowed."""
+
+    # -- locks and leader election ----------------------------------------------------
+
+    def acquire_lock(self, scope: Scope, name: str, owner: str, *, ttl_ms: int, now: int) -> bool:
+        """Take the lock, or renew it if ``owner`` already holds it."""
+
+    def release_lock(self, scope: Scope, name: str, owner: str) -> bool:
+        """Release the lock if ``owner`` holds it."""
+
+    def lock_owner(self, scope: Scope, name: str, now: int) -> str | None:
+        """Who holds the lock now, if anyone."""
+
+    # -- counters and ephemeral keys ----------------------------------------------------
+
+    def incr(self, scope: Scope, name: str, by: int = 1) -> int:
+        """Atomically add ``by`` to a counter (starting at 0); returns the new value."""
+
+    def get_counters(self, scope: Scope, names: Sequence[str]) -> dict[str, int]:
+        """Current values (missing counters are 0)."""
+
+    def kv_set(self, scope: Scope, group: str, items: Mapping[str, str], *, ttl_ms: int, now: int) -> None:
+        """Set string values under ``group`` that vanish after ``ttl_ms`` (the live run
+        overlay, worker heartbeats)."""
+
+    def kv_get(self, scope: Scope, group: str, keys: Sequence[str], now: int) -> dict[str, str]:
+        """Live values among ``keys``."""
+
+    def kv_all(self, scope: Scope, group: str, now: int) -> dict[str, str]:
+        """Every live value in ``group`` (groups are small: workers, running runs)."""
+
+    def kv_delete(self, scope: Scope, group: str, keys: Sequence[str]) -> None:
+        """Delete keys from ``group``."""

@@ -81,11 +81,11 @@ class ListQuery:
     order: Order = "inserted"
     descending: bool = False
     limit: int = 50
-    after: tuple[int, str] | None = None
+    after: tuple[int | float, str] | None = None
 
 
-def sort_key(record: StoredRecord, order: Order) -> int:
+def sort_key(record: StoredRecord, order: Order) -> int | float:
     """The value a listing sorts ``record`` by (used to build the next cursor)."""
     if order == "started":
-        return int(record.value["startedAt"])
+        return record.value["startedAt"]
     return record.inserted_at

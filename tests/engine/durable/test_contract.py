@@ -309,3 +309,23 @@ def test_ids_and_namespaces_with_odd_characters(durable: DurablePlane):
     durable.put(f"queue_job:{odd}", odd, {"k": odd})
     assert durable.get(f"queue_job:{odd}", odd).value == {"k": odd}
     assert durable.count(f"queue_job:{odd}") == 1
+
+
+def test_apply_moves_atomically(durable: DurablePlane):
+    durable.put("queue_job:q", "j1", {"status": "active"})
+    durable.put("queue_job:q", "j2", {"status": "active"})
+    durable.apply(
+        puts=[RecordWrite("queue_dlq:q", "j1", {"status": "dead"}), RecordWrite("runs", "r1", run(1))],
+        deletes=[("queue_job:q", "j1"), ("queue_job:q", "missing")],
+    )
+    assert durable.get("queue_job:q", "j1") is None
+    assert durable.get("queue_dlq:q", "j1").record_kind == "dlq"
+    assert durable.get("runs", "r1") is not None
+    assert durable.get("queue_job:q", "j2") is not None
+
+
+def test_apply_with_bad_value_changes_nothing(durable: DurablePlane):
+    durable.put("queue_job:q", "j1", {"status": "active"})
+    with pytest.raises(InvalidRecord):
+        durable.apply(puts=[RecordWrite("queue_dlq:q", "j1", {"x": object()})], deletes=[("queue_job:q", "j1")])
+    assert durable.get("queue_job:q", "j1") is not None

@@ -1,0 +1,235 @@
+-- OqronKit hot plane on SQLite: every statement SQLiteHotPlane runs (tables in hot_schema.sql).
+--
+-- Values are always parameters. Numbered parameters (?1, ?2, ...) let a statement use
+-- one value twice; ?1, ?2, ?3 are (project, environment, queue) wherever a queue is
+-- involved. A list of ids, or of [job_id, token] pairs, is one JSON array parameter
+-- read with json_each, so a batch of any size is one statement.
+--
+-- Queries on ready rows spell `run_at IS NULL` and those on delayed rows
+-- `run_at IS NOT NULL`: SQLite uses a partial index only when the WHERE clause implies
+-- the index's own condition.
+
+-- name: begin_immediate
+-- Take the write lock up front: a deferred transaction that reads, then writes, can
+-- fail with "database is locked" when another process wrote in between.
+BEGIN IMMEDIATE;
+
+-- name: commit
+COMMIT;
+
+-- name: rollback
+ROLLBACK;
+
+-- name: journal_mode_wal
+-- Readers never block the writer and the writer never blocks readers. Returns the mode.
+PRAGMA journal_mode = WAL;
+
+-- name: synchronous_normal
+-- The hot plane can be rebuilt from the durable plane; no need to fsync every commit.
+PRAGMA synchronous = NORMAL;
+
+-- name: data_version
+-- Changes whenever another connection (thread or process) commits: wait()'s cheap poll.
+PRAGMA data_version;
+
+-- name: bump_seq
+-- Reserve ?4 enqueue sequence numbers; returns the last one reserved.
+INSERT INTO oqron_hot_seq (project, environment, queue, seq, token) VALUES (?1, ?2, ?3, ?4, 0)
+ON CONFLICT (project, environment, queue) DO UPDATE SET seq = oqron_hot_seq.seq + excluded.seq
+RETURNING seq;
+
+-- name: bump_token
+-- Reserve ?4 fencing tokens; returns the last one reserved.
+INSERT INTO oqron_hot_seq (project, environment, queue, seq, token) VALUES (?1, ?2, ?3, 0, ?4)
+ON CONFLICT (project, environment, queue) DO UPDATE SET token = oqron_hot_seq.token + excluded.token
+RETURNING token;
+
+-- name: raise_token
+-- Never hand out a token at or below ?4 again (a lease re-created by extend holds it).
+INSERT INTO oqron_hot_seq (project, environment, queue, seq, token) VALUES (?1, ?2, ?3, 0, ?4)
+ON CONFLICT (project, environment, queue) DO UPDATE SET token = max(oqron_hot_seq.token, excluded.token);
+
+-- name: insert_signal
+-- Make a job id ready (run_at NULL) or delayed, unless it is already ready, delayed or
+-- leased in this queue. `WHERE` is required before ON CONFLICT after a SELECT.
+INSERT INTO oqron_hot_jobs (project, environment, queue, job_id, priority, lifo, ord, run_at)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+WHERE NOT EXISTS (
+    SELECT 1 FROM oqron_hot_leases
+    WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND job_id = ?4
+)
+ON CONFLICT (project, environment, queue, job_id) DO NOTHING;
+
+-- name: place
+-- Put a released job back as ready or delayed, replacing any stale entry.
+INSERT INTO oqron_hot_jobs (project, environment, queue, job_id, priority, lifo, ord, run_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+ON CONFLICT (project, environment, queue, job_id) DO UPDATE SET
+    priority = excluded.priority, lifo = excluded.lifo, ord = excluded.ord, run_at = excluded.run_at;
+
+-- name: any_claimable
+-- The read-only fast path of claim: idle pollers never take the write lock.
+SELECT EXISTS (
+    SELECT 1 FROM oqron_hot_jobs
+    WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND run_at IS NULL
+) OR EXISTS (
+    SELECT 1 FROM oqron_hot_jobs
+    WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND run_at IS NOT NULL AND run_at <= ?4
+);
+
+-- name: due_jobs
+-- Delayed jobs due at ?4, in the order they become ready (the memory plane's heap order).
+SELECT job_id, lifo FROM oqron_hot_jobs
+WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND run_at IS NOT NULL AND run_at <= ?4
+ORDER BY run_at, job_id;
+
+-- name: delayed_lifo
+-- The lifo flag of one delayed job (no row: the job is not delayed).
+SELECT lifo FROM oqron_hot_jobs
+WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND job_id = ?4 AND run_at IS NOT NULL;
+
+-- name: make_ready
+-- Promote one delayed job with its fresh ordering key ?5.
+UPDATE oqron_hot_jobs SET run_at = NULL, ord = ?5
+WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND job_id = ?4;
+
+-- name: take_ready
+-- Remove the first ?4 ready jobs in claim order. RETURNING yields rows in no promised
+-- order, so priority and ord come back for the caller to sort.
+DELETE FROM oqron_hot_jobs
+WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND job_id IN (
+    SELECT job_id FROM oqron_hot_jobs
+    WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND run_at IS NULL
+    ORDER BY priority DESC, ord
+    LIMIT ?4
+)
+RETURNING job_id, priority, ord;
+
+-- name: remove_waiting
+-- Remove ids (a JSON array) from ready and delayed; leases are untouched.
+DELETE FROM oqron_hot_jobs
+WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND job_id IN (SELECT value FROM json_each(?4))
+RETURNING job_id;
+
+-- name: present
+-- The ids among a JSON array that are ready, delayed or leased.
+SELECT job_id FROM oqron_hot_jobs
+WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND job_id IN (SELECT value FROM json_each(?4))
+UNION
+SELECT job_id FROM oqron_hot_leases
+WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND job_id IN (SELECT value FROM json_each(?4));
+
+-- name: depths
+-- Ready, due-but-not-promoted, not-yet-due and leased counts at ?4.
+SELECT
+    (SELECT count(*) FROM oqron_hot_jobs
+     WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND run_at IS NULL),
+    (SELECT count(*) FROM oqron_hot_jobs
+     WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND run_at IS NOT NULL AND run_at <= ?4),
+    (SELECT count(*) FROM oqron_hot_jobs
+     WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND run_at IS NOT NULL AND run_at > ?4),
+    (SELECT count(*) FROM oqron_hot_leases
+     WHERE project = ?1 AND environment = ?2 AND queue = ?3);
+
+-- name: next_due
+SELECT min(run_at) FROM oqron_hot_jobs
+WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND run_at IS NOT NULL;
+
+-- name: wait_state
+-- For the queues in a JSON array: whether any has a ready job, and the earliest due
+-- time among them. Correlated per queue so each probe is one index seek.
+SELECT
+    max(EXISTS (
+        SELECT 1 FROM oqron_hot_jobs AS j
+        WHERE j.project = ?1 AND j.environment = ?2 AND j.queue = q.value AND j.run_at IS NULL
+    )),
+    min((
+        SELECT min(j.run_at) FROM oqron_hot_jobs AS j
+        WHERE j.project = ?1 AND j.environment = ?2 AND j.queue = q.value AND j.run_at IS NOT NULL
+    ))
+FROM json_each(?3) AS q;
+
+-- name: insert_lease
+INSERT INTO oqron_hot_leases (project, environment, queue, job_id, token, expires_at, worker)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+ON CONFLICT (project, environment, queue, job_id) DO UPDATE SET
+    token = excluded.token, expires_at = excluded.expires_at, worker = excluded.worker;
+
+-- name: renew_leases
+-- Move the expiry of held leases (a JSON array of [job_id, token]) to ?4.
+UPDATE oqron_hot_leases SET expires_at = ?4
+WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND (job_id, token) IN (
+    SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?5)
+)
+RETURNING job_id, token;
+
+-- name: ack_leases
+-- Drop held leases (a JSON array of [job_id, token]) whose token still matches.
+DELETE FROM oqron_hot_leases
+WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND (job_id, token) IN (
+    SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?4)
+)
+RETURNING job_id;
+
+-- name: drop_lease
+DELETE FROM oqron_hot_leases
+WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND job_id = ?4 AND token = ?5;
+
+-- name: take_expired
+-- Remove up to ?5 leases expired at ?4, oldest first; RETURNING order is not promised.
+DELETE FROM oqron_hot_leases
+WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND job_id IN (
+    SELECT job_id FROM oqron_hot_leases
+    WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND expires_at <= ?4
+    ORDER BY expires_at, job_id
+    LIMIT ?5
+)
+RETURNING job_id, token, expires_at;
+
+-- name: acquire_lock
+-- Take the lock if free or lapsed at ?6, or renew it for its owner. RETURNING yields a
+-- row only when the insert or the update happened.
+INSERT INTO oqron_hot_locks (project, environment, name, owner, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
+ON CONFLICT (project, environment, name) DO UPDATE SET
+    owner = excluded.owner, expires_at = excluded.expires_at
+WHERE oqron_hot_locks.owner = excluded.owner OR oqron_hot_locks.expires_at <= ?6
+RETURNING owner;
+
+-- name: release_lock
+DELETE FROM oqron_hot_locks WHERE project = ?1 AND environment = ?2 AND name = ?3 AND owner = ?4;
+
+-- name: lock_owner
+SELECT owner FROM oqron_hot_locks
+WHERE project = ?1 AND environment = ?2 AND name = ?3 AND expires_at > ?4;
+
+-- name: incr
+INSERT INTO oqron_hot_counters (project, environment, name, value) VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (project, environment, name) DO UPDATE SET value = oqron_hot_counters.value + excluded.value
+RETURNING value;
+
+-- name: get_counters
+-- Existing counters among a JSON array of names.
+SELECT name, value FROM oqron_hot_counters
+WHERE project = ?1 AND environment = ?2 AND name IN (SELECT value FROM json_each(?3));
+
+-- name: kv_prune
+-- Expired keys of one group, dropped by the next write to it.
+DELETE FROM oqron_hot_kv WHERE project = ?1 AND environment = ?2 AND grp = ?3 AND expires_at <= ?4;
+
+-- name: kv_set
+INSERT INTO oqron_hot_kv (project, environment, grp, key, value, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+ON CONFLICT (project, environment, grp, key) DO UPDATE SET
+    value = excluded.value, expires_at = excluded.expires_at;
+
+-- name: kv_get
+SELECT key, value FROM oqron_hot_kv
+WHERE project = ?1 AND environment = ?2 AND grp = ?3 AND key IN (SELECT value FROM json_each(?4))
+  AND expires_at > ?5;
+
+-- name: kv_all
+SELECT key, value FROM oqron_hot_kv
+WHERE project = ?1 AND environment = ?2 AND grp = ?3 AND expires_at > ?4;
+
+-- name: kv_delete
+DELETE FROM oqron_hot_kv
+WHERE project = ?1 AND environment = ?2 AND grp = ?3 AND key IN (SELECT value FROM json_each(?4));

@@ -1,0 +1,361 @@
+"""Durable store on one SQLite file, shared by every thread and process of one machine.
+
+Concurrency model: WAL journal (readers and the single writer never block each other),
+a busy timeout (a writer waits for the lock instead of failing), one connection per
+thread, and every write as an explicit ``BEGIN IMMEDIATE`` transaction so the write
+lock is taken before the first read: a deferred transaction that reads and then writes
+can fail with "database is locked" however long the timeout, when another process
+committed in between. All SQL lives in ``sql/sqlite/*.sql``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any
+
+from ..codec import decode_value
+from ..errors import BackendUnavailable, ConfigurationError, InvalidNamespace
+from ..namespaces import TABLE_NAMES
+from .matching import fields_match
+from .sqlfiles import load_queries, load_sql
+from .types import EncodedRow, ListQuery, Scope, StoredRecord, _Absent
+
+BUSY_TIMEOUT_S = 10.0
+MIN_SQLITE = (3, 35, 0)  # RETURNING (insert_many); row values and json_each are older
+
+_SCHEMA = load_sql("oqronkit.backends", "sql/sqlite/schema.sql")
+_QUERIES = load_queries("oqronkit.backends", "sql/sqlite/queries.sql")
+# The only identifiers ever put into SQL text: the three fixed table names, each
+# substituted for the {table} placeholder once, here. Values are always `?` parameters.
+_BY_TABLE: dict[str, dict[str, str]] = {
+    key: {name: sql.replace("{table}", table) for name, sql in _QUERIES.items()}
+    for key, table in TABLE_NAMES.items()
+}
+# (order, descending) -> (keyset fragment, ORDER BY fragment) in queries.sql.
+_ORDERING = {
+    ("started", False): ("after_started_asc", "order_started_asc"),
+    ("started", True): ("after_started_desc", "order_started_desc"),
+    ("inserted", False): ("after_inserted_asc", "order_inserted_asc"),
+    ("inserted", True): ("after_inserted_desc", "order_inserted_desc"),
+}
+
+
+class SQLiteDurableStore:
+    """The spec's three tables in one SQLite file (the default, zero-setup mode).
+
+    Safe to share between threads (each gets its own connection) and between processes
+    opening the same file. Connections open lazily, so a bad path surfaces as
+    :class:`~oqronkit.errors.BackendUnavailable` on first use (``DurablePlane.start``).
+    """
+
+    name = "sqlite"
+    supports_sql = True
+
+    def __init__(self, path: str, *, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
+        if path in ("", ":memory:"):
+            # Each thread's connection would get its own private database.
+            raise ConfigurationError(
+                f"The SQLite durable store needs a file path, got {path!r}; use mode 'memory' "
+                "for an in-process store."
+            )
+        self.path = path
+        self._busy_timeout = busy_timeout
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        # Every connection this store opened, with its thread, so close() can close
+        # them all and connections of finished threads can be reclaimed.
+        self._connections: list[tuple[threading.Thread, sqlite3.Connection]] = []
+        self._closed = False
+        self._pid = os.getpid()
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def ensure_schema(self) -> None:
+        with self._guard("ensure_schema") as conn:
+            try:
+                conn.executescript(_SCHEMA)  # one BEGIN IMMEDIATE ... COMMIT script
+            except BaseException:
+                _rollback(conn)
+                raise
+
+    def has_table(self, table: str) -> bool:
+        with self._guard("has_table") as conn:
+            return conn.execute(_QUERIES["has_table"], (table,)).fetchone() is not None
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            connections, self._connections = self._connections, []
+        for _thread, conn in connections:
+            with suppress(sqlite3.Error):
+                conn.close()
+
+    # -- writes ----------------------------------------------------------------------
+
+    def put_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> None:
+        with self._write("put_many") as conn:
+            _upsert(conn, scope, rows)
+
+    def apply(
+        self, scope: Scope, puts: Sequence[EncodedRow], deletes: Sequence[tuple[str, str, str]]
+    ) -> None:
+        # Puts first, then deletes (as memory does), all in one write transaction.
+        with self._write("apply") as conn:
+            _upsert(conn, scope, puts)
+            for table, namespace, id in deletes:
+                conn.execute(_sql(table, "delete_one"), (scope.project, scope.environment, namespace, id))
+
+    def insert_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> set[tuple[str, str]]:
+        inserted: set[tuple[str, str]] = set()
+        with self._write("insert_many") as conn:
+            for row in rows:
+                # RETURNING yields a row only when the insert happened (not on conflict).
+                if conn.execute(_sql(row.table, "insert_if_free"), _row_params(scope, row)).fetchall():
+                    inserted.add((row.namespace, row.id))
+        return inserted
+
+    def delete_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> int:
+        params = (scope.project, scope.environment, namespace, json.dumps(list(ids)))
+        with self._write("delete_many") as conn:
+            return conn.execute(_sql(table, "delete_many"), params).rowcount
+
+    def compare_and_set(
+        self,
+        scope: Scope,
+        table: str,
+        namespace: str,
+        id: str,
+        expect: Mapping[str, Any] | _Absent,
+        row: EncodedRow | None,
+    ) -> bool:
+        key = (scope.project, scope.environment, namespace, id)
+        with self._write("compare_and_set") as conn:
+            # The write lock is already held, so nobody can change the row between this
+            # read and our write; the comparison itself is the shared Python one, so
+            # its semantics are exactly the memory backend's.
+            found = conn.execute(_sql(table, "get_value"), key).fetchone()
+            if isinstance(expect, _Absent):
+                if found is not None:
+                    return False
+            elif found is None or not fields_match(decode_value(found[0]), expect):
+                return False
+            if row is None:
+                conn.execute(_sql(table, "delete_one"), key)
+            else:
+                conn.execute(_sql(table, "upsert"), _row_params(scope, row))
+            return True
+
+    def prune_expired(self, scope: Scope, table: str, now_ms: int) -> int:
+        params = (scope.project, scope.environment, now_ms)
+        with self._write("prune_expired") as conn:
+            return conn.execute(_sql(table, "prune_expired"), params).rowcount
+
+    def prune_older_than(
+        self, scope: Scope, table: str, namespace: str, cutoff_ms: int, *, limit: int
+    ) -> int:
+        where = (scope.project, scope.environment, namespace)
+        with self._write("prune_older_than") as conn:
+            return conn.execute(_sql(table, "prune_older_than"), (*where, *where, cutoff_ms, limit)).rowcount
+
+    # -- reads -----------------------------------------------------------------------
+
+    def get_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> list[StoredRecord]:
+        params = (scope.project, scope.environment, namespace, json.dumps(list(ids)))
+        with self._guard("get_many") as conn:
+            return [_record(row) for row in conn.execute(_sql(table, "get_many"), params).fetchall()]
+
+    def list(self, scope: Scope, query: ListQuery) -> list[StoredRecord]:
+        sql, params = list_statement(scope, query)
+        with self._guard("list") as conn:
+            return [_record(row) for row in conn.execute(sql, params).fetchall()]
+
+    def count(self, scope: Scope, table: str, *, namespace: str | None, kind: str | None) -> int:
+        queries = _table_queries(table)
+        parts, params = [queries["count_select"]], [scope.project, scope.environment]
+        for fragment, wanted in (("and_namespace", namespace), ("and_kind", kind)):
+            if wanted is not None:
+                parts.append(queries[fragment])
+                params.append(wanted)
+        with self._guard("count") as conn:
+            return int(conn.execute("\n".join(parts), params).fetchone()[0])
+
+    def count_by_namespace(self, scope: Scope, table: str, kind: str) -> dict[str, int]:
+        params = (scope.project, scope.environment, kind)
+        with self._guard("count_by_namespace") as conn:
+            return dict(conn.execute(_sql(table, "count_by_namespace"), params).fetchall())
+
+    # -- connections -----------------------------------------------------------------
+
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[sqlite3.Connection]:
+        """This thread's connection; driver errors become BackendUnavailable."""
+        conn = self._connection()
+        try:
+            yield conn
+        except sqlite3.Error as exc:
+            raise BackendUnavailable(f"SQLite {action} on {self.path!r} failed: {exc}") from exc
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[sqlite3.Connection]:
+        """One BEGIN IMMEDIATE transaction, committed on success, rolled back otherwise."""
+        with self._guard(action) as conn:
+            conn.execute(_QUERIES["begin_immediate"])
+            try:
+                yield conn
+                conn.execute(_QUERIES["commit"])
+            except BaseException:
+                # Also after a failed COMMIT: a transaction left open would make every
+                # later BEGIN on this thread's connection fail.
+                _rollback(conn)
+                raise
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._closed:
+            raise BackendUnavailable(f"The SQLite store on {self.path!r} is closed.")
+        if self._pid != os.getpid():
+            # A forked child must never use its parent's connections (SQLite forbids
+            # carrying one across fork): forget them, unclosed, and open its own.
+            self._local, self._lock, self._connections = threading.local(), threading.Lock(), []
+            self._pid = os.getpid()
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        conn = self._open()
+        with self._lock:
+            if self._closed:
+                conn.close()
+                raise BackendUnavailable(f"The SQLite store on {self.path!r} is closed.")
+            self._reap_finished_threads()
+            self._connections.append((threading.current_thread(), conn))
+        self._local.conn = conn
+        return conn
+
+    def _reap_finished_threads(self) -> None:
+        # A thread's connection outlives the thread (threading.local drops only our
+        # reference); close those here so short-lived worker threads do not leak files.
+        alive = []
+        for thread, conn in self._connections:
+            if thread.is_alive():
+                alive.append((thread, conn))
+            else:
+                with suppress(sqlite3.Error):
+                    conn.close()
+        self._connections = alive
+
+    def _open(self) -> sqlite3.Connection:
+        directory = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(directory):
+            raise BackendUnavailable(
+                f"Cannot open the SQLite database {self.path!r}: the directory {directory!r} does "
+                "not exist. Create it, or point the database URL at an existing folder."
+            )
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            raise BackendUnavailable(
+                f"The SQLite library is {sqlite3.sqlite_version}; the durable store on {self.path!r} "
+                f"needs {'.'.join(map(str, MIN_SQLITE))} or newer."
+            )
+        try:
+            # isolation_level=None: the sqlite3 module never opens transactions behind
+            # our back; check_same_thread=False only so close() may close every
+            # connection (each is otherwise used by its own thread alone).
+            conn = sqlite3.connect(
+                self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise BackendUnavailable(f"Cannot open the SQLite database {self.path!r}: {exc}") from exc
+        try:
+            mode = conn.execute(_QUERIES["journal_mode_wal"]).fetchone()[0]
+            conn.execute(_QUERIES["synchronous_normal"])
+        except sqlite3.Error as exc:
+            conn.close()
+            raise BackendUnavailable(f"Cannot configure the SQLite database {self.path!r}: {exc}") from exc
+        if str(mode).lower() != "wal":
+            conn.close()
+            raise BackendUnavailable(
+                f"The SQLite database {self.path!r} cannot use WAL journaling (got {mode!r}); "
+                "several processes share this file, so put it on a local filesystem."
+            )
+        return conn
+
+
+def list_statement(scope: Scope, query: ListQuery) -> tuple[str, list[Any]]:
+    """The SELECT for ``query`` and its parameters, composed only of fixed fragments of
+    ``queries.sql``: the same filter, order and keyset as ``matching.matches_query``."""
+    queries = _table_queries(query.table)
+    parts, params = [queries["list_select"]], [scope.project, scope.environment]
+
+    def add(fragment: str, *values: Any) -> None:
+        parts.append(queries[fragment])
+        params.extend(values)
+
+    run_fields = {"and_status": query.status, "and_name": query.name, "and_module": query.module}
+    # On oqron_runs a run-field filter should seek its own index (see and_namespace_unindexed).
+    seek = query.table == "runs" and any(wanted is not None for wanted in run_fields.values())
+    if query.namespace is not None:
+        add("and_namespace_unindexed" if seek else "and_namespace", query.namespace)
+    if query.kind is not None:
+        add("and_kind_unindexed" if seek else "and_kind", query.kind)
+    for fragment, wanted in run_fields.items():
+        if wanted is not None:
+            add(fragment, wanted)
+    if query.order == "started" or query.started_from is not None or query.started_to is not None:
+        add("and_has_started")
+    if query.started_from is not None:
+        add("and_started_from", query.started_from)
+    if query.started_to is not None:
+        add("and_started_to", query.started_to)
+    after_fragment, order_fragment = _ORDERING[(query.order, query.descending)]
+    if query.after is not None:
+        key, id = query.after
+        add(after_fragment, key, key, id)  # a scalar bound, then the row value
+    add(order_fragment)
+    add("limit", query.limit)
+    return "\n".join(parts), params
+
+
+def _table_queries(table: str) -> dict[str, str]:
+    """The queries rendered for ``table``, which must be one of the whitelisted keys."""
+    try:
+        return _BY_TABLE[table]
+    except KeyError:
+        raise InvalidNamespace(
+            f"Unknown durable table {table!r}; expected one of {', '.join(TABLE_NAMES)}."
+        ) from None
+
+
+def _sql(table: str, name: str) -> str:
+    return _table_queries(table)[name]
+
+
+def _upsert(conn: sqlite3.Connection, scope: Scope, rows: Sequence[EncodedRow]) -> None:
+    """Upsert ``rows`` with one executemany per table (inside the caller's transaction)."""
+    groups: dict[str, list[tuple[Any, ...]]] = {}
+    for row in rows:
+        groups.setdefault(row.table, []).append(_row_params(scope, row))
+    for table, params in groups.items():
+        conn.executemany(_sql(table, "upsert"), params)
+
+
+def _row_params(scope: Scope, row: EncodedRow) -> tuple[Any, ...]:
+    return (
+        scope.project, scope.environment, row.namespace, row.kind, row.id,
+        row.value_json, row.inserted_at, row.expires_at,
+    )
+
+
+def _record(row: tuple[Any, ...]) -> StoredRecord:
+    namespace, id, kind, text, inserted_at, expires_at = row
+    return StoredRecord(namespace, id, kind, decode_value(text), inserted_at, expires_at)
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    # Some errors (SQLITE_FULL, IOERR) already rolled back; the original error is the
+    # one worth raising, so a failed rollback is not allowed to replace it.
+    if conn.in_transaction:
+        with suppress(sqlite3.Error):
+            conn.execute(_QUERIES["rollback"])

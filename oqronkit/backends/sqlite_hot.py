@@ -1,0 +1,421 @@
+"""Hot plane on SQLite: the ``sqlite`` mode's broker, leases, locks, counters and
+ephemeral keys, in the same file as the durable tables and shared by every thread and
+process of one machine.
+
+Concurrency model (as in :mod:`.sqlite`): WAL journal, a busy timeout, one connection per
+thread, and every write as one explicit ``BEGIN IMMEDIATE`` transaction, so the write
+lock serialises claimers across processes and no job is handed out twice. A per-plane
+``threading.Lock`` also serialises this process's writers, so threads queue on a Python
+lock (woken at once) rather than on SQLite's busy handler (which sleeps and retries).
+
+Wake-ups: ``signal``/``release``/``promote`` notify waiters of this process through a
+condition variable; waiters also poll ``PRAGMA data_version`` every few ms, which
+changes whenever another connection (another process) commits. All SQL lives in
+``sql/sqlite/hot_*.sql``; all times are the callers' ``now``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any
+
+from ..errors import BackendUnavailable, ConfigurationError
+from .hot_types import Lease, QueueDepths, Signal
+from .sqlfiles import load_queries, load_sql
+from .types import Scope
+
+BUSY_TIMEOUT_S = 10.0
+POLL_INTERVAL_S = 0.01  # cross-process wake-up latency of wait(), at one PRAGMA per tick
+MIN_SQLITE = (3, 35, 0)  # RETURNING; UPSERT, row values and json_each are older
+
+_SCHEMA = load_sql("oqronkit.backends", "sql/sqlite/hot_schema.sql")
+_Q = load_queries("oqronkit.backends", "sql/sqlite/hot_queries.sql")
+
+
+class SQLiteHotPlane:
+    """The hot plane of the default ``sqlite`` mode (one machine, several processes).
+
+    Safe to share between threads (each gets its own connection) and between processes
+    opening the same file. Connections open lazily, so a bad path surfaces as
+    :class:`~oqronkit.errors.BackendUnavailable` on first use.
+    """
+
+    name = "sqlite"
+
+    def __init__(
+        self, path: str, *, busy_timeout: float = BUSY_TIMEOUT_S, poll_interval: float = POLL_INTERVAL_S
+    ) -> None:
+        if path in ("", ":memory:") or path.startswith("file:"):
+            # Each thread's connection would get its own private database.
+            raise ConfigurationError(
+                f"The SQLite hot plane needs a file path, got {path!r}; use mode 'memory' "
+                "for an in-process plane."
+            )
+        self.path = path
+        self._busy_timeout = busy_timeout
+        self._poll = poll_interval
+        self._closed = False
+        self._reset_process_state()
+
+    def _reset_process_state(self) -> None:
+        # Also run in a forked child: SQLite forbids carrying connections across fork,
+        # and a lock held by a parent thread would never be released in the child.
+        self._pid = os.getpid()
+        self._local = threading.local()
+        self._conn_lock = threading.Lock()
+        self._connections: list[tuple[threading.Thread, sqlite3.Connection]] = []
+        self._write_lock = threading.Lock()
+        self._changed = threading.Condition()
+        self._versions: dict[tuple[Scope, str], int] = {}  # bumped per queue by _notify
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def ensure_ready(self) -> None:
+        with self._guard("ensure_ready") as conn, self._write_lock:
+            try:
+                conn.executescript(_SCHEMA)  # one BEGIN IMMEDIATE ... COMMIT script
+            except BaseException:
+                _rollback(conn)
+                raise
+
+    def close(self) -> None:
+        with self._conn_lock:
+            self._closed = True
+            connections, self._connections = self._connections, []
+        for _thread, conn in connections:
+            with suppress(sqlite3.Error):
+                conn.close()
+        with self._changed:
+            self._changed.notify_all()  # waiters see _closed and return
+
+    # -- broker ------------------------------------------------------------------------
+
+    def signal(self, scope: Scope, queue: str, signals: Sequence[Signal], now: int) -> None:
+        if not signals:
+            return
+        key = _key(scope, queue)
+        with self._write("signal") as conn:
+            seq = _reserve_seq(conn, key, sum(1 for s in signals if _is_ready(s, now)))
+            rows = []
+            for s in signals:
+                seq += (ready := _is_ready(s, now))
+                # A delayed job gets its ordering key when it is promoted.
+                order, run_at = (_ord(seq, s.lifo), None) if ready else (0, s.run_at)
+                rows.append((*key, s.job_id, s.priority, int(s.lifo), order, run_at))
+            conn.executemany(_Q["insert_signal"], rows)
+        self._notify(scope, queue)
+
+    def claim(
+        self, scope: Scope, queue: str, *, worker_id: str, limit: int, lease_ms: int, now: int
+    ) -> list[Lease]:
+        key = _key(scope, queue)
+        if limit <= 0 or not self._read_one("claim", _Q["any_claimable"], (*key, now))[0]:
+            return []
+        expires_at = now + lease_ms
+        with self._write("claim") as conn:
+            _promote_due(conn, key, now)
+            taken = conn.execute(_Q["take_ready"], (*key, limit)).fetchall()
+            if not taken:
+                return []
+            taken.sort(key=lambda row: (-row[1], row[2]))  # priority DESC, ord ASC
+            first = _one(conn, _Q["bump_token"], (*key, len(taken)))[0] - len(taken) + 1
+            leases = [Lease(row[0], first + i, expires_at) for i, row in enumerate(taken)]
+            conn.executemany(
+                _Q["insert_lease"], [(*key, lease.job_id, lease.token, expires_at, worker_id) for lease in leases]
+            )
+        return leases
+
+    def extend(
+        self, scope: Scope, queue: str, leases: Sequence[Lease], *, lease_ms: int, now: int
+    ) -> list[Lease]:
+        if not leases:
+            return []
+        key, expires_at = _key(scope, queue), now + lease_ms
+        with self._write("extend") as conn:
+            held = {
+                (job_id, token)
+                for job_id, token in conn.execute(_Q["renew_leases"], (*key, expires_at, _pairs(leases)))
+            }
+            rest = [lease for lease in leases if (lease.job_id, lease.token) not in held]
+            if rest:
+                known = {row[0] for row in conn.execute(_Q["present"], (*key, _json(lease.job_id for lease in rest)))}
+                lost = {lease.job_id: lease for lease in reversed(rest) if lease.job_id not in known}
+                if lost:
+                    # The plane lost this lease (e.g. the file was replaced): re-create it
+                    # so the live worker keeps its job, and never reissue its token.
+                    conn.executemany(
+                        _Q["insert_lease"], [(*key, j, lease.token, expires_at, "") for j, lease in lost.items()]
+                    )
+                    conn.execute(_Q["raise_token"], (*key, max(lease.token for lease in lost.values())))
+                    held.update((j, lease.token) for j, lease in lost.items())
+        return [Lease(lease.job_id, lease.token, expires_at) for lease in leases if (lease.job_id, lease.token) in held]
+
+    def ack(self, scope: Scope, queue: str, leases: Sequence[Lease]) -> set[str]:
+        if not leases:
+            return set()
+        with self._write("ack") as conn:
+            return {row[0] for row in conn.execute(_Q["ack_leases"], (*_key(scope, queue), _pairs(leases)))}
+
+    def release(self, scope: Scope, queue: str, lease: Lease, signal: Signal, now: int) -> bool:
+        key = _key(scope, queue)
+        with self._write("release") as conn:
+            if conn.execute(_Q["drop_lease"], (*key, lease.job_id, lease.token)).rowcount != 1:
+                return False
+            ready = _is_ready(signal, now)
+            order, run_at = (_ord(_reserve_seq(conn, key, 1) + 1, signal.lifo), None) if ready else (0, signal.run_at)
+            conn.execute(_Q["place"], (*key, signal.job_id, signal.priority, int(signal.lifo), order, run_at))
+        self._notify(scope, queue)
+        return True
+
+    def take_expired(self, scope: Scope, queue: str, *, now: int, limit: int) -> list[Lease]:
+        if limit <= 0:
+            return []
+        with self._write("take_expired") as conn:
+            rows = conn.execute(_Q["take_expired"], (*_key(scope, queue), now, limit)).fetchall()
+        return [Lease(job_id, token, expiry) for job_id, token, expiry in sorted(rows, key=lambda r: (r[2], r[0]))]
+
+    def remove(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
+        if not job_ids:
+            return set()
+        with self._write("remove") as conn:
+            return {row[0] for row in conn.execute(_Q["remove_waiting"], (*_key(scope, queue), _json(job_ids)))}
+
+    def promote(self, scope: Scope, queue: str, job_id: str, now: int) -> bool:
+        key = _key(scope, queue)
+        with self._write("promote") as conn:
+            found = conn.execute(_Q["delayed_lifo"], (*key, job_id)).fetchall()
+            if not found:
+                return False
+            conn.execute(_Q["make_ready"], (*key, job_id, _ord(_reserve_seq(conn, key, 1) + 1, found[0][0])))
+        self._notify(scope, queue)
+        return True
+
+    def present(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
+        if not job_ids:
+            return set()
+        with self._guard("present") as conn:
+            return {row[0] for row in conn.execute(_Q["present"], (*_key(scope, queue), _json(job_ids)))}
+
+    def depths(self, scope: Scope, queue: str, now: int) -> QueueDepths:
+        ready, due, delayed, active = self._read_one("depths", _Q["depths"], (*_key(scope, queue), now))
+        return QueueDepths(ready + due, delayed, active)
+
+    def next_due(self, scope: Scope, queue: str) -> int | None:
+        return self._read_one("next_due", _Q["next_due"], _key(scope, queue))[0]
+
+    def wait(self, scope: Scope, queues: Sequence[str], timeout: float) -> bool:
+        deadline = time.monotonic() + max(timeout, 0.0)
+        keys = [(scope, queue) for queue in queues]
+        with self._changed:
+            seen = [self._versions.get(k, 0) for k in keys]
+        params = (scope.project, scope.environment, _json(queues))
+        with self._guard("wait") as conn:
+            version = _one(conn, _Q["data_version"], ())[0]
+            has_ready, first_due = _one(conn, _Q["wait_state"], params)
+        while not has_ready and not self._closed:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            with self._changed:  # same process: woken at once by _notify
+                if self._changed.wait_for(lambda: [self._versions.get(k, 0) for k in keys] != seen,
+                                          min(remaining, self._poll)):
+                    return True
+            with self._guard("wait") as conn:  # other processes: a cheap poll
+                current = _one(conn, _Q["data_version"], ())[0]
+                if current == version:
+                    continue  # nobody committed anything: no query needed
+                version, (has_ready, due) = current, _one(conn, _Q["wait_state"], params)
+            # A due time earlier than the caller could have planned for (it sized its
+            # timeout from next_due before calling) is worth a wake-up too.
+            if due is not None and (first_due is None or due < first_due):
+                return True
+        return has_ready
+
+    def _notify(self, scope: Scope, queue: str) -> None:
+        with self._changed:
+            self._versions[(scope, queue)] = self._versions.get((scope, queue), 0) + 1
+            self._changed.notify_all()
+
+    # -- locks ---------------------------------------------------------------------------
+
+    def acquire_lock(self, scope: Scope, name: str, owner: str, *, ttl_ms: int, now: int) -> bool:
+        params = (scope.project, scope.environment, name, owner, now + ttl_ms, now)
+        with self._write("acquire_lock") as conn:
+            return bool(conn.execute(_Q["acquire_lock"], params).fetchall())
+
+    def release_lock(self, scope: Scope, name: str, owner: str) -> bool:
+        with self._write("release_lock") as conn:
+            return conn.execute(_Q["release_lock"], (scope.project, scope.environment, name, owner)).rowcount == 1
+
+    def lock_owner(self, scope: Scope, name: str, now: int) -> str | None:
+        with self._guard("lock_owner") as conn:
+            rows = conn.execute(_Q["lock_owner"], (scope.project, scope.environment, name, now)).fetchall()
+        return rows[0][0] if rows else None
+
+    # -- counters and ephemeral keys ---------------------------------------------------
+
+    def incr(self, scope: Scope, name: str, by: int = 1) -> int:
+        with self._write("incr") as conn:
+            return int(_one(conn, _Q["incr"], (scope.project, scope.environment, name, by))[0])
+
+    def get_counters(self, scope: Scope, names: Sequence[str]) -> dict[str, int]:
+        with self._guard("get_counters") as conn:
+            found = dict(conn.execute(_Q["get_counters"], (scope.project, scope.environment, _json(names))))
+        return {n: int(found.get(n, 0)) for n in names}
+
+    def kv_set(self, scope: Scope, group: str, items: Mapping[str, str], *, ttl_ms: int, now: int) -> None:
+        where = (scope.project, scope.environment, group)
+        with self._write("kv_set") as conn:
+            conn.execute(_Q["kv_prune"], (*where, now))  # keeps abandoned keys from piling up
+            conn.executemany(_Q["kv_set"], [(*where, k, v, now + ttl_ms) for k, v in items.items()])
+
+    def kv_get(self, scope: Scope, group: str, keys: Sequence[str], now: int) -> dict[str, str]:
+        with self._guard("kv_get") as conn:
+            return dict(conn.execute(_Q["kv_get"], (scope.project, scope.environment, group, _json(keys), now)))
+
+    def kv_all(self, scope: Scope, group: str, now: int) -> dict[str, str]:
+        with self._guard("kv_all") as conn:
+            return dict(conn.execute(_Q["kv_all"], (scope.project, scope.environment, group, now)))
+
+    def kv_delete(self, scope: Scope, group: str, keys: Sequence[str]) -> None:
+        with self._write("kv_delete") as conn:
+            conn.execute(_Q["kv_delete"], (scope.project, scope.environment, group, _json(keys)))
+
+    # -- connections -----------------------------------------------------------------
+
+    def _read_one(self, action: str, sql: str, params: Sequence[Any]) -> tuple[Any, ...]:
+        with self._guard(action) as conn:
+            return _one(conn, sql, params)
+
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[sqlite3.Connection]:
+        """This thread's connection; driver errors become BackendUnavailable."""
+        conn = self._connection()
+        try:
+            yield conn
+        except sqlite3.Error as exc:
+            raise BackendUnavailable(f"SQLite hot plane {action} on {self.path!r} failed: {exc}") from exc
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[sqlite3.Connection]:
+        """One BEGIN IMMEDIATE transaction, committed on success, rolled back otherwise."""
+        # The connection first: in a forked child it resets the inherited write lock.
+        with self._guard(action) as conn, self._write_lock:
+            conn.execute(_Q["begin_immediate"])
+            try:
+                yield conn
+                conn.execute(_Q["commit"])
+            except BaseException:
+                # Also after a failed COMMIT: an open transaction would break every later BEGIN.
+                _rollback(conn)
+                raise
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._closed:
+            raise BackendUnavailable(f"The SQLite hot plane on {self.path!r} is closed.")
+        if self._pid != os.getpid():
+            self._reset_process_state()
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        conn = self._open()
+        with self._conn_lock:
+            if self._closed:
+                conn.close()
+                raise BackendUnavailable(f"The SQLite hot plane on {self.path!r} is closed.")
+            # A finished thread's connection outlives it: close those (no leaked handles).
+            for _thread, old in (item for item in self._connections if not item[0].is_alive()):
+                with suppress(sqlite3.Error):
+                    old.close()
+            self._connections = [item for item in self._connections if item[0].is_alive()]
+            self._connections.append((threading.current_thread(), conn))
+        self._local.conn = conn
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            raise BackendUnavailable(
+                f"The SQLite library is {sqlite3.sqlite_version}; the hot plane on {self.path!r} needs "
+                f"{'.'.join(map(str, MIN_SQLITE))} or newer."
+            )
+        try:
+            # isolation_level=None: the sqlite3 module never opens transactions behind our
+            # back; check_same_thread=False only so close() may close every connection.
+            conn = sqlite3.connect(
+                self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            try:
+                mode = _one(conn, _Q["journal_mode_wal"], ())[0]
+                conn.execute(_Q["synchronous_normal"])
+            except BaseException:
+                conn.close()
+                raise
+        except sqlite3.Error as exc:
+            raise BackendUnavailable(f"Cannot open the SQLite database {self.path!r}: {exc}") from exc
+        if str(mode).lower() != "wal":
+            conn.close()
+            raise BackendUnavailable(
+                f"The SQLite database {self.path!r} cannot use WAL journaling (got {mode!r}); "
+                "several processes share this file, so put it on a local filesystem."
+            )
+        return conn
+
+
+def _key(scope: Scope, queue: str) -> tuple[str, str, str]:
+    return (scope.project, scope.environment, queue)
+
+
+def _is_ready(signal: Signal, now: int) -> bool:
+    return signal.run_at is None or signal.run_at <= now
+
+
+def _ord(seq: int, lifo: bool | int) -> int:
+    """The ordering key among equal priorities: enqueue order, or its reverse for LIFO."""
+    return -seq if lifo else seq
+
+
+def _reserve_seq(conn: sqlite3.Connection, key: tuple[str, str, str], count: int) -> int:
+    """Reserve ``count`` sequence numbers; returns the one before the first reserved."""
+    if count == 0:
+        return 0  # nothing will be numbered, so the base does not matter
+    return int(_one(conn, _Q["bump_seq"], (*key, count))[0]) - count
+
+
+def _promote_due(conn: sqlite3.Connection, key: tuple[str, str, str], now: int) -> None:
+    # A job that becomes due queues behind those already ready at its priority (a fresh
+    # seq at promotion, as the memory plane does), keeping its priority and lifo flag.
+    due = conn.execute(_Q["due_jobs"], (*key, now)).fetchall()
+    if due:
+        seq = _reserve_seq(conn, key, len(due))
+        conn.executemany(
+            _Q["make_ready"], [(*key, job_id, _ord(seq + i, lifo)) for i, (job_id, lifo) in enumerate(due, 1)]
+        )
+
+
+def _one(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> tuple[Any, ...]:
+    # fetchall, not fetchone: it steps the statement to its end, so no read snapshot
+    # or half-run RETURNING statement is left open on the connection.
+    return tuple(conn.execute(sql, params).fetchall()[0])
+
+
+def _json(values: Iterable[str]) -> str:
+    """A list of strings as one JSON array parameter (read by json_each in the SQL)."""
+    return json.dumps(list(values))
+
+
+def _pairs(leases: Sequence[Lease]) -> str:
+    return json.dumps([[lease.job_id, lease.token] for lease in leases])
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    # Some errors (SQLITE_FULL, IOERR) already rolled back; the original error is the one
+    # worth raising, so a failed rollback is not allowed to replace it.
+    if conn.in_transaction:
+        with suppress(sqlite3.Error):
+            conn.execute(_Q["rollback"])

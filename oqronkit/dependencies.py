@@ -1,0 +1,116 @@
+"""Job dependencies: children wait for their parents (``depends_on``).
+
+When a parent completes, its recorded dependents are released at once; when it dies
+or is cancelled, each child follows its ``parent_failure`` policy. The leader's sweep
+(:func:`sweep_waiting`) re-checks every waiting child, so no child can be stranded by a
+race with a parent finishing while the child was being added.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from .backends.hot_types import Signal
+from .clock import now_ms
+from .durable import DurablePlane, RecordWrite
+from .hot import HotPlaneFacade
+from .jobs import Job
+
+logger = logging.getLogger(__name__)
+MAX_CAS_TRIES = 20
+
+
+def add_dependent(durable: DurablePlane, queue: str, parent_id: str, child: list[str]) -> bool:
+    """Append ``child`` to the parent's dependents (compare-and-set loop); False if the
+    parent no longer waits in its queue (the sweep then resolves the child)."""
+    namespace = f"queue_job:{queue}"
+    for _ in range(MAX_CAS_TRIES):
+        record = durable.get(namespace, parent_id)
+        if record is None:
+            return False
+        dependents = list(record.value.get("dependents") or [])
+        if child in dependents:
+            return True
+        value = {**record.value, "dependents": [*dependents, child]}
+        if durable.compare_and_set(namespace, parent_id, expect={"dependents": record.value.get("dependents")},
+                                   value=value):
+            return True
+    return False
+
+
+def on_parent_done(durable: DurablePlane, hot: HotPlaneFacade, parent: Job, outcome: str) -> None:
+    """Resolve ``parent``'s dependents after it ``completed`` or went ``dead``."""
+    for queue, child_id in parent.dependents:
+        resolve_child(durable, hot, queue, child_id, [parent.queue, parent.id], outcome)
+
+
+def resolve_child(
+    durable: DurablePlane, hot: HotPlaneFacade, queue: str, child_id: str, parent: list[str], outcome: str
+) -> None:
+    namespace = f"queue_job:{queue}"
+    for _ in range(MAX_CAS_TRIES):
+        record = durable.get(namespace, child_id)
+        if record is None:
+            return
+        child = Job.from_value(record.value)
+        if parent not in child.pending or child.status not in ("waiting-dependencies", "blocked"):
+            return
+        expect = {"pending": record.value.get("pending"), "status": child.status,
+                  "blockedBy": record.value.get("blockedBy")}
+        label = f"{parent[0]}/{parent[1]}"
+        child.updated_at = now_ms()
+        if outcome == "dead" and child.parent_failure == "cascade-fail":
+            if _kill(durable, hot, child, expect, f"parent failed: {label}"):
+                return
+            continue
+        if outcome == "dead" and child.parent_failure == "block":
+            # Stays pending on the parent: retrying it from the DLQ can still release the child.
+            child.blocked_by = sorted({*(child.blocked_by or []), label})
+        else:
+            child.pending = [p for p in child.pending if p != parent]
+            child.blocked_by = [b for b in (child.blocked_by or []) if b != label] or None
+        if child.blocked_by:
+            child.status = "blocked"
+        elif child.pending:
+            child.status = "waiting-dependencies"
+        else:
+            child.status = "delayed" if child.run_at and child.run_at > now_ms() else "waiting"
+        if durable.compare_and_set(namespace, child_id, expect=expect, value=child.to_value()):
+            if child.status in ("waiting", "delayed"):
+                hot.signal(queue, [Signal(child.id, child.priority, child.run_at, child.lifo)], now_ms())
+            return
+
+
+def _kill(durable: DurablePlane, hot: HotPlaneFacade, child: Job, expect: dict, reason: str) -> bool:
+    """Move a child to its dead-letter namespace, then cascade to its own children."""
+    namespace = child.namespace
+    if not durable.compare_and_set(namespace, child.id, expect=expect, value=child.to_value()):
+        return False
+    child.status, child.dead_reason, child.died_at = "dead", reason, now_ms()
+    durable.apply(puts=[RecordWrite(child.namespace, child.id, child.to_value())], deletes=[(namespace, child.id)])
+    on_parent_done(durable, hot, child, "dead")
+    return True
+
+
+def sweep_waiting(durable: DurablePlane, hot: HotPlaneFacade, queues: Sequence[str], *, limit: int = 500) -> int:
+    """Re-check children waiting on parents: a parent that left its queue without
+    releasing them (completed or died during the child's ``add``) is resolved now."""
+    resolved = 0
+    for queue in queues:
+        records = [
+            *durable.list(f"queue_job:{queue}", status="waiting-dependencies", limit=limit).records,
+            *durable.list(f"queue_job:{queue}", status="blocked", limit=limit).records,
+        ]
+        for record in records:
+            child = Job.from_value(record.value)
+            for parent_queue, parent_id in list(child.pending):
+                if durable.get(f"queue_job:{parent_queue}", parent_id) is not None:
+                    continue
+                # Gone from both places (completed, or deleted by an operator): released.
+                outcome = "dead" if durable.get(f"queue_dlq:{parent_queue}", parent_id) else "completed"
+                if outcome == "dead" and f"{parent_queue}/{parent_id}" in (child.blocked_by or []):
+                    continue
+                resolve_child(durable, hot, queue, child.id, [parent_queue, parent_id], outcome)
+                resolved += 1
+    return resolved

@@ -1,0 +1,166 @@
+"""The engine: one configuration, its two planes, and the queues declared against it.
+
+A process normally uses the default engine (:func:`get_engine`), configured by
+:func:`configure` or, on first use, from the ``OQRON_*`` environment variables. Tests
+build isolated engines with their own :class:`Registry`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+from .backends import open_durable_store
+from .backends.protocols import HotPlane
+from .config import OqronConfig, config_from_env
+from .durable import DurablePlane
+from .errors import ConfigurationError, UnknownQueue
+from .hot import HotPlaneFacade
+from .ids import node_id
+
+if TYPE_CHECKING:
+    from .queue import Queue
+
+logger = logging.getLogger(__name__)
+
+
+class Registry:
+    """The queues (and, later, crons and topics) declared in this process."""
+
+    def __init__(self) -> None:
+        self.queues: dict[str, Queue] = {}
+        self._lock = threading.Lock()
+
+    def add_queue(self, queue: Queue) -> None:
+        with self._lock:
+            existing = self.queues.get(queue.name)
+            if existing is not None and existing is not queue and existing.fn is not None \
+                    and queue.fn is not None and existing.fn is not queue.fn:
+                raise ConfigurationError(
+                    f"Queue {queue.name!r} is declared twice with different handlers; "
+                    "declare each queue once and import it where needed."
+                )
+            if existing is None or existing.fn is None or existing is queue:
+                self.queues[queue.name] = queue
+
+
+default_registry = Registry()
+
+
+def open_hot_plane(config: OqronConfig) -> HotPlane:
+    """The hot plane the configured mode calls for."""
+    if config.mode == "memory":
+        from .backends.memory_hot import MemoryHotPlane
+
+        return MemoryHotPlane()
+    if config.mode == "sqlite":
+        from .backends.sqlite_hot import SQLiteHotPlane
+
+        return SQLiteHotPlane(config.sqlite_path)
+    if config.mode == "postgres":
+        from .backends.postgres import PostgresHotPlane
+
+        assert config.database_url is not None
+        return PostgresHotPlane(config.database_url)
+    raise ConfigurationError(f"Mode {config.mode!r} has no hot plane in this version.")
+
+
+class Engine:
+    """Both planes for one configuration and scope, plus this process's identity."""
+
+    def __init__(
+        self,
+        config: OqronConfig,
+        *,
+        registry: Registry | None = None,
+        durable: DurablePlane | None = None,
+        hot: HotPlaneFacade | None = None,
+    ) -> None:
+        self.config = config
+        self.registry = registry if registry is not None else default_registry
+        self.node_id = node_id()
+        self._durable = durable
+        self._hot = hot
+        self._lock = threading.Lock()
+
+    @property
+    def durable(self) -> DurablePlane:
+        if self._durable is None:
+            with self._lock:
+                if self._durable is None:
+                    plane = DurablePlane(
+                        open_durable_store(self.config), project=self.config.project,
+                        environment=self.config.environment, max_record_bytes=self.config.max_record_bytes,
+                    )
+                    plane.start(acknowledge_v1_layout=self.config.acknowledge_v1_layout)
+                    self._durable = plane
+        return self._durable
+
+    @property
+    def hot(self) -> HotPlaneFacade:
+        if self._hot is None:
+            with self._lock:
+                if self._hot is None:
+                    plane = open_hot_plane(self.config)
+                    plane.ensure_ready()
+                    self._hot = HotPlaneFacade(
+                        plane, project=self.config.project, environment=self.config.environment
+                    )
+        return self._hot
+
+    def queue(self, name: str, **options: Any) -> Queue:
+        """Declare a queue on this engine (see :func:`oqronkit.queue`)."""
+        from .queue import Queue
+
+        return Queue(name, engine=self, **options)
+
+    def get_queue(self, name: str) -> Queue:
+        try:
+            return self.registry.queues[name]
+        except KeyError:
+            known = ", ".join(sorted(self.registry.queues)) or "none"
+            raise UnknownQueue(
+                f"No queue named {name!r} is declared in this process (known: {known}). "
+                "Declare it with oqronkit.queue(name) or import the module that does."
+            ) from None
+
+    def close(self) -> None:
+        for plane in (self._hot, self._durable):
+            if plane is not None:
+                plane.close()
+        self._hot = self._durable = None
+
+
+_default: Engine | None = None
+_default_lock = threading.Lock()
+
+
+def configure(config: OqronConfig | None = None, **overrides: Any) -> Engine:
+    """Set the default engine from ``config`` (or the environment) plus keyword
+    overrides, closing any previous default engine."""
+    global _default
+    from dataclasses import replace
+
+    base = config if config is not None else config_from_env(os.environ)
+    final = replace(base, **overrides) if overrides else base
+    with _default_lock:
+        if _default is not None:
+            _default.close()
+        _default = Engine(final)
+    return _default
+
+
+def get_engine() -> Engine:
+    """The default engine; on first use it configures itself from ``OQRON_*``."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = Engine(config_from_env(os.environ))
+                logger.info(
+                    "oqronkit configured from the environment: mode %s", _default.config.mode,
+                    extra={"action": "engine.autoconfigure"},
+                )
+    return _default

@@ -1,0 +1,156 @@
+"""Building job records from ``add`` arguments: validation and dependencies.
+
+Kept apart from :mod:`oqronkit.queue` so the rules for a valid job are in one place.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from .backends.hot_types import MAX_PRIORITY, MIN_PRIORITY
+from .backoff import make_backoff, to_ms
+from .clock import now_ms
+from .errors import InvalidJob
+from .ids import new_id
+from .jobs import PARENT_FAILURE_POLICIES, Job
+
+
+def check_priority(priority: Any) -> int:
+    if not isinstance(priority, int) or isinstance(priority, bool) or not MIN_PRIORITY <= priority <= MAX_PRIORITY:
+        raise InvalidJob(f"priority must be an integer from {MIN_PRIORITY} to {MAX_PRIORITY}, got {priority!r}.")
+    return priority
+
+
+def check_payload(data: Any, *, limit: int, queue: str) -> Any:
+    """Refuse payloads that are not JSON-serialisable or too large, at ``add`` time."""
+    try:
+        text = json.dumps(data, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidJob(f"Queue {queue!r}: the job payload is not JSON-serialisable ({exc}).") from exc
+    size = len(text.encode())
+    if size > limit:
+        raise InvalidJob(
+            f"Queue {queue!r}: the job payload is {size:,} bytes of JSON, over the {limit:,}-byte "
+            "limit (OQRON max_record_bytes). Store large data elsewhere and pass a reference."
+        )
+    return json.loads(text)  # the job holds exactly what a worker will read back
+
+
+def parent_ref(parent: Any, default_queue: str) -> list[str]:
+    """A dependency given as a Job, ``(queue, id)`` or a job id of the same queue."""
+    if isinstance(parent, Job):
+        return [parent.queue, parent.id]
+    if isinstance(parent, str) and parent:
+        return [default_queue, parent]
+    if isinstance(parent, (tuple, list)) and len(parent) == 2 and all(isinstance(p, str) and p for p in parent):
+        return [parent[0], parent[1]]
+    raise InvalidJob(f"depends_on entries must be Jobs, job ids or (queue, id) pairs, got {parent!r}.")
+
+
+def run_at_from(delay: Any, run_at: Any, now: int) -> int | None:
+    if delay is not None and run_at is not None:
+        raise InvalidJob("Pass either delay or run_at, not both.")
+    if run_at is not None:
+        if isinstance(run_at, datetime):
+            if run_at.tzinfo is None:
+                raise InvalidJob("run_at must be timezone-aware (e.g. datetime.now(timezone.utc)).")
+            return int(run_at.timestamp() * 1000)
+        if isinstance(run_at, int) and not isinstance(run_at, bool):
+            return run_at
+        raise InvalidJob(f"run_at must be an aware datetime or epoch milliseconds, got {run_at!r}.")
+    ms = to_ms(delay, what="delay")
+    return now + ms if ms else None
+
+
+def build_job(
+    queue: Any,
+    data: Any,
+    *,
+    job_id: str | None = None,
+    delay: float | timedelta | None = None,
+    run_at: datetime | int | None = None,
+    priority: int | None = None,
+    attempts: int | None = None,
+    backoff: Any = None,
+    depends_on: Iterable[Any] = (),
+    parent_failure: str = "block",
+    correlation_id: str | None = None,
+    tags: Sequence[str] = (),
+    timeout: float | timedelta | None = None,
+) -> Job:
+    """A validated job for ``queue`` (not yet stored)."""
+    name = queue.name
+    if job_id is not None and (not isinstance(job_id, str) or not job_id or len(job_id) > 200):
+        raise InvalidJob(f"job_id must be a non-empty string of at most 200 characters, got {job_id!r}.")
+    if parent_failure not in PARENT_FAILURE_POLICIES:
+        raise InvalidJob(f"parent_failure must be one of {PARENT_FAILURE_POLICIES}, got {parent_failure!r}.")
+    max_attempts = attempts if attempts is not None else queue.retries + 1
+    if not isinstance(max_attempts, int) or isinstance(max_attempts, bool) or max_attempts < 1:
+        raise InvalidJob(f"attempts must be a positive integer, got {attempts!r}.")
+    if not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags):
+        raise InvalidJob(f"tags must be a list of strings, got {tags!r}.")
+    now = now_ms()
+    due = run_at_from(delay, run_at, now)
+    parents = [parent_ref(p, name) for p in depends_on]
+    job = Job(
+        id=job_id or new_id(),
+        queue=name,
+        data=check_payload(data, limit=queue.engine.config.max_record_bytes - 4096, queue=name),
+        status="delayed" if due is not None and due > now else "waiting",
+        priority=check_priority(queue.priority if priority is None else priority),
+        lifo=queue.strategy == "lifo",
+        max_attempts=max_attempts,
+        backoff=(make_backoff(backoff) if backoff is not None else queue.backoff).to_value(),
+        run_at=due,
+        created_at=now,
+        updated_at=now,
+        depends_on=parents,
+        pending=list(parents),
+        parent_failure=parent_failure,  # type: ignore[arg-type]
+        correlation_id=correlation_id,
+        tags=sorted(set(queue.tags) | set(tags)),
+        timeout_ms=to_ms(timeout, what="timeout") if timeout is not None else queue.timeout_ms,
+    )
+    if [name, job.id] in parents:
+        raise InvalidJob(f"Job {job.id!r} cannot depend on itself.")
+    return job
+
+
+def reject_cycles(jobs: Sequence[Job]) -> None:
+    """Within one batch, refuse dependency cycles (jobs outside the batch already
+    exist, and an existing job can never depend on one not yet added)."""
+    edges: dict[tuple[str, str], list[tuple[str, str]]] = {
+        (j.queue, j.id): [(p[0], p[1]) for p in j.depends_on] for j in jobs
+    }
+    state: dict[tuple[str, str], int] = {}
+
+    def visit(node: tuple[str, str], path: list[tuple[str, str]]) -> None:
+        if state.get(node) == 2 or node not in edges:
+            return
+        if state.get(node) == 1:
+            cycle = " -> ".join(f"{q}/{i}" for q, i in [*path[path.index(node):], node])
+            raise InvalidJob(f"Dependency cycle rejected: {cycle}.")
+        state[node] = 1
+        for parent in edges[node]:
+            visit(parent, [*path, node])
+        state[node] = 2
+
+    for node in edges:
+        visit(node, [])
+
+
+def options_from(item: Any) -> tuple[Any, Mapping[str, Any]]:
+    """An ``add_bulk`` item: a payload, or ``{"data": ..., **options}`` with a data key."""
+    if isinstance(item, Mapping) and "data" in item and set(item) - {"data"} <= BULK_OPTIONS:
+        options = dict(item)
+        return options.pop("data"), options
+    return item, {}
+
+
+BULK_OPTIONS = frozenset({
+    "job_id", "delay", "run_at", "priority", "attempts", "backoff", "depends_on", "parent_failure",
+    "correlation_id", "tags", "timeout",
+})

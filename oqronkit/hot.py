@@ -1,0 +1,120 @@
+"""The hot plane's facade: binds a scope, times every call with a stable action name,
+and gives modules one object to talk to whichever backend is configured."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from .backends.hot_types import Lease, QueueDepths, Signal
+from .backends.protocols import HotPlane
+from .backends.types import Scope
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class HotPlaneFacade:
+    """Scoped access to a :class:`HotPlane` (see the protocol for each call's meaning)."""
+
+    def __init__(self, plane: HotPlane, *, project: str, environment: str) -> None:
+        self.plane = plane
+        self.scope = Scope(project, environment)
+
+    def scoped(self, *, project: str, environment: str) -> HotPlaneFacade:
+        return HotPlaneFacade(self.plane, project=project, environment=environment)
+
+    def _call(self, action: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        if not logger.isEnabledFor(logging.DEBUG):
+            return fn(self.scope, *args, **kwargs)
+        started = time.perf_counter()
+        try:
+            return fn(self.scope, *args, **kwargs)
+        finally:
+            logger.debug(
+                "%s on %s took %.2f ms", action, self.plane.name, (time.perf_counter() - started) * 1000,
+                extra={"action": action, "backend": self.plane.name},
+            )
+
+    def close(self) -> None:
+        self.plane.close()
+
+    def signal(self, queue: str, signals: Sequence[Signal], now: int) -> None:
+        if signals:
+            self._call("hot.signal", self.plane.signal, queue, signals, now)
+
+    def claim(self, queue: str, *, worker_id: str, limit: int, lease_ms: int, now: int) -> list[Lease]:
+        return self._call(
+            "hot.claim", self.plane.claim, queue, worker_id=worker_id, limit=limit, lease_ms=lease_ms, now=now
+        )
+
+    def extend(self, queue: str, leases: Sequence[Lease], *, lease_ms: int, now: int) -> list[Lease]:
+        if not leases:
+            return []
+        return self._call("hot.extend", self.plane.extend, queue, leases, lease_ms=lease_ms, now=now)
+
+    def ack(self, queue: str, leases: Sequence[Lease]) -> set[str]:
+        if not leases:
+            return set()
+        return self._call("hot.ack", self.plane.ack, queue, leases)
+
+    def release(self, queue: str, lease: Lease, signal: Signal, now: int) -> bool:
+        return self._call("hot.release", self.plane.release, queue, lease, signal, now)
+
+    def take_expired(self, queue: str, *, now: int, limit: int) -> list[Lease]:
+        return self._call("hot.take_expired", self.plane.take_expired, queue, now=now, limit=limit)
+
+    def remove(self, queue: str, job_ids: Sequence[str]) -> set[str]:
+        if not job_ids:
+            return set()
+        return self._call("hot.remove", self.plane.remove, queue, job_ids)
+
+    def promote(self, queue: str, job_id: str, now: int) -> bool:
+        return self._call("hot.promote", self.plane.promote, queue, job_id, now)
+
+    def present(self, queue: str, job_ids: Sequence[str]) -> set[str]:
+        if not job_ids:
+            return set()
+        return self._call("hot.present", self.plane.present, queue, job_ids)
+
+    def depths(self, queue: str, now: int) -> QueueDepths:
+        return self._call("hot.depths", self.plane.depths, queue, now)
+
+    def next_due(self, queue: str) -> int | None:
+        return self._call("hot.next_due", self.plane.next_due, queue)
+
+    def wait(self, queues: Sequence[str], timeout: float) -> bool:
+        return self.plane.wait(self.scope, queues, timeout)
+
+    def acquire_lock(self, name: str, owner: str, *, ttl_ms: int, now: int) -> bool:
+        return self._call("hot.acquire_lock", self.plane.acquire_lock, name, owner, ttl_ms=ttl_ms, now=now)
+
+    def release_lock(self, name: str, owner: str) -> bool:
+        return self._call("hot.release_lock", self.plane.release_lock, name, owner)
+
+    def lock_owner(self, name: str, now: int) -> str | None:
+        return self._call("hot.lock_owner", self.plane.lock_owner, name, now)
+
+    def incr(self, name: str, by: int = 1) -> int:
+        return self._call("hot.incr", self.plane.incr, name, by)
+
+    def get_counters(self, names: Sequence[str]) -> dict[str, int]:
+        return self._call("hot.get_counters", self.plane.get_counters, names)
+
+    def kv_set(self, group: str, items: Mapping[str, str], *, ttl_ms: int, now: int) -> None:
+        if items:
+            self._call("hot.kv_set", self.plane.kv_set, group, items, ttl_ms=ttl_ms, now=now)
+
+    def kv_get(self, group: str, keys: Sequence[str], now: int) -> dict[str, str]:
+        if not keys:
+            return {}
+        return self._call("hot.kv_get", self.plane.kv_get, group, keys, now)
+
+    def kv_all(self, group: str, now: int) -> dict[str, str]:
+        return self._call("hot.kv_all", self.plane.kv_all, group, now)
+
+    def kv_delete(self, group: str, keys: Sequence[str]) -> None:
+        if keys:
+            self._call("hot.kv_delete", self.plane.kv_delete, group, keys)

@@ -1,0 +1,81 @@
+"""The job record: the work order stored in ``queue_job:<queue>`` (and, once dead, in
+``queue_dlq:<queue>``), with the spec's camelCase JSON keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+JobStatus = Literal["waiting", "delayed", "active", "waiting-dependencies", "blocked", "dead"]
+ParentFailure = Literal["block", "cascade-fail", "ignore"]
+PARENT_FAILURE_POLICIES = ("block", "cascade-fail", "ignore")
+MAX_ERRORS_KEPT = 25
+
+_CAMEL = {
+    "max_attempts": "maxAttempts", "run_at": "runAt", "created_at": "createdAt",
+    "updated_at": "updatedAt", "lease_token": "leaseToken", "worker_id": "workerId",
+    "last_error": "lastError", "depends_on": "dependsOn", "parent_failure": "parentFailure",
+    "pending": "pendingDependencies", "dependents": "dependents", "correlation_id": "correlationId",
+    "timeout_ms": "timeoutMs", "cancel_requested": "cancelRequested", "dead_reason": "deadReason",
+    "died_at": "diedAt", "run_id": "currentRunId", "started_at": "startedAt", "blocked_by": "blockedBy",
+}
+
+
+@dataclass(slots=True, kw_only=True)
+class Job:
+    """A durable work order. ``attempts`` counts attempts started so far."""
+
+    id: str
+    queue: str
+    data: Any
+    status: JobStatus = "waiting"
+    priority: int = 0
+    lifo: bool = False
+    attempts: int = 0
+    max_attempts: int = 4
+    backoff: dict[str, Any] | None = None
+    run_at: int | None = None
+    created_at: int = 0
+    updated_at: int = 0
+    started_at: int | None = None
+    lease_token: int | None = None
+    worker_id: str | None = None
+    run_id: str | None = None
+    stalls: int = 0
+    last_error: dict[str, Any] | None = None
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    depends_on: list[list[str]] = field(default_factory=list)  # [[queue, id], ...]
+    pending: list[list[str]] = field(default_factory=list)
+    dependents: list[list[str]] = field(default_factory=list)
+    parent_failure: ParentFailure = "block"
+    blocked_by: list[str] | None = None
+    correlation_id: str | None = None
+    tags: list[str] = field(default_factory=list)
+    timeout_ms: int | None = None
+    cancel_requested: bool = False
+    dead_reason: str | None = None
+    died_at: int | None = None
+
+    @property
+    def namespace(self) -> str:
+        return f"queue_dlq:{self.queue}" if self.status == "dead" else f"queue_job:{self.queue}"
+
+    def to_value(self) -> dict[str, Any]:
+        return {_CAMEL.get(f.name, f.name): getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_value(cls, value: dict[str, Any]) -> Job:
+        known = {f.name for f in fields(cls)}
+        reverse = {camel: name for name, camel in _CAMEL.items()}
+        kwargs = {}
+        for key, item in value.items():
+            name = reverse.get(key, key)
+            if name in known:
+                kwargs[name] = item
+        return cls(**kwargs)
+
+    def record_error(self, error: dict[str, Any]) -> None:
+        """Keep the last error and a bounded list of every attempt's error."""
+        self.last_error = error
+        self.errors.append(error)
+        del self.errors[:-MAX_ERRORS_KEPT]

@@ -1,0 +1,232 @@
+"""Task queues: declaring a queue and adding jobs to it.
+
+``add`` is durable first: the job is written to ``oqron_jobs`` before the hot plane is
+signalled, so a hot-plane outage never loses it (the reconciler signals it later).
+Control actions (pause, cancel, retry, ...) live in :mod:`oqronkit.queue_control`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from .backends.hot_types import Signal
+from .backoff import make_backoff, to_ms
+from .clock import now_ms
+from .durable import RecordWrite
+from .enqueue import build_job, check_priority, options_from, reject_cycles
+from .errors import BackendUnavailable, ConfigurationError, InvalidJob
+from .jobs import Job
+from .queue_control import QueueControl
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+logger = logging.getLogger(__name__)
+Strategy = Literal["fifo", "lifo", "priority"]
+Hook = Callable[..., Any]
+
+
+class Queue(QueueControl):
+    """A named queue of jobs. Give it a ``handler`` to consume it in this process's
+    workers, or leave it publisher-only and consume it elsewhere with
+    :func:`oqronkit.worker`."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        handler: Callable[..., Any] | None = None,
+        concurrency: int = 5,
+        strategy: Strategy = "fifo",
+        retries: int = 3,
+        backoff: Any = None,
+        timeout: float | timedelta | None = None,
+        dead_letter: bool = True,
+        priority: int = 0,
+        tags: Sequence[str] = (),
+        remove_on_complete: float | timedelta | None = None,
+        max_stalls: int = 2,
+        lease: float | timedelta = 30,
+        throttle: tuple[int, float] | None = None,
+        on_complete: Hook | None = None,
+        on_failed: Hook | None = None,
+        on_dead: Hook | None = None,
+        engine: Engine | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name or ":" in name or len(name) > 100 or name != name.strip():
+            raise ConfigurationError(
+                f"Queue name {name!r} must be 1-100 characters without ':' or surrounding spaces."
+            )
+        if strategy not in ("fifo", "lifo", "priority"):
+            raise ConfigurationError(f"Queue {name!r}: strategy must be fifo, lifo or priority, got {strategy!r}.")
+        for label, value in (("concurrency", concurrency), ("max_stalls", max_stalls)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigurationError(f"Queue {name!r}: {label} must be a positive integer, got {value!r}.")
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+            raise ConfigurationError(f"Queue {name!r}: retries must be an integer >= 0, got {retries!r}.")
+        if throttle is not None and (len(throttle) != 2 or throttle[0] < 1 or throttle[1] <= 0):
+            raise ConfigurationError(f"Queue {name!r}: throttle must be (max_dispatches, window_seconds).")
+        self.name = name
+        self.fn: Callable[..., Any] | None = None
+        self.is_async = False
+        self.concurrency = concurrency
+        self.strategy: Strategy = strategy
+        self.retries = retries
+        self.backoff = make_backoff(backoff)
+        self.timeout_ms = to_ms(timeout, what=f"queue {name!r} timeout")
+        self.dead_letter = dead_letter
+        self.priority = check_priority(priority)
+        self.tags = tuple(tags)
+        self.completed_run_ttl_ms = to_ms(remove_on_complete, what="remove_on_complete")
+        self.max_stalls = max_stalls
+        self.lease_ms = to_ms(lease, what="lease") or 30_000
+        self.throttle = throttle
+        self.hooks = {"complete": on_complete, "failed": on_failed, "dead": on_dead}
+        self._engine = engine
+        if handler is not None:
+            self._set_handler(handler)
+        self.registry.add_queue(self)
+
+    def __repr__(self) -> str:
+        return f"<Queue {self.name!r} {'consumer' if self.fn else 'publisher-only'}>"
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            from .engine import get_engine
+
+            return get_engine()
+        return self._engine
+
+    @property
+    def registry(self):  # noqa: ANN201 - Registry, imported lazily to avoid a cycle
+        if self._engine is not None:
+            return self._engine.registry
+        from .engine import default_registry
+
+        return default_registry
+
+    def _set_handler(self, fn: Callable[..., Any]) -> None:
+        if not callable(fn):
+            raise ConfigurationError(f"Queue {self.name!r}: the handler must be callable.")
+        self.fn = fn
+        self.is_async = inspect.iscoroutinefunction(fn)
+
+    def handler(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator setting this queue's handler: ``@emails.handler``."""
+        self._set_handler(fn)
+        self.registry.add_queue(self)
+        return fn
+
+    @property
+    def namespace(self) -> str:
+        return f"queue_job:{self.name}"
+
+    @property
+    def dlq_namespace(self) -> str:
+        return f"queue_dlq:{self.name}"
+
+    # -- adding jobs -------------------------------------------------------------------
+
+    def add(self, data: Any = None, **options: Any) -> Job:
+        """Add one job and return it. ``job_id`` is an idempotency key: adding an id
+        that exists returns the existing job instead of a duplicate.
+
+        Options (keyword-only): ``job_id``, ``delay`` (seconds or timedelta),
+        ``run_at``, ``priority``, ``attempts``, ``backoff``, ``depends_on``,
+        ``parent_failure`` ("block" | "cascade-fail" | "ignore"), ``correlation_id``,
+        ``tags``, ``timeout``.
+        """
+        return self.add_bulk([{"data": data, **options}] if options else [data])[0]
+
+    def add_bulk(self, items: Iterable[Any]) -> list[Job]:
+        """Add many jobs with one durable round trip and one hot-plane signal. Each
+        item is a payload, or ``{"data": payload, **options}``. Returns the jobs in
+        order (the existing job where an id was already taken)."""
+        jobs = []
+        for item in items:
+            data, options = options_from(item)
+            unknown = set(options) - _ADD_OPTIONS
+            if unknown:
+                raise InvalidJob(f"Unknown add option(s): {', '.join(sorted(unknown))}.")
+            jobs.append(build_job(self, data, **options))
+        if not jobs:
+            return []
+        ids = [j.id for j in jobs]
+        if len(set(ids)) != len(ids):
+            raise InvalidJob("add_bulk got the same job_id twice in one batch.")
+        reject_cycles(jobs)
+        self._resolve_dependencies(jobs)
+        engine = self.engine
+        inserted = engine.durable.insert_many(RecordWrite(j.namespace, j.id, j.to_value()) for j in jobs)
+        fresh = [j for j in jobs if (j.namespace, j.id) in inserted]
+        self._register_dependents(fresh)
+        self._signal([j for j in fresh if j.status in ("waiting", "delayed")])
+        if len(fresh) == len(jobs):
+            return jobs
+        existing = {r.id: Job.from_value(r.value) for r in engine.durable.get_many(
+            self.namespace, [j.id for j in jobs if (j.namespace, j.id) not in inserted])}
+        return [existing.get(j.id, j) if (j.namespace, j.id) not in inserted else j for j in jobs]
+
+    def add_on_commit(self, data: Any = None, *, using: str | None = None, **options: Any) -> None:
+        """Add the job once the surrounding Django transaction commits (nothing is
+        added if it rolls back). Explicit by design: ``add`` never waits for a commit."""
+        from django.db import transaction  # only meaningful inside a Django project
+
+        transaction.on_commit(lambda: self.add(data, **options), using=using)
+
+    def _signal(self, jobs: Sequence[Job]) -> None:
+        if not jobs:
+            return
+        signals = [Signal(j.id, j.priority, j.run_at, j.lifo) for j in jobs]
+        try:
+            self.engine.hot.signal(self.name, signals, now_ms())
+        except BackendUnavailable as exc:
+            # The jobs are durable; the reconciler signals them once the hot plane is back.
+            logger.warning(
+                "hot plane unavailable while adding %d job(s) to %s; they are stored and will be "
+                "signalled by the reconciler: %s", len(jobs), self.name, exc,
+                extra={"action": "queue.add.hot_unavailable", "queue": self.name},
+            )
+
+    def _resolve_dependencies(self, jobs: list[Job]) -> None:
+        """Drop parents that already finished; apply the failure policy to dead ones."""
+        in_batch = {(j.queue, j.id) for j in jobs}
+        durable = self.engine.durable
+        for job in jobs:
+            if not job.pending:
+                continue
+            still, dead = [], []
+            for queue, parent_id in job.pending:
+                if (queue, parent_id) in in_batch or durable.get(f"queue_job:{queue}", parent_id):
+                    still.append([queue, parent_id])
+                elif durable.get(f"queue_dlq:{queue}", parent_id):
+                    dead.append(f"{queue}/{parent_id}")
+                    if job.parent_failure == "block":  # a retried parent can still release it
+                        still.append([queue, parent_id])
+            job.pending = still
+            if dead and job.parent_failure == "cascade-fail":
+                job.status, job.dead_reason, job.died_at = "dead", f"parent failed: {', '.join(dead)}", now_ms()
+            elif dead and job.parent_failure == "block":
+                job.status, job.blocked_by = "blocked", dead
+            elif job.pending:
+                job.status = "waiting-dependencies"
+
+    def _register_dependents(self, jobs: Sequence[Job]) -> None:
+        """Record each new child on its parents so completing a parent releases it at
+        once (the leader's dependency sweep covers any race with a finishing parent)."""
+        from .dependencies import add_dependent
+
+        for job in jobs:
+            for queue, parent_id in job.pending:
+                add_dependent(self.engine.durable, queue, parent_id, [job.queue, job.id])
+
+
+_ADD_OPTIONS = frozenset({
+    "job_id", "delay", "run_at", "priority", "attempts", "backoff", "depends_on", "parent_failure",
+    "correlation_id", "tags", "timeout",
+})

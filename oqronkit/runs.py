@@ -1,0 +1,89 @@
+"""The run record: the receipt of one execution attempt, exactly the spec's shape
+(camelCase keys, epoch ms), plus ``jobId`` / ``queue`` links for the board."""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+from .clock import now_ms
+from .ids import new_id
+
+RUN_STATUSES = ("queued", "running", "completed", "failed", "cancelled", "held")
+
+
+def new_run(
+    *,
+    name: str,
+    module: str,
+    trigger: str,
+    input: Any,
+    attempts: int,
+    app: str,
+    environment: str,
+    worker_id: str,
+    job_id: str | None = None,
+    correlation_id: str | None = None,
+    started_at: int | None = None,
+) -> dict[str, Any]:
+    """A run record in state ``running`` with an opening timeline entry."""
+    started = started_at if started_at is not None else now_ms()
+    run: dict[str, Any] = {
+        "id": new_id(),
+        "name": name,
+        "module": module,
+        "status": "running",
+        "trigger": trigger,
+        "input": input,
+        "output": None,
+        "attempts": attempts,
+        "progressPercent": 0,
+        "logs": [],
+        "timeline": [{"ts": started, "from": "waiting", "to": "running", "reason": f"attempt {attempts}"}],
+        "error": None,
+        "app": app,
+        "environment": environment,
+        "workerId": worker_id,
+        "startedAt": started,
+        "endedAt": None,
+        "durationMs": None,
+    }
+    if job_id is not None:
+        run["jobId"] = job_id
+    if correlation_id is not None:
+        run["correlationId"] = correlation_id
+    return run
+
+
+def finish_run(run: dict[str, Any], status: str, *, output: Any = None, error: dict | None = None,
+               reason: str | None = None, limit: int = 100, at: int | None = None) -> None:
+    """Close a run: final status, output or error, end time, duration, timeline entry."""
+    ended = at if at is not None else now_ms()
+    add_timeline(run, run["status"], status, reason or status, limit=limit, at=ended)
+    run["status"] = status
+    run["output"] = output
+    run["error"] = error
+    run["endedAt"] = ended
+    run["durationMs"] = max(ended - run["startedAt"], 0)
+    if status == "completed":
+        run["progressPercent"] = 100
+
+
+def add_timeline(run: dict[str, Any], from_: str, to: str, reason: str, *, limit: int, at: int | None = None) -> None:
+    run["timeline"].append({"ts": at if at is not None else now_ms(), "from": from_, "to": to, "reason": reason})
+    del run["timeline"][:-limit]
+
+
+def add_log(run: dict[str, Any], level: str, msg: str, *, limit: int) -> None:
+    run["logs"].append({"level": level, "msg": msg, "ts": now_ms()})
+    del run["logs"][:-limit]
+
+
+def describe_error(exc: BaseException, *, kind: str | None = None) -> dict[str, Any]:
+    """An error as stored on runs and jobs: type, message, traceback, time."""
+    return {
+        "type": kind or type(exc).__name__,
+        "message": str(exc) or type(exc).__name__,
+        "traceback": "".join(traceback.format_exception(exc))[-8000:],
+        "ts": now_ms(),
+    }

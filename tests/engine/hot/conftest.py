@@ -1,0 +1,45 @@
+"""One fixture parametrised over every hot-plane backend: the contract suite in this
+folder runs unchanged against each of them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from oqronkit.backends.memory_hot import MemoryHotPlane
+from oqronkit.backends.types import Scope
+
+HOT_BACKENDS = ["memory", "sqlite", "postgres"]
+
+
+def make_hot(name: str, request: pytest.FixtureRequest, tmp_path):
+    if name == "memory":
+        return MemoryHotPlane()
+    if name == "sqlite":
+        from oqronkit.backends.sqlite_hot import SQLiteHotPlane
+
+        return SQLiteHotPlane(str(tmp_path / "hot.sqlite3"))
+    from oqronkit.backends.postgres import PostgresHotPlane
+
+    return PostgresHotPlane(request.getfixturevalue("pg_schema_url"))
+
+
+@pytest.fixture(params=HOT_BACKENDS)
+def hot_backend_name(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def hot(hot_backend_name: str, request: pytest.FixtureRequest, tmp_path) -> Iterator[object]:
+    plane = make_hot(hot_backend_name, request, tmp_path)
+    plane.ensure_ready()
+    try:
+        yield plane
+    finally:
+        plane.close()
+
+
+@pytest.fixture
+def scope(scope_names) -> Scope:
+    return Scope(*scope_names)
