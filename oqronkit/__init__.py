@@ -8,17 +8,25 @@ from __future__ import annotations
 from .backends import open_durable_store
 from .backends.types import ABSENT, StoredRecord
 from .config import OqronConfig, config_from_env, config_from_mapping
+from .declare import queue, worker
 from .durable import DurablePlane, Page, RecordWrite
+from .engine import Engine, Registry, configure, get_engine
 from .errors import (
     BackendUnavailable,
     ConfigurationError,
+    Discard,
+    InvalidJob,
     InvalidNamespace,
     InvalidRecord,
+    InvalidState,
+    JobNotFound,
     LegacyLayoutDetected,
     MissingDependency,
     OqronError,
     RecordTooLarge,
+    UnknownQueue,
 )
+from .jobs import Job
 from .namespaces import (
     JOBS_TABLE,
     RECORD_KINDS,
@@ -29,6 +37,7 @@ from .namespaces import (
     table_for_kind,
     table_name_for_namespace,
 )
+from .queue import Queue
 
 
 def open_durable(config: OqronConfig, *, start: bool = True) -> DurablePlane:
@@ -54,21 +63,34 @@ __all__ = [
     "TABLE_NAMES",
     "BackendUnavailable",
     "ConfigurationError",
+    "Discard",
     "DurablePlane",
+    "Engine",
+    "InvalidJob",
     "InvalidNamespace",
     "InvalidRecord",
+    "InvalidState",
+    "Job",
+    "JobNotFound",
     "LegacyLayoutDetected",
     "MissingDependency",
     "OqronConfig",
     "OqronError",
     "Page",
+    "Queue",
     "RecordTooLarge",
     "RecordWrite",
+    "Registry",
     "StoredRecord",
+    "UnknownQueue",
     "classify_namespace",
     "config_from_env",
     "config_from_mapping",
+    "configure",
+    "get_engine",
     "open_durable",
+    "queue",
     "table_for_kind",
     "table_name_for_namespace",
+    "worker",
 ]

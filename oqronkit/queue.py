@@ -141,15 +141,17 @@ class Queue(QueueControl):
         ``parent_failure`` ("block" | "cascade-fail" | "ignore"), ``correlation_id``,
         ``tags``, ``timeout``.
         """
-        return self.add_bulk([{"data": data, **options}] if options else [data])[0]
+        return self._add([(data, options)])[0]
 
     def add_bulk(self, items: Iterable[Any]) -> list[Job]:
         """Add many jobs with one durable round trip and one hot-plane signal. Each
         item is a payload, or ``{"data": payload, **options}``. Returns the jobs in
         order (the existing job where an id was already taken)."""
+        return self._add([options_from(item) for item in items])
+
+    def _add(self, items: list[tuple[Any, Any]]) -> list[Job]:
         jobs = []
-        for item in items:
-            data, options = options_from(item)
+        for data, options in items:
             unknown = set(options) - _ADD_OPTIONS
             if unknown:
                 raise InvalidJob(f"Unknown add option(s): {', '.join(sorted(unknown))}.")

@@ -126,9 +126,8 @@ class SQLiteHotPlane:
             taken.sort(key=lambda row: (-row[1], row[2]))  # priority DESC, ord ASC
             first = _one(conn, _Q["bump_token"], (*key, len(taken)))[0] - len(taken) + 1
             leases = [Lease(row[0], first + i, expires_at) for i, row in enumerate(taken)]
-            conn.executemany(
-                _Q["insert_lease"], [(*key, lease.job_id, lease.token, expires_at, worker_id) for lease in leases]
-            )
+            rows = [(*key, lease.job_id, lease.token, expires_at, worker_id) for lease in leases]
+            conn.executemany(_Q["insert_lease"], rows)
         return leases
 
     def extend(
@@ -138,23 +137,19 @@ class SQLiteHotPlane:
             return []
         key, expires_at = _key(scope, queue), now + lease_ms
         with self._write("extend") as conn:
-            held = {
-                (job_id, token)
-                for job_id, token in conn.execute(_Q["renew_leases"], (*key, expires_at, _pairs(leases)))
-            }
+            held = set(conn.execute(_Q["renew_leases"], (*key, expires_at, _pairs(leases))))
             rest = [lease for lease in leases if (lease.job_id, lease.token) not in held]
-            if rest:
-                known = {row[0] for row in conn.execute(_Q["present"], (*key, _json(lease.job_id for lease in rest)))}
-                lost = {lease.job_id: lease for lease in reversed(rest) if lease.job_id not in known}
-                if lost:
-                    # The plane lost this lease (e.g. the file was replaced): re-create it
-                    # so the live worker keeps its job, and never reissue its token.
-                    conn.executemany(
-                        _Q["insert_lease"], [(*key, j, lease.token, expires_at, "") for j, lease in lost.items()]
-                    )
-                    conn.execute(_Q["raise_token"], (*key, max(lease.token for lease in lost.values())))
-                    held.update((j, lease.token) for j, lease in lost.items())
-        return [Lease(lease.job_id, lease.token, expires_at) for lease in leases if (lease.job_id, lease.token) in held]
+            known: set[str] = set()
+            if rest:  # usually every lease is still held: no second statement
+                known = {row[0] for row in conn.execute(_Q["present"], (*key, _json(x.job_id for x in rest)))}
+            # Leases the plane lost entirely (e.g. the file was replaced): re-create them so
+            # the live worker keeps its job, and never hand their tokens out again.
+            lost = {lease.job_id: lease.token for lease in reversed(rest) if lease.job_id not in known}
+            if lost:
+                conn.executemany(_Q["insert_lease"], [(*key, j, t, expires_at, "") for j, t in lost.items()])
+                conn.execute(_Q["raise_token"], (*key, max(lost.values())))
+                held.update(lost.items())
+        return [Lease(x.job_id, x.token, expires_at) for x in leases if (x.job_id, x.token) in held]
 
     def ack(self, scope: Scope, queue: str, leases: Sequence[Lease]) -> set[str]:
         if not leases:
@@ -167,8 +162,9 @@ class SQLiteHotPlane:
         with self._write("release") as conn:
             if conn.execute(_Q["drop_lease"], (*key, lease.job_id, lease.token)).rowcount != 1:
                 return False
-            ready = _is_ready(signal, now)
-            order, run_at = (_ord(_reserve_seq(conn, key, 1) + 1, signal.lifo), None) if ready else (0, signal.run_at)
+            order, run_at = (0, signal.run_at)
+            if _is_ready(signal, now):
+                order, run_at = _ord(_reserve_seq(conn, key, 1) + 1, signal.lifo), None
             conn.execute(_Q["place"], (*key, signal.job_id, signal.priority, int(signal.lifo), order, run_at))
         self._notify(scope, queue)
         return True
@@ -178,13 +174,15 @@ class SQLiteHotPlane:
             return []
         with self._write("take_expired") as conn:
             rows = conn.execute(_Q["take_expired"], (*_key(scope, queue), now, limit)).fetchall()
-        return [Lease(job_id, token, expiry) for job_id, token, expiry in sorted(rows, key=lambda r: (r[2], r[0]))]
+        rows.sort(key=lambda row: (row[2], row[0]))  # expiry, then id: the memory plane's order
+        return [Lease(job_id, token, expires_at) for job_id, token, expires_at in rows]
 
     def remove(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
         if not job_ids:
             return set()
         with self._write("remove") as conn:
-            return {row[0] for row in conn.execute(_Q["remove_waiting"], (*_key(scope, queue), _json(job_ids)))}
+            rows = conn.execute(_Q["remove_waiting"], (*_key(scope, queue), _json(job_ids))).fetchall()
+        return {row[0] for row in rows}
 
     def promote(self, scope: Scope, queue: str, job_id: str, now: int) -> bool:
         key = _key(scope, queue)
@@ -212,6 +210,10 @@ class SQLiteHotPlane:
     def wait(self, scope: Scope, queues: Sequence[str], timeout: float) -> bool:
         deadline = time.monotonic() + max(timeout, 0.0)
         keys = [(scope, queue) for queue in queues]
+
+        def bumped() -> bool:  # a signal/release/promote of this process touched our queues
+            return [self._versions.get(k, 0) for k in keys] != seen
+
         with self._changed:
             seen = [self._versions.get(k, 0) for k in keys]
         params = (scope.project, scope.environment, _json(queues))
@@ -223,8 +225,7 @@ class SQLiteHotPlane:
             if remaining <= 0:
                 return False
             with self._changed:  # same process: woken at once by _notify
-                if self._changed.wait_for(lambda: [self._versions.get(k, 0) for k in keys] != seen,
-                                          min(remaining, self._poll)):
+                if self._changed.wait_for(bumped, min(remaining, self._poll)):
                     return True
             with self._guard("wait") as conn:  # other processes: a cheap poll
                 current = _one(conn, _Q["data_version"], ())[0]
@@ -235,7 +236,7 @@ class SQLiteHotPlane:
             # timeout from next_due before calling) is worth a wake-up too.
             if due is not None and (first_due is None or due < first_due):
                 return True
-        return has_ready
+        return bool(has_ready)
 
     def _notify(self, scope: Scope, queue: str) -> None:
         with self._changed:
@@ -251,7 +252,8 @@ class SQLiteHotPlane:
 
     def release_lock(self, scope: Scope, name: str, owner: str) -> bool:
         with self._write("release_lock") as conn:
-            return conn.execute(_Q["release_lock"], (scope.project, scope.environment, name, owner)).rowcount == 1
+            deleted = conn.execute(_Q["release_lock"], (scope.project, scope.environment, name, owner))
+            return deleted.rowcount == 1
 
     def lock_owner(self, scope: Scope, name: str, now: int) -> str | None:
         with self._guard("lock_owner") as conn:
@@ -277,7 +279,8 @@ class SQLiteHotPlane:
 
     def kv_get(self, scope: Scope, group: str, keys: Sequence[str], now: int) -> dict[str, str]:
         with self._guard("kv_get") as conn:
-            return dict(conn.execute(_Q["kv_get"], (scope.project, scope.environment, group, _json(keys), now)))
+            params = (scope.project, scope.environment, group, _json(keys), now)
+            return dict(conn.execute(_Q["kv_get"], params))
 
     def kv_all(self, scope: Scope, group: str, now: int) -> dict[str, str]:
         with self._guard("kv_all") as conn:

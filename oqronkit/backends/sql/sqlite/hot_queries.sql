@@ -7,7 +7,8 @@
 --
 -- Queries on ready rows spell `run_at IS NULL` and those on delayed rows
 -- `run_at IS NOT NULL`: SQLite uses a partial index only when the WHERE clause implies
--- the index's own condition.
+-- the index's own condition. INDEXED BY pins the partial ready index where the planner,
+-- without statistics, would walk every row of the queue (ready and delayed) instead.
 
 -- name: begin_immediate
 -- Take the write lock up front: a deferred transaction that reads, then writes, can
@@ -70,7 +71,7 @@ ON CONFLICT (project, environment, queue, job_id) DO UPDATE SET
 -- name: any_claimable
 -- The read-only fast path of claim: idle pollers never take the write lock.
 SELECT EXISTS (
-    SELECT 1 FROM oqron_hot_jobs
+    SELECT 1 FROM oqron_hot_jobs INDEXED BY oqron_hot_jobs_ready_idx
     WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND run_at IS NULL
 ) OR EXISTS (
     SELECT 1 FROM oqron_hot_jobs
@@ -122,7 +123,7 @@ WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND job_id IN (SELECT val
 -- name: depths
 -- Ready, due-but-not-promoted, not-yet-due and leased counts at ?4.
 SELECT
-    (SELECT count(*) FROM oqron_hot_jobs
+    (SELECT count(*) FROM oqron_hot_jobs INDEXED BY oqron_hot_jobs_ready_idx
      WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND run_at IS NULL),
     (SELECT count(*) FROM oqron_hot_jobs
      WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND run_at IS NOT NULL AND run_at <= ?4),
@@ -140,7 +141,7 @@ WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND run_at IS NOT NULL;
 -- time among them. Correlated per queue so each probe is one index seek.
 SELECT
     max(EXISTS (
-        SELECT 1 FROM oqron_hot_jobs AS j
+        SELECT 1 FROM oqron_hot_jobs AS j INDEXED BY oqron_hot_jobs_ready_idx
         WHERE j.project = ?1 AND j.environment = ?2 AND j.queue = q.value AND j.run_at IS NULL
     )),
     min((

@@ -1,0 +1,353 @@
+"""PostgreSQL hot plane: the broker, leases, locks, counters and ephemeral keys of the
+``postgres`` mode, for teams without Redis.
+
+Claims take rows with ``FOR UPDATE SKIP LOCKED``, so concurrent workers in any number of
+processes stay disjoint without waiting on each other; wake-ups travel by
+LISTEN/NOTIFY; the tables are UNLOGGED and the sessions commit asynchronously, because
+hot state may be lost and is rebuilt by the engine's reconciler. Every batch is one
+statement (arrays unnested server-side), so one call is one round trip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+
+from ...config import redact_url
+from ...errors import BackendUnavailable, InvalidRecord
+from ..hot_types import Lease, QueueDepths, Signal
+from ..sqlfiles import load_queries, load_sql
+from ..types import Scope
+
+_PACKAGE = "oqronkit.backends.postgres"
+QUERIES = load_queries(_PACKAGE, "sql/hot_queries.sql")
+SCHEMA = load_sql(_PACKAGE, "sql/hot_schema.sql")
+#: Every relation hot_schema.sql creates; ensure_ready skips the script (whose CREATE
+#: INDEX IF NOT EXISTS would briefly lock out writers) when all of them resolve.
+SCHEMA_OBJECTS: tuple[str, ...] = tuple(re.findall(r"IF NOT EXISTS\s+(\w+)", SCHEMA))
+_LISTEN = sql.SQL(QUERIES["listen"])
+
+#: wait() blocks on the socket in slices this long, so close() never waits long behind it.
+_WAIT_SLICE = 0.25
+#: How often a thread that finds the plane's listener busy checks for ready jobs itself.
+_POLL_INTERVAL = 0.05
+
+
+def channel_for(scope: Scope, queue: str) -> str:
+    """The NOTIFY channel of one queue: a fixed-length, always valid identifier, since
+    project, environment and queue names may hold anything."""
+    key = "\0".join((scope.project, scope.environment, queue)).encode()
+    return "oqron_" + hashlib.sha1(key).hexdigest()[:24]
+
+
+class PostgresHotPlane:
+    """Hot plane on PostgreSQL (``postgres`` mode).
+
+    The pool opens on first use, so building a plane never touches the network. Pool
+    connections run in autocommit with ``synchronous_commit = off``; ``wait`` uses one
+    extra long-lived connection that keeps LISTENing to every queue it was asked about,
+    so notifications sent between two waits are buffered, not lost.
+    """
+
+    name = "postgres"
+
+    def __init__(
+        self, url: str, *, min_size: int = 1, max_size: int = 8, connect_timeout: float = 10.0
+    ) -> None:
+        self._url = url
+        self._where = redact_url(url)
+        self._min_size = min_size
+        self._max_size = max_size
+        self._timeout = connect_timeout
+        self._pool: ConnectionPool | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+        # One thread at a time owns the listener; the others poll (see wait).
+        self._listen_lock = threading.Lock()
+        self._listener: psycopg.Connection[Any] | None = None
+        self._listening: set[str] = set()
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def ensure_ready(self) -> None:
+        with self._connection() as conn:
+            if conn.execute(QUERIES["missing_objects"], {"names": list(SCHEMA_OBJECTS)}).fetchall():
+                # One transaction; the script's advisory lock serialises processes.
+                with conn.transaction():
+                    conn.execute(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+        with self._listen_lock:  # a wait in progress gives it up within one slice
+            self._drop_listener()
+
+    # -- broker ----------------------------------------------------------------------
+
+    def signal(self, scope: Scope, queue: str, signals: Sequence[Signal], now: int) -> None:
+        if not signals:
+            return
+        self._run("signal", _keys(
+            scope, queue, now=now, channel=channel_for(scope, queue),
+            ids=[s.job_id for s in signals], priorities=[s.priority for s in signals],
+            run_ats=[s.run_at for s in signals], lifos=[s.lifo for s in signals],
+        ))
+
+    def claim(
+        self, scope: Scope, queue: str, *, worker_id: str, limit: int, lease_ms: int, now: int
+    ) -> list[Lease]:
+        if limit <= 0:
+            return []
+        keys = _keys(scope, queue, now=now)
+        with self._connection() as conn:
+            # A sibling CTE could not see rows promoted in the same statement, so these
+            # are two statements, pipelined: still one round trip.
+            with conn.pipeline():
+                conn.execute(QUERIES["promote_due"], keys)
+                lease = {"limit": limit, "expires_at": now + lease_ms, "worker": worker_id}
+                cursor = conn.execute(QUERIES["claim"], {**keys, **lease})
+            rows = cursor.fetchall()
+        rows.sort(key=lambda r: r[1])  # tokens were drawn in claim order
+        return [Lease(job_id, token, expires_at) for job_id, token, expires_at in rows]
+
+    def extend(
+        self, scope: Scope, queue: str, leases: Sequence[Lease], *, lease_ms: int, now: int
+    ) -> list[Lease]:
+        if not leases:
+            return []
+        rows = self._run("extend", _keys(
+            scope, queue, expires_at=now + lease_ms,
+            ids=[lease.job_id for lease in leases], tokens=[lease.token for lease in leases],
+        ))
+        renewed = {job_id: Lease(job_id, token, expires_at) for job_id, token, expires_at in rows}
+        # Input order, each id once (the first lease given for an id is the one tried).
+        ids = dict.fromkeys(lease.job_id for lease in leases)
+        return [renewed[job_id] for job_id in ids if job_id in renewed]
+
+    def ack(self, scope: Scope, queue: str, leases: Sequence[Lease]) -> set[str]:
+        if not leases:
+            return set()
+        rows = self._run("ack", _keys(
+            scope, queue, ids=[lease.job_id for lease in leases], tokens=[lease.token for lease in leases],
+        ))
+        return {job_id for (job_id,) in rows}
+
+    def release(self, scope: Scope, queue: str, lease: Lease, signal: Signal, now: int) -> bool:
+        if signal.job_id != lease.job_id:
+            raise ValueError(f"release() puts back the leased job {lease.job_id!r}, not {signal.job_id!r}.")
+        rows = self._run("release", _keys(
+            scope, queue, job_id=lease.job_id, token=lease.token, now=now, channel=channel_for(scope, queue),
+            priority=signal.priority, lifo=signal.lifo, run_at=signal.run_at,
+        ))
+        return bool(rows)
+
+    def take_expired(self, scope: Scope, queue: str, *, now: int, limit: int) -> list[Lease]:
+        if limit <= 0:
+            return []
+        rows = self._run("take_expired", _keys(scope, queue, now=now, limit=limit))
+        rows.sort(key=lambda r: (r[2], r[0]))  # earliest expiry first, as the memory plane
+        return [Lease(job_id, token, expires_at) for job_id, token, expires_at in rows]
+
+    def remove(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
+        if not job_ids:
+            return set()
+        return {job_id for (job_id,) in self._run("remove", _keys(scope, queue, ids=list(job_ids)))}
+
+    def promote(self, scope: Scope, queue: str, job_id: str, now: int) -> bool:
+        params = _keys(scope, queue, job_id=job_id, channel=channel_for(scope, queue))
+        return bool(self._run("promote", params))
+
+    def present(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
+        if not job_ids:
+            return set()
+        return {job_id for (job_id,) in self._run("present", _keys(scope, queue, ids=list(job_ids)))}
+
+    def depths(self, scope: Scope, queue: str, now: int) -> QueueDepths:
+        [(ready, delayed, active)] = self._run("depths", _keys(scope, queue, now=now))
+        return QueueDepths(ready, delayed, active)
+
+    def next_due(self, scope: Scope, queue: str) -> int | None:
+        [(due,)] = self._run("next_due", _keys(scope, queue))
+        return due
+
+    def wait(self, scope: Scope, queues: Sequence[str], timeout: float) -> bool:
+        deadline = time.monotonic() + max(0.0, timeout)
+        ready = {"project": scope.project, "environment": scope.environment, "queues": list(queues)}
+        channels = {channel_for(scope, queue) for queue in queues}
+        while True:
+            # Whoever gets the listener blocks on it; a thread finding it busy checks
+            # the tables every _POLL_INTERVAL until it is free or time runs out.
+            slot = max(0.0, min(_POLL_INTERVAL, deadline - time.monotonic()))
+            if self._listen_lock.acquire(timeout=slot):
+                try:
+                    return self._listen(ready, channels, deadline)
+                finally:
+                    self._listen_lock.release()
+            if self._run("any_ready", ready)[0][0]:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+
+    def _listen(self, ready: dict[str, Any], channels: set[str], deadline: float) -> bool:
+        """wait() while holding the listener: LISTEN, drain, check, then block."""
+        try:
+            conn = self._listener_connection()
+            for channel in sorted(channels - self._listening):
+                conn.execute(_LISTEN.format(channel=sql.Identifier(channel)))
+                self._listening.add(channel)
+            # Notifications buffered since the last wait are covered by the check that
+            # follows; anything committed after it notifies the connection anew.
+            for _note in conn.notifies(timeout=0):
+                pass
+            if _scalar(conn.execute(QUERIES["any_ready"], ready)):
+                return True
+            while not self._closed:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                for note in conn.notifies(timeout=min(_WAIT_SLICE, remaining)):
+                    if note.channel in channels:
+                        return True
+            raise BackendUnavailable(f"The PostgreSQL hot plane for {self._where} is closed.")
+        except psycopg.Error as exc:
+            self._drop_listener()  # reconnect (and LISTEN again) on the next wait
+            raise BackendUnavailable(f"PostgreSQL at {self._where} failed: {exc}") from exc
+
+    def _listener_connection(self) -> psycopg.Connection[Any]:
+        if self._closed:
+            raise BackendUnavailable(f"The PostgreSQL hot plane for {self._where} is closed.")
+        if self._listener is None or self._listener.closed:
+            self._listening.clear()
+            self._listener = psycopg.connect(
+                self._url, autocommit=True, connect_timeout=max(2, round(self._timeout))
+            )
+        return self._listener
+
+    def _drop_listener(self) -> None:
+        conn, self._listener = self._listener, None
+        self._listening.clear()
+        if conn is not None:
+            conn.close()
+
+    # -- locks and leader election ---------------------------------------------------
+
+    def acquire_lock(self, scope: Scope, name: str, owner: str, *, ttl_ms: int, now: int) -> bool:
+        params = _scoped(scope, name=name, owner=owner, now=now, expires_at=now + ttl_ms)
+        return bool(self._run("acquire_lock", params))
+
+    def release_lock(self, scope: Scope, name: str, owner: str) -> bool:
+        return bool(self._run("release_lock", _scoped(scope, name=name, owner=owner)))
+
+    def lock_owner(self, scope: Scope, name: str, now: int) -> str | None:
+        rows = self._run("lock_owner", _scoped(scope, name=name, now=now))
+        return rows[0][0] if rows else None
+
+    # -- counters and ephemeral keys -------------------------------------------------
+
+    def incr(self, scope: Scope, name: str, by: int = 1) -> int:
+        return int(self._run("incr", _scoped(scope, name=name, by=by))[0][0])
+
+    def get_counters(self, scope: Scope, names: Sequence[str]) -> dict[str, int]:
+        found = dict(self._run("get_counters", _scoped(scope, names=list(names)))) if names else {}
+        return {name: int(found.get(name, 0)) for name in names}
+
+    def kv_set(self, scope: Scope, group: str, items: Mapping[str, str], *, ttl_ms: int, now: int) -> None:
+        if items:
+            self._run("kv_set", _scoped(
+                scope, group=group, keys=list(items), values=list(items.values()), expires_at=now + ttl_ms,
+            ))
+
+    def kv_get(self, scope: Scope, group: str, keys: Sequence[str], now: int) -> dict[str, str]:
+        if not keys:
+            return {}
+        return dict(self._run("kv_get", _scoped(scope, group=group, keys=list(keys), now=now)))
+
+    def kv_all(self, scope: Scope, group: str, now: int) -> dict[str, str]:
+        return dict(self._run("kv_all", _scoped(scope, group=group, now=now)))
+
+    def kv_delete(self, scope: Scope, group: str, keys: Sequence[str]) -> None:
+        if keys:
+            self._run("kv_delete", _scoped(scope, group=group, keys=list(keys)))
+
+    # -- connections -----------------------------------------------------------------
+
+    def _run(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """One named statement, autocommitted; its rows (none for a bare write)."""
+        with self._connection() as conn:
+            cursor = conn.execute(QUERIES[name], params)
+            return cursor.fetchall() if cursor.description is not None else []
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled autocommit connection, with driver errors turned into ours."""
+        pool = self._open_pool()
+        try:
+            with pool.connection() as conn:
+                yield conn
+        except psycopg.DataError as exc:
+            # A value Postgres refuses (a NUL in an id, ...): bad input, not an outage.
+            raise InvalidRecord(f"PostgreSQL refused a value: {exc}") from exc
+        except psycopg.Error as exc:
+            raise BackendUnavailable(f"PostgreSQL at {self._where} failed: {exc}") from exc
+
+    def _open_pool(self) -> ConnectionPool:
+        pool = self._pool
+        if pool is not None:
+            return pool
+        with self._lock:
+            if self._closed:
+                raise BackendUnavailable(f"The PostgreSQL hot plane for {self._where} is closed.")
+            if self._pool is None:
+                self._pool = self._new_pool()
+            return self._pool
+
+    def _new_pool(self) -> ConnectionPool:
+        pool: ConnectionPool = ConnectionPool(
+            self._url,
+            min_size=self._min_size,
+            max_size=self._max_size,
+            open=False,
+            timeout=self._timeout,
+            name="oqronkit-hot",
+            # libpq rounds connect_timeout below 2 seconds up to 2.
+            kwargs={"autocommit": True, "connect_timeout": max(2, round(self._timeout))},
+            configure=_configure,
+        )
+        try:
+            pool.open(wait=True, timeout=self._timeout)
+        except psycopg.Error as exc:
+            pool.close()
+            raise BackendUnavailable(
+                f"PostgreSQL at {self._where} is unreachable after {self._timeout:g}s ({exc}). "
+                "Check the OQRON database URL and that the server is up."
+            ) from exc
+        return pool
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(QUERIES["session_setup"])
+
+
+def _keys(scope: Scope, queue: str, **more: Any) -> dict[str, Any]:
+    return {"project": scope.project, "environment": scope.environment, "queue": queue, **more}
+
+
+def _scoped(scope: Scope, **more: Any) -> dict[str, Any]:
+    return {"project": scope.project, "environment": scope.environment, **more}
+
+
+def _scalar(cursor: psycopg.Cursor[Any]) -> Any:
+    found = cursor.fetchone()
+    return None if found is None else found[0]

@@ -1,0 +1,242 @@
+-- Named queries of the PostgreSQL hot plane (loaded by oqronkit.backends.sqlfiles).
+--
+-- Every value is a bound parameter; batches travel as parallel arrays unnested
+-- server-side, so a batch of any size is one statement and one round trip. Times are
+-- the caller's epoch milliseconds, never the database clock. Statements that make a
+-- job claimable end with pg_notify on the queue's channel, in the same statement, so
+-- the wake-up is sent exactly when the change commits.
+--
+-- Note: psycopg scans the whole text for placeholders, comments included, so comments
+-- here never contain a percent sign.
+
+-- name: missing_objects
+-- Which of the given relation names do not resolve on the search_path.
+SELECT name FROM unnest(%(names)s::text[]) AS t(name) WHERE to_regclass(name) IS NULL;
+
+-- name: session_setup
+-- Hot state tolerates loss, so commits need not wait for the WAL flush.
+SET synchronous_commit = off;
+
+-- name: signal
+-- First occurrence of an id wins; ords are drawn in input order, rows are inserted in
+-- id order so concurrent overlapping batches lock keys in the same order. An id
+-- already present in any state (ready, delayed, leased) is left alone.
+WITH input AS (
+    SELECT DISTINCT ON (s.job_id) s.job_id, s.priority, s.run_at, s.lifo, s.i
+    FROM unnest(%(ids)s::text[], %(priorities)s::integer[], %(run_ats)s::bigint[], %(lifos)s::boolean[])
+         WITH ORDINALITY AS s(job_id, priority, run_at, lifo, i)
+    ORDER BY s.job_id, s.i
+), numbered AS (
+    SELECT job_id, priority, run_at, lifo, nextval('oqron_hot_ord_seq') AS n
+    FROM input
+    ORDER BY i
+), inserted AS (
+    INSERT INTO oqron_hot_jobs (project, environment, queue, job_id, priority, ord, lifo, run_at)
+    SELECT %(project)s, %(environment)s, %(queue)s, job_id, priority,
+           CASE WHEN lifo THEN -n ELSE n END, lifo,
+           CASE WHEN run_at > %(now)s THEN run_at END
+    FROM numbered
+    ORDER BY job_id
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+)
+SELECT pg_notify(%(channel)s, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS changed;
+
+-- name: promote_due
+-- First half of claim: due delayed jobs become ready behind the jobs already ready,
+-- in run_at order. SKIP LOCKED: rows another claimer is promoting are its business.
+--
+-- Here, in claim and in take_expired, the locked rows are written back by ctid: a TID
+-- scan is the one plan the planner can choose, even before the table has statistics
+-- (by key, a fresh table's estimates make a scan of the whole queue look as cheap as
+-- a lookup). The lock taken in the same statement keeps each ctid valid.
+WITH due AS (
+    SELECT ctid AS row_id, lifo
+    FROM oqron_hot_jobs
+    WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+      AND token IS NULL AND run_at <= %(now)s
+    ORDER BY run_at, job_id
+    FOR UPDATE SKIP LOCKED
+), numbered AS (
+    SELECT row_id, lifo, nextval('oqron_hot_ord_seq') AS n FROM due
+)
+UPDATE oqron_hot_jobs AS j
+SET run_at = NULL, ord = CASE WHEN numbered.lifo THEN -numbered.n ELSE numbered.n END
+FROM numbered
+WHERE j.ctid = ANY(ARRAY(SELECT row_id FROM numbered)) AND j.ctid = numbered.row_id;
+
+-- name: claim
+-- Second half of claim: lease the next ready jobs. SKIP LOCKED keeps concurrent
+-- claimers disjoint without waiting on each other; tokens are drawn in claim order.
+WITH picked AS (
+    SELECT ctid AS row_id
+    FROM oqron_hot_jobs
+    WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+      AND token IS NULL AND run_at IS NULL
+    ORDER BY priority DESC, ord
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), numbered AS (
+    SELECT row_id, nextval('oqron_hot_token_seq') AS token FROM picked
+)
+UPDATE oqron_hot_jobs AS j
+SET token = numbered.token, expires_at = %(expires_at)s, worker = %(worker)s
+FROM numbered
+WHERE j.ctid = ANY(ARRAY(SELECT row_id FROM numbered)) AND j.ctid = numbered.row_id
+RETURNING j.job_id, j.token, j.expires_at;
+
+-- name: extend
+-- Renew leases held with their token; an id absent in every state (the plane lost
+-- it) is re-created as a lease for the same token; a row in any other state or held
+-- under another token is left alone and not returned.
+INSERT INTO oqron_hot_jobs AS j
+    (project, environment, queue, job_id, priority, ord, lifo, run_at, token, expires_at, worker)
+SELECT %(project)s, %(environment)s, %(queue)s, l.job_id, 0, 0, false, NULL, l.token, %(expires_at)s, ''
+FROM (
+    SELECT DISTINCT ON (s.job_id) s.job_id, s.token
+    FROM unnest(%(ids)s::text[], %(tokens)s::bigint[]) WITH ORDINALITY AS s(job_id, token, i)
+    ORDER BY s.job_id, s.i
+) AS l
+ON CONFLICT (project, environment, queue, job_id) DO UPDATE
+SET expires_at = EXCLUDED.expires_at
+WHERE j.token = EXCLUDED.token
+RETURNING j.job_id, j.token, j.expires_at;
+
+-- name: ack
+DELETE FROM oqron_hot_jobs AS j
+USING unnest(%(ids)s::text[], %(tokens)s::bigint[]) AS a(job_id, token)
+WHERE j.project = %(project)s AND j.environment = %(environment)s AND j.queue = %(queue)s
+  AND j.job_id = ANY(%(ids)s::text[]) AND j.job_id = a.job_id AND j.token = a.token
+RETURNING j.job_id;
+
+-- name: release
+-- The lease becomes ready (fresh ord) or delayed again, if the token still matches.
+WITH released AS (
+    UPDATE oqron_hot_jobs
+    SET token = NULL, expires_at = NULL, worker = NULL,
+        priority = %(priority)s, lifo = %(lifo)s,
+        run_at = CASE WHEN %(run_at)s::bigint > %(now)s THEN %(run_at)s::bigint END,
+        ord = CASE WHEN %(lifo)s THEN -nextval('oqron_hot_ord_seq') ELSE nextval('oqron_hot_ord_seq') END
+    WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+      AND job_id = %(job_id)s AND token = %(token)s
+    RETURNING 1
+)
+SELECT pg_notify(%(channel)s, '') FROM released;
+
+-- name: take_expired
+-- Each lapsed lease goes to exactly one caller: rows another rescuer holds are skipped.
+DELETE FROM oqron_hot_jobs
+WHERE ctid = ANY(ARRAY(
+    SELECT ctid
+    FROM oqron_hot_jobs
+    WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+      AND token IS NOT NULL AND expires_at <= %(now)s
+    ORDER BY expires_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+))
+RETURNING job_id, token, expires_at;
+
+-- name: remove
+DELETE FROM oqron_hot_jobs
+WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+  AND job_id = ANY(%(ids)s::text[]) AND token IS NULL
+RETURNING job_id;
+
+-- name: promote
+WITH promoted AS (
+    UPDATE oqron_hot_jobs
+    SET run_at = NULL,
+        ord = CASE WHEN lifo THEN -nextval('oqron_hot_ord_seq') ELSE nextval('oqron_hot_ord_seq') END
+    WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+      AND job_id = %(job_id)s AND token IS NULL AND run_at IS NOT NULL
+    RETURNING 1
+)
+SELECT pg_notify(%(channel)s, '') FROM promoted;
+
+-- name: present
+SELECT job_id FROM oqron_hot_jobs
+WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+  AND job_id = ANY(%(ids)s::text[]);
+
+-- name: depths
+SELECT count(*) FILTER (WHERE token IS NULL AND (run_at IS NULL OR run_at <= %(now)s)),
+       count(*) FILTER (WHERE token IS NULL AND run_at > %(now)s),
+       count(*) FILTER (WHERE token IS NOT NULL)
+FROM oqron_hot_jobs
+WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s;
+
+-- name: next_due
+SELECT min(run_at) FROM oqron_hot_jobs
+WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+  AND token IS NULL AND run_at IS NOT NULL;
+
+-- name: any_ready
+-- wait(): is there already something to claim in one of these queues?
+SELECT EXISTS (
+    SELECT 1 FROM oqron_hot_jobs
+    WHERE project = %(project)s AND environment = %(environment)s AND queue = ANY(%(queues)s::text[])
+      AND token IS NULL AND run_at IS NULL
+);
+
+-- name: acquire_lock
+-- Take a free or lapsed lock, or renew our own.
+INSERT INTO oqron_hot_locks AS l (project, environment, name, owner, expires_at)
+VALUES (%(project)s, %(environment)s, %(name)s, %(owner)s, %(expires_at)s)
+ON CONFLICT (project, environment, name) DO UPDATE
+SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+WHERE l.owner = EXCLUDED.owner OR l.expires_at <= %(now)s
+RETURNING 1;
+
+-- name: release_lock
+DELETE FROM oqron_hot_locks
+WHERE project = %(project)s AND environment = %(environment)s AND name = %(name)s AND owner = %(owner)s
+RETURNING 1;
+
+-- name: lock_owner
+SELECT owner FROM oqron_hot_locks
+WHERE project = %(project)s AND environment = %(environment)s AND name = %(name)s AND expires_at > %(now)s;
+
+-- name: incr
+INSERT INTO oqron_hot_counters AS c (project, environment, name, value)
+VALUES (%(project)s, %(environment)s, %(name)s, %(by)s)
+ON CONFLICT (project, environment, name) DO UPDATE SET value = c.value + EXCLUDED.value
+RETURNING c.value;
+
+-- name: get_counters
+SELECT name, value FROM oqron_hot_counters
+WHERE project = %(project)s AND environment = %(environment)s AND name = ANY(%(names)s::text[]);
+
+-- name: kv_set
+INSERT INTO oqron_hot_kv (project, environment, grp, key, value, expires_at)
+SELECT %(project)s, %(environment)s, %(group)s, s.key, s.value, %(expires_at)s
+FROM unnest(%(keys)s::text[], %(values)s::text[]) AS s(key, value)
+ORDER BY s.key
+ON CONFLICT (project, environment, grp, key) DO UPDATE
+SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at;
+
+-- name: kv_get
+SELECT key, value FROM oqron_hot_kv
+WHERE project = %(project)s AND environment = %(environment)s AND grp = %(group)s
+  AND key = ANY(%(keys)s::text[]) AND expires_at > %(now)s;
+
+-- name: kv_all
+-- Lapsed keys of the group are pruned on the way (the memory plane does the same), so
+-- crashed workers' heartbeats do not pile up.
+WITH pruned AS (
+    DELETE FROM oqron_hot_kv
+    WHERE project = %(project)s AND environment = %(environment)s AND grp = %(group)s
+      AND expires_at <= %(now)s
+)
+SELECT key, value FROM oqron_hot_kv
+WHERE project = %(project)s AND environment = %(environment)s AND grp = %(group)s
+  AND expires_at > %(now)s;
+
+-- name: kv_delete
+DELETE FROM oqron_hot_kv
+WHERE project = %(project)s AND environment = %(environment)s AND grp = %(group)s
+  AND key = ANY(%(keys)s::text[]);
+
+-- name: listen
+-- The channel is filled in with psycopg.sql.Identifier (a name from channel_for).
+LISTEN {channel};

@@ -1,0 +1,173 @@
+-- Named queries of the PostgreSQL durable store (loaded by oqronkit.backends.sqlfiles).
+--
+-- {table} is the only varying identifier: the store fills it with
+-- psycopg.sql.Identifier after checking the name against the three spec tables.
+-- {started} is filled with one of the two startedAt key expressions below. Every
+-- value is a bound parameter. Fragments (names starting with where_, after_, order_)
+-- are joined by the store into one list or count statement.
+--
+-- Note: psycopg scans the whole text for placeholders, comments included, so comments
+-- here never contain a percent sign or braces other than the two fill-ins above.
+
+-- name: missing_objects
+-- Which of the given relation names do not resolve on the search_path.
+SELECT name FROM unnest(%(names)s::text[]) AS t(name) WHERE to_regclass(name) IS NULL;
+
+-- name: has_table
+SELECT to_regclass(%(name)s) IS NOT NULL;
+
+-- name: upsert_rows
+-- put_many: one statement per table per chunk; columns arrive as parallel arrays and
+-- value as the JSON text the facade encoded. The arrays are sent in binary format (the
+-- b placeholders): psycopg escapes a text-format array element by element in Python,
+-- which for kilobyte JSON values cost more than the whole insert. An existing row
+-- keeps its inserted_at.
+INSERT INTO {table} (project, environment, namespace, record_kind, id, value, inserted_at, expires_at)
+SELECT %(project)s, %(environment)s, r.namespace, r.record_kind, r.id, r.value::jsonb, r.inserted_at, r.expires_at
+FROM unnest(%(namespaces)b::text[], %(kinds)b::text[], %(ids)b::text[], %(values)b::text[],
+            %(inserted)b::bigint[], %(expires)b::bigint[])
+     AS r(namespace, record_kind, id, value, inserted_at, expires_at)
+ON CONFLICT (project, environment, namespace, id) DO UPDATE
+SET value = EXCLUDED.value, record_kind = EXCLUDED.record_kind, expires_at = EXCLUDED.expires_at;
+
+-- name: insert_rows
+-- insert_many (and compare_and_set against ABSENT): rows whose key is taken are left
+-- alone; RETURNING names the rows this statement inserted, race-free.
+INSERT INTO {table} (project, environment, namespace, record_kind, id, value, inserted_at, expires_at)
+SELECT %(project)s, %(environment)s, r.namespace, r.record_kind, r.id, r.value::jsonb, r.inserted_at, r.expires_at
+FROM unnest(%(namespaces)b::text[], %(kinds)b::text[], %(ids)b::text[], %(values)b::text[],
+            %(inserted)b::bigint[], %(expires)b::bigint[])
+     AS r(namespace, record_kind, id, value, inserted_at, expires_at)
+ON CONFLICT (project, environment, namespace, id) DO NOTHING
+RETURNING namespace, id;
+
+-- name: get_many
+SELECT namespace, id, record_kind, value, inserted_at, expires_at
+FROM {table}
+WHERE project = %(project)s AND environment = %(environment)s
+  AND namespace = %(namespace)s AND id = ANY(%(ids)s::text[]);
+
+-- name: delete_many
+DELETE FROM {table}
+WHERE project = %(project)s AND environment = %(environment)s
+  AND namespace = %(namespace)s AND id = ANY(%(ids)s::text[]);
+
+-- name: lock_row
+-- compare_and_set: hold the row until the transaction ends, so the comparison made in
+-- Python and the write that follows are atomic.
+SELECT value FROM {table}
+WHERE project = %(project)s AND environment = %(environment)s
+  AND namespace = %(namespace)s AND id = %(id)s
+FOR UPDATE;
+
+-- name: row_exists
+SELECT EXISTS (
+    SELECT 1 FROM {table}
+    WHERE project = %(project)s AND environment = %(environment)s
+      AND namespace = %(namespace)s AND id = %(id)s
+);
+
+-- name: update_row
+UPDATE {table}
+SET value = %(value)s::jsonb, record_kind = %(kind)s, expires_at = %(expires_at)s
+WHERE project = %(project)s AND environment = %(environment)s
+  AND namespace = %(namespace)s AND id = %(id)s;
+
+-- name: prune_expired
+DELETE FROM {table}
+WHERE project = %(project)s AND environment = %(environment)s
+  AND expires_at IS NOT NULL AND expires_at <= %(now)s;
+
+-- name: prune_older_than
+-- At most limit rows per call, so retention never holds long locks; ctid = ANY(ARRAY())
+-- plans as a TID scan, and SKIP LOCKED leaves rows a writer holds for the next round.
+-- No ORDER BY: with no index on inserted_at it would sort the whole namespace on every
+-- round, while the scan can stop at the limit (old rows sit early in an append-mostly
+-- heap). Retention repeats until a round deletes nothing, so the end state is the same.
+DELETE FROM {table}
+WHERE ctid = ANY(ARRAY(
+    SELECT ctid FROM {table}
+    WHERE project = %(project)s AND environment = %(environment)s
+      AND namespace = %(namespace)s AND inserted_at < %(cutoff)s
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+));
+
+-- name: count_rows
+SELECT count(*) FROM {table}
+WHERE project = %(project)s AND environment = %(environment)s
+
+-- name: count_by_namespace
+SELECT namespace, count(*) FROM {table}
+WHERE project = %(project)s AND environment = %(environment)s AND record_kind = %(kind)s
+GROUP BY namespace;
+
+-- name: list_rows
+SELECT namespace, id, record_kind, value, inserted_at, expires_at
+FROM {table}
+WHERE project = %(project)s AND environment = %(environment)s
+
+-- name: started_key_indexed
+-- oqron_runs: the indexed expression itself (the index guarantees it casts on every row).
+(value->>'startedAt')::numeric
+
+-- name: started_key_guarded
+-- The other tables have no such index, so a non-numeric startedAt must not be cast.
+(CASE WHEN jsonb_typeof(value->'startedAt') = 'number' THEN (value->>'startedAt')::numeric END)
+
+-- name: where_namespace
+AND namespace = %(namespace)s
+
+-- name: where_kind
+AND record_kind = %(kind)s
+
+-- name: where_status
+AND value->>'status' = %(status)s
+
+-- name: where_name
+AND value->>'name' = %(name)s
+
+-- name: where_module
+AND value->>'module' = %(module)s
+
+-- name: where_started_number
+-- Started order and started filters list only rows whose startedAt is a JSON number.
+-- IS NOT NULL is indexable, so an index scan skips rows without one. The only other
+-- kind of value that survives the numeric cast is a string such as "12", hence the
+-- second test; it is spelt with <> rather than = 'number' on purpose: the planner
+-- guesses 0.5 percent of rows for an = on an expression it has no statistics for
+-- (which made it sort a bitmap scan instead of walking the index) and 99.5 for <>.
+AND {started} IS NOT NULL AND jsonb_typeof(value->'startedAt') <> 'string'
+
+-- name: where_started_from
+AND {started} >= %(started_from)s
+
+-- name: where_started_to
+AND {started} < %(started_to)s
+
+-- name: after_started_asc
+AND ({started}, id COLLATE "C") > (%(after_key)s, %(after_id)s)
+
+-- name: after_started_desc
+AND ({started}, id COLLATE "C") < (%(after_key)s, %(after_id)s)
+
+-- name: after_inserted_asc
+AND (inserted_at, id COLLATE "C") > (%(after_key)s, %(after_id)s)
+
+-- name: after_inserted_desc
+AND (inserted_at, id COLLATE "C") < (%(after_key)s, %(after_id)s)
+
+-- name: order_started_asc
+ORDER BY {started}, id COLLATE "C"
+
+-- name: order_started_desc
+ORDER BY {started} DESC, id COLLATE "C" DESC
+
+-- name: order_inserted_asc
+ORDER BY inserted_at, id COLLATE "C"
+
+-- name: order_inserted_desc
+ORDER BY inserted_at DESC, id COLLATE "C" DESC
+
+-- name: limit_rows
+LIMIT %(limit)s

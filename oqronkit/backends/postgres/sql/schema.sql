@@ -1,0 +1,91 @@
+-- OqronKit durable plane on PostgreSQL: the spec's three tables (storage-model.md).
+--
+-- Applied as one idempotent script, inside one transaction, by
+-- PostgresDurableStore.ensure_schema(); it never drops or rewrites data. Objects are
+-- created unqualified, so they land in the first schema of the connection's
+-- search_path. ensure_schema() skips the script when every object named after
+-- "IF NOT EXISTS" below already resolves, so keep that phrase on each CREATE line.
+--
+-- The run-field indexes are expression indexes: the planner only uses them when a
+-- query spells the very same expression, so queries.sql (and dashboards, per the spec)
+-- write (value->>'startedAt')::numeric exactly as below. Every index but the TTL ones
+-- leads with (project, environment) because every query is scoped to one of them.
+--
+-- A consequence worth knowing: because oqron_runs indexes (value->>'startedAt')::numeric
+-- for every row, a runs-table row whose top-level startedAt is not a JSON number
+-- (a string such as "soon", true, an object) is refused by Postgres on write; so is a
+-- message row whose top-level publishedAt is not a number.
+--
+-- Ties on startedAt break on id with COLLATE "C" (byte order, which for UTF-8 is code
+-- point order): the same order as the memory and SQLite backends whatever the
+-- database's default collation, and keyset pages stay stable.
+
+-- Concurrent ensure_schema() calls from several processes would otherwise race inside
+-- CREATE ... IF NOT EXISTS (it is not atomic and can fail with a duplicate pg_type
+-- row); the lock is released when the transaction commits.
+SELECT pg_advisory_xact_lock(hashtext('oqronkit:ensure_schema'));
+
+CREATE TABLE IF NOT EXISTS oqron_records (
+    project     text   NOT NULL,
+    environment text   NOT NULL,
+    namespace   text   NOT NULL,
+    record_kind text   NOT NULL,
+    id          text   NOT NULL,
+    value       jsonb  NOT NULL,
+    inserted_at bigint NOT NULL,
+    expires_at  bigint NULL,
+    PRIMARY KEY (project, environment, namespace, id)
+);
+
+CREATE TABLE IF NOT EXISTS oqron_jobs (
+    project     text   NOT NULL,
+    environment text   NOT NULL,
+    namespace   text   NOT NULL,
+    record_kind text   NOT NULL,
+    id          text   NOT NULL,
+    value       jsonb  NOT NULL,
+    inserted_at bigint NOT NULL,
+    expires_at  bigint NULL,
+    PRIMARY KEY (project, environment, namespace, id)
+);
+
+CREATE TABLE IF NOT EXISTS oqron_runs (
+    project     text   NOT NULL,
+    environment text   NOT NULL,
+    namespace   text   NOT NULL,
+    record_kind text   NOT NULL,
+    id          text   NOT NULL,
+    value       jsonb  NOT NULL,
+    inserted_at bigint NOT NULL,
+    expires_at  bigint NULL,
+    PRIMARY KEY (project, environment, namespace, id)
+);
+
+-- Listing and counting by kind (DLQ depth per queue, every definition, ...).
+CREATE INDEX IF NOT EXISTS oqron_records_kind_idx ON oqron_records (project, environment, record_kind, namespace);
+CREATE INDEX IF NOT EXISTS oqron_jobs_kind_idx ON oqron_jobs (project, environment, record_kind, namespace);
+CREATE INDEX IF NOT EXISTS oqron_runs_kind_idx ON oqron_runs (project, environment, record_kind, namespace);
+
+-- TTL pruning only ever looks at rows that have a TTL.
+CREATE INDEX IF NOT EXISTS oqron_records_expires_idx ON oqron_records (expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS oqron_jobs_expires_idx ON oqron_jobs (expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS oqron_runs_expires_idx ON oqron_runs (expires_at) WHERE expires_at IS NOT NULL;
+
+-- Hot run-query fields: filter on status / name / module, newest first by startedAt.
+CREATE INDEX IF NOT EXISTS oqron_runs_status_started_idx
+    ON oqron_runs (project, environment, (value->>'status'), ((value->>'startedAt')::numeric), id COLLATE "C");
+CREATE INDEX IF NOT EXISTS oqron_runs_name_started_idx
+    ON oqron_runs (project, environment, (value->>'name'), ((value->>'startedAt')::numeric), id COLLATE "C");
+CREATE INDEX IF NOT EXISTS oqron_runs_module_started_idx
+    ON oqron_runs (project, environment, (value->>'module'), ((value->>'startedAt')::numeric), id COLLATE "C");
+-- Run history of one namespace by startedAt (the board's unfiltered run list).
+CREATE INDEX IF NOT EXISTS oqron_runs_namespace_started_idx
+    ON oqron_runs (project, environment, namespace, ((value->>'startedAt')::numeric), id COLLATE "C");
+
+-- The retained pub/sub log of one topic, newest first (spec example query 5).
+CREATE INDEX IF NOT EXISTS oqron_runs_message_published_idx
+    ON oqron_runs (project, environment, namespace, ((value->>'publishedAt')::numeric))
+    WHERE record_kind = 'message';
+
+-- Jobs of one queue by status (waiting / active / ...).
+CREATE INDEX IF NOT EXISTS oqron_jobs_status_idx ON oqron_jobs (project, environment, namespace, (value->>'status'));

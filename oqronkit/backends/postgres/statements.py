@@ -1,0 +1,116 @@
+"""The PostgreSQL store's statements: named queries from ``sql/queries.sql`` with the
+table identifier filled in, and the list / count statements composed from fixed
+fragments. No value is ever formatted into SQL text; values travel as parameters."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from functools import cache
+from typing import Any
+
+from psycopg import sql
+
+from ...errors import InvalidNamespace
+from ...namespaces import TABLE_NAMES
+from ..sqlfiles import load_queries, load_sql
+from ..types import EncodedRow, ListQuery, Scope
+
+_PACKAGE = "oqronkit.backends.postgres"
+QUERIES = load_queries(_PACKAGE, "sql/queries.sql")
+SCHEMA = load_sql(_PACKAGE, "sql/schema.sql")
+#: Every relation schema.sql creates; ensure_schema skips the script (and its locks)
+#: when all of them already resolve, which is the common case on every start.
+SCHEMA_OBJECTS: tuple[str, ...] = tuple(re.findall(r"IF NOT EXISTS\s+(\w+)", SCHEMA))
+
+
+def table_identifier(table: str) -> sql.Identifier:
+    """The SQL identifier of a table key, checked against the three spec tables."""
+    name = TABLE_NAMES.get(table)  # type: ignore[call-overload]
+    if name is None:
+        raise InvalidNamespace(f"Unknown durable table {table!r}; expected one of {sorted(TABLE_NAMES)}.")
+    return sql.Identifier(name)
+
+
+def _fragment(name: str) -> str:
+    # Description comments are dropped so a fragment can sit mid-line when composed.
+    return "\n".join(line for line in QUERIES[name].splitlines() if not line.lstrip().startswith("--"))
+
+
+@cache
+def statement(name: str, table: str) -> sql.Composed:
+    """The named query ``name`` against ``table`` (a table key such as ``"runs"``)."""
+    return sql.SQL(QUERIES[name]).format(table=table_identifier(table))
+
+
+@cache
+def composed(table: str, parts: tuple[str, ...]) -> sql.Composed:
+    """Fixed fragments joined into one statement. On ``oqron_runs`` the startedAt key is
+    the indexed expression itself, so the run indexes serve both filter and sort."""
+    started = "started_key_indexed" if table == "runs" else "started_key_guarded"
+    text = "\n".join(_fragment(part) for part in parts)
+    return sql.SQL(text).format(table=table_identifier(table), started=sql.SQL(_fragment(started)))
+
+
+def row_columns(scope: Scope, rows: list[EncodedRow]) -> dict[str, Any]:
+    """Parameters of ``upsert_rows`` / ``insert_rows``: one array per column, so a batch
+    is one statement whatever its size."""
+    return {
+        "project": scope.project,
+        "environment": scope.environment,
+        "namespaces": [r.namespace for r in rows],
+        "kinds": [r.kind for r in rows],
+        "ids": [r.id for r in rows],
+        "values": [r.value_json for r in rows],
+        "inserted": [r.inserted_at for r in rows],
+        "expires": [r.expires_at for r in rows],
+    }
+
+
+def list_plan(scope: Scope, query: ListQuery) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """The fragments and parameters of ``query``, mirroring ``matching.matches_query``:
+    equality filters, started window [from, to), keyset after (key, id), order, limit."""
+    parts = ["list_rows"]
+    params: dict[str, Any] = {
+        "project": scope.project, "environment": scope.environment, "limit": query.limit,
+    }
+    for field in ("namespace", "kind", "status", "name", "module"):
+        value = getattr(query, field)
+        if value is not None:
+            parts.append(f"where_{field}")
+            params[field] = value
+    if query.order == "started" or query.started_from is not None or query.started_to is not None:
+        parts.append("where_started_number")
+    if query.started_from is not None:
+        parts.append("where_started_from")
+        params["started_from"] = _numeric(query.started_from)
+    if query.started_to is not None:
+        parts.append("where_started_to")
+        params["started_to"] = _numeric(query.started_to)
+    direction = "desc" if query.descending else "asc"
+    if query.after is not None:
+        key, params["after_id"] = query.after
+        parts.append(f"after_{query.order}_{direction}")
+        params["after_key"] = _numeric(key) if query.order == "started" else key
+    parts += [f"order_{query.order}_{direction}", "limit_rows"]
+    return tuple(parts), params
+
+
+def _numeric(value: int | float) -> Decimal:
+    # A float bound as float8 would be compared as float8 (missing the numeric index)
+    # or cast to numeric with 15 digits; its shortest repr converts exactly, like the
+    # JSON text the row was stored from.
+    return Decimal(value) if isinstance(value, int) else Decimal(repr(value))
+
+
+def count_plan(scope: Scope, namespace: str | None, kind: str | None) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """The fragments and parameters of a count over one namespace and/or kind."""
+    parts = ["count_rows"]
+    params: dict[str, Any] = {"project": scope.project, "environment": scope.environment}
+    if namespace is not None:
+        parts.append("where_namespace")
+        params["namespace"] = namespace
+    if kind is not None:
+        parts.append("where_kind")
+        params["kind"] = kind
+    return tuple(parts), params

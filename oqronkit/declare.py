@@ -1,0 +1,37 @@
+"""The declaration API users call in their ``oqron.py`` modules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .engine import default_registry
+from .queue import Queue
+
+
+def queue(name: str, **options: Any) -> Queue:
+    """Declare (or look up) a queue on the default engine.
+
+    ``oqronkit.queue("emails", handler=send)`` or, as a decorator::
+
+        emails = oqronkit.queue("emails", concurrency=10)
+
+        @emails.handler
+        def send(ctx): ...
+
+    A queue without a handler is publisher-only; consume it elsewhere with
+    :func:`worker`.
+    """
+    existing = default_registry.queues.get(name)
+    if existing is not None and not options:
+        return existing
+    return Queue(name, **options)
+
+
+def worker(queue_name: str, handler: Callable[..., Any], **options: Any) -> Queue:
+    """Consume a publisher-only queue in this process (another node may publish to it)."""
+    existing = default_registry.queues.get(queue_name)
+    if existing is not None and existing.fn is None and not options:
+        existing.handler(handler)
+        return existing
+    return Queue(queue_name, handler=handler, **options)

@@ -1,0 +1,162 @@
+"""Running workers from a command line: one engine process, or N under a supervisor.
+
+Django's ``manage.py runworker`` and ``python -m oqronkit worker`` both end here. The
+supervisor re-executes the same command line once per child (``--processes 1``), so
+each child sets itself up exactly like a single-process worker would.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+
+from .config import redact_url
+from .engine import Engine
+from .worker import WorkerProcess
+
+logger = logging.getLogger(__name__)
+RESTART_BACKOFF = (1, 2, 5, 10, 30)
+
+
+def import_modules(names: Sequence[str]) -> None:
+    """Import modules that declare queues (``--import`` / ``OQRON_IMPORTS``)."""
+    for name in names:
+        importlib.import_module(name)
+
+
+def banner(engine: Engine, process: WorkerProcess, *, processes: int = 1) -> str:
+    cfg = engine.config
+    where = redact_url(cfg.database_url) if cfg.database_url else "in-process"
+    queues = ", ".join(f"{q.name} (concurrency {process.concurrency[q.name]})" for q in process.queues)
+    return (
+        f"oqronkit worker {process.worker_id}\n"
+        f"  mode:        {cfg.mode}\n  database:    {where}\n"
+        f"  redis:       {redact_url(cfg.redis_url) if cfg.redis_url else '-'}\n"
+        f"  scope:       {cfg.project} / {cfg.environment}\n"
+        f"  queues:      {queues or 'none declared with a handler'}\n"
+        f"  processes:   {processes}{'  (burst)' if process.burst else ''}"
+    )
+
+
+def run_single(engine: Engine, *, queues: Sequence[str] | None, concurrency: int | None, burst: bool,
+               drain_timeout: float = 30.0, quiet: bool = False) -> int:
+    """Run one worker process until SIGTERM/SIGINT (graceful drain) or, with ``burst``,
+    until nothing is ready. A second signal exits at once; leases then lapse and the
+    rescuer returns the jobs."""
+    process = WorkerProcess(engine, queues=list(queues) if queues else None, concurrency=concurrency,
+                            burst=burst, drain_timeout=drain_timeout)
+    if not quiet:
+        print(banner(engine, process), flush=True)
+    signals = {"count": 0}
+
+    def on_signal(signum: int, _frame: object) -> None:
+        signals["count"] += 1
+        if signals["count"] > 1:
+            logger.warning("second signal: exiting without draining", extra={"action": "worker.hard_exit"})
+            os._exit(1)
+        logger.info("signal %s: draining (up to %.0f s)", signal.Signals(signum).name, drain_timeout,
+                    extra={"action": "worker.draining"})
+        process.request_stop()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+    process.run()
+    return 0
+
+
+def supervise(argv: Sequence[str], processes: int) -> int:
+    """Start ``processes`` children running ``argv`` and keep them running; forward
+    SIGTERM/SIGINT so each drains, and return when all have exited."""
+    children: dict[int, subprocess.Popen[bytes]] = {}
+    restarts = [0] * processes
+    stopping = threading.Event()
+
+    def spawn(slot: int) -> None:
+        env = {**os.environ, "OQRON_WORKER_SLOT": str(slot)}
+        children[slot] = subprocess.Popen(list(argv), env=env)
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stopping.set()
+        for child in children.values():
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    for slot in range(processes):
+        spawn(slot)
+    while True:
+        alive = False
+        for slot, child in list(children.items()):
+            code = child.poll()
+            if code is None:
+                alive = True
+                continue
+            if stopping.is_set() or code == 0:
+                continue
+            delay = RESTART_BACKOFF[min(restarts[slot], len(RESTART_BACKOFF) - 1)]
+            restarts[slot] += 1
+            logger.error("worker process %d exited with %s; restarting in %d s", slot, code, delay,
+                         extra={"action": "supervisor.restart"})
+            time.sleep(delay)
+            if not stopping.is_set():
+                spawn(slot)
+                alive = True
+        if not alive:
+            return max((c.returncode or 0) for c in children.values())
+        time.sleep(0.2)
+
+
+def child_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` with ``--processes N`` replaced by ``--processes 1``."""
+    out: list[str] = []
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if arg == "--processes" and i + 1 < len(argv):
+            skip = True
+            continue
+        if arg.startswith("--processes="):
+            continue
+        out.append(arg)
+    return [*out, "--processes", "1"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m oqronkit worker --import myjobs [--queues a,b] [--processes N]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m oqronkit", description="Run oqronkit workers.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    work = sub.add_parser("worker", help="run the worker engine and, when elected, the scheduler services")
+    add_worker_arguments(work)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    if args.processes > 1:
+        return supervise([sys.executable, "-m", "oqronkit", *child_argv(sys.argv[1:])], args.processes)
+    imports = list(args.imports) + [m for m in os.environ.get("OQRON_IMPORTS", "").split(",") if m]
+    import_modules(imports)
+    from .engine import get_engine
+
+    return run_single(get_engine(), queues=args.queues, concurrency=args.concurrency, burst=args.burst)
+
+
+def add_worker_arguments(parser) -> None:  # noqa: ANN001 - argparse or Django's CommandParser
+    parser.add_argument("--queues", type=lambda s: [q for q in s.split(",") if q], default=None,
+                        help="comma-separated queues to consume (default: every queue with a handler)")
+    parser.add_argument("--concurrency", type=int, default=None, help="override each queue's concurrency")
+    parser.add_argument("--processes", type=int, default=1, help="engine processes under one supervisor")
+    parser.add_argument("--burst", action="store_true", help="exit when no job is ready or running")
+    parser.add_argument("--import", dest="imports", action="append", default=[],
+                        help="module declaring queues (repeatable)")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])

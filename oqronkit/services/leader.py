@@ -1,0 +1,94 @@
+"""Leader election on the hot plane and the loop that runs the leader's services."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from ..clock import now_ms
+from ..errors import OqronError
+from .reconciler import Reconciler
+from .rescuer import rescue_expired
+from .retention import prune
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+logger = logging.getLogger(__name__)
+LEADER_LOCK = "leader"
+
+
+class Services:
+    """Elects a leader among every worker process of one (project, environment) and,
+    while leading, runs each service on its interval."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        worker_id: str,
+        lease_ms: int = 10_000,
+        rescue_every: float = 1.0,
+        reconcile_every: float = 5.0,
+        sweep_every: float = 5.0,
+        retention_every: float = 60.0,
+    ) -> None:
+        self.engine = engine
+        self.worker_id = worker_id
+        self.lease_ms = lease_ms
+        self.intervals = {"rescue": rescue_every, "reconcile": reconcile_every, "sweep": sweep_every,
+                          "retention": retention_every}
+        self.is_leader = False
+        self.reconciler = Reconciler(engine)
+        self._last: dict[str, float] = {}
+
+    def loop(self, stop: threading.Event) -> None:
+        while not stop.wait(0.25):
+            try:
+                self.tick()
+            except OqronError as exc:
+                logger.warning("leader services: %s", exc, extra={"action": "services.error"})
+
+    def tick(self) -> None:
+        """Renew or seek leadership, then run whatever service is due."""
+        leader = self.engine.hot.acquire_lock(LEADER_LOCK, self.worker_id, ttl_ms=self.lease_ms, now=now_ms())
+        if leader != self.is_leader:
+            logger.info("worker %s %s the leader", self.worker_id, "is now" if leader else "is no longer",
+                        extra={"action": "services.leader" if leader else "services.follower"})
+            self.is_leader = leader
+        if not leader:
+            return
+        now = time.monotonic()
+        for name, every in self.intervals.items():
+            if now - self._last.get(name, 0.0) >= every:
+                self._last[name] = now
+                self.run(name)
+
+    def run(self, name: str) -> None:
+        queues = self.known_queues()
+        if name == "rescue":
+            rescue_expired(self.engine, queues)
+        elif name == "reconcile":
+            self.reconciler.run(queues)
+        elif name == "sweep":
+            from ..dependencies import sweep_waiting
+
+            sweep_waiting(self.engine.durable, self.engine.hot, queues)
+        elif name == "retention":
+            prune(self.engine)
+
+    def known_queues(self) -> list[str]:
+        """Queues declared here plus every queue any worker recorded as control state."""
+        names = set(self.engine.registry.queues)
+        names |= {r.id for r in self.engine.durable.list("queue", limit=1000).records}
+        return sorted(names)
+
+    def resign(self) -> None:
+        if self.is_leader:
+            try:
+                self.engine.hot.release_lock(LEADER_LOCK, self.worker_id)
+            except OqronError:
+                pass
+            self.is_leader = False

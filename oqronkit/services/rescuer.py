@@ -1,0 +1,102 @@
+"""The rescuer: jobs whose lease lapsed (their worker died or hung) go back to their
+queue, counting the attempt, or to the dead-letter queue after too many stalls."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ..backends.hot_types import Lease, Signal
+from ..backoff import Backoff
+from ..clock import now_ms
+from ..dependencies import on_parent_done
+from ..durable import RecordWrite
+from ..jobs import Job
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+logger = logging.getLogger(__name__)
+BATCH = 200
+
+
+def rescue_expired(engine: Engine, queues: list[str]) -> int:
+    rescued = 0
+    for queue in queues:
+        while leases := engine.hot.take_expired(queue, now=now_ms(), limit=BATCH):
+            for lease in leases:
+                rescue_one(engine, queue, lease)
+                rescued += 1
+    return rescued
+
+
+def rescue_one(engine: Engine, queue: str, lease: Lease) -> None:
+    """Settle one expired lease from the job's durable state."""
+    namespace = f"queue_job:{queue}"
+    record = engine.durable.get(namespace, lease.job_id)
+    if record is None:
+        return  # completed or cancelled meanwhile
+    job = Job.from_value(record.value)
+    now = now_ms()
+    if job.status != "active" or job.lease_token != lease.token:
+        # The job moved on (its worker stored the next state but died before releasing
+        # it): signal whatever the durable plane says.
+        if job.status in ("waiting", "delayed"):
+            engine.hot.signal(queue, [Signal(job.id, job.priority, job.run_at, job.lifo)], now)
+        return
+    mark_stalled(engine, job, lease.token, f"lease expired (worker {job.worker_id} lost?)")
+
+
+def mark_stalled(engine: Engine, job: Job, token: int | None, why: str) -> None:
+    """Count a stalled attempt; retry it or, past ``max_stalls`` or its attempts, dead-letter it."""
+    namespace = f"queue_job:{job.queue}"
+    now = now_ms()
+    max_stalls = _max_stalls(engine, job.queue)
+    job.stalls += 1
+    job.record_error({"type": "Stalled", "message": why, "attempt": job.attempts, "ts": now,
+                      "runId": job.run_id})
+    _fail_run(engine, job, why)
+    job.lease_token = job.worker_id = None
+    job.updated_at = now
+    if job.stalls >= max_stalls or job.attempts >= job.max_attempts:
+        reason = (f"stalled {job.stalls} times (max_stalls={max_stalls}): {why}" if job.stalls >= max_stalls
+                  else f"{why}; attempts exhausted ({job.attempts} of {job.max_attempts})")
+        job.status, job.dead_reason, job.died_at = "dead", reason, now
+        if not engine.durable.compare_and_set(namespace, job.id, expect={"leaseToken": token}, value=None):
+            return
+        engine.durable.put(f"queue_dlq:{job.queue}", job.id, job.to_value())
+        logger.warning("job %s/%s dead-lettered: %s", job.queue, job.id, reason, extra={"action": "rescuer.dead"})
+        on_parent_done(engine.durable, engine.hot, job, "dead")
+        return
+    delay = Backoff.from_value(job.backoff).delay_ms(job.attempts)
+    job.status, job.run_at = "delayed", now + delay
+    if engine.durable.compare_and_set(namespace, job.id, expect={"leaseToken": token}, value=job.to_value()):
+        engine.hot.signal(job.queue, [Signal(job.id, job.priority, job.run_at, job.lifo)], now)
+        logger.warning("job %s/%s rescued (%s); retry in %d ms", job.queue, job.id, why, delay,
+                       extra={"action": "rescuer.retry"})
+
+
+def _fail_run(engine: Engine, job: Job, why: str) -> None:
+    if not job.run_id:
+        return
+    from ..runs import finish_run, new_run
+
+    record = engine.durable.get("runs", job.run_id)
+    if record is not None and record.value.get("status") != "running":
+        return
+    if record is None:  # the worker died before its run was written behind: rebuild it
+        run = new_run(name=job.queue, module="queue", trigger="queue", input=job.data, attempts=job.attempts,
+                      app=engine.config.project, environment=engine.config.environment,
+                      worker_id=job.worker_id or "", job_id=job.id, correlation_id=job.correlation_id,
+                      started_at=job.started_at)
+        run["id"] = job.run_id
+    else:
+        run = record.value
+    finish_run(run, "failed", error={"type": "Stalled", "message": why, "ts": now_ms()}, reason=why,
+               limit=engine.config.run_timeline_limit)
+    engine.durable.put_many([RecordWrite("runs", job.run_id, run)])
+
+
+def _max_stalls(engine: Engine, queue: str) -> int:
+    declared = engine.registry.queues.get(queue)
+    return declared.max_stalls if declared is not None else 2

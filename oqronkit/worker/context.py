@@ -1,0 +1,68 @@
+"""The ``ctx`` object a handler receives."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from ..errors import Discard
+from ..runs import add_log
+
+if TYPE_CHECKING:
+    from .inflight import Inflight
+    from .process import WorkerProcess
+
+logger = logging.getLogger("oqronkit.handler")
+LEVELS = ("debug", "info", "warning", "error")
+
+
+class JobContext:
+    """What a handler knows and can do about the attempt it runs."""
+
+    def __init__(self, inflight: Inflight, process: WorkerProcess) -> None:
+        self._inflight = inflight
+        self._process = process
+        job = inflight.job
+        self.data: Any = job.data
+        self.job_id: str = job.id
+        self.queue: str = job.queue
+        self.attempt: int = job.attempts
+        self.max_attempts: int = job.max_attempts
+        self.correlation_id: str | None = job.correlation_id
+        self.run_id: str = inflight.run["id"]
+        self.tags: list[str] = list(job.tags)
+
+    def __repr__(self) -> str:
+        return f"<JobContext {self.queue}/{self.job_id} attempt {self.attempt}/{self.max_attempts}>"
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the job was cancelled, timed out, lost its lease or the worker is
+        shutting down: long handlers should check it and return early."""
+        return self._inflight.cancelled.is_set()
+
+    def log(self, level: str, msg: str) -> None:
+        """Append a line to this run's logs (bounded) and the live overlay."""
+        if level not in LEVELS:
+            level = "info"
+        with self._inflight.lock:
+            add_log(self._inflight.run, level, str(msg), limit=self._process.config.run_log_limit)
+            self._inflight.overlay_dirty = True
+
+    def progress(self, percent: float, label: str | None = None) -> None:
+        """Report progress (0-100); the board's progress bar follows it live."""
+        value = max(0.0, min(100.0, float(percent)))
+        with self._inflight.lock:
+            self._inflight.run["progressPercent"] = round(value, 1)
+            if label is not None:
+                self._inflight.run["progressLabel"] = str(label)[:200]
+            self._inflight.overlay_dirty = True
+
+    def discard(self, reason: str) -> NoReturn:
+        """Fail this job now, with no further retries (it goes to the dead-letter queue)."""
+        raise Discard(reason)
+
+    def spawn_child(self, queue: str, data: Any, **options: Any) -> Any:
+        """Add a job to ``queue`` that carries this job's correlation id."""
+        options.setdefault("correlation_id", self.correlation_id or self.job_id)
+        return self._process.engine.get_queue(queue).add(data, **options)

@@ -1,0 +1,93 @@
+"""Running handlers: sync ones on a thread pool, ``async def`` ones on one event loop.
+
+One behaviour, two forms: :func:`classify` turns whatever a handler did into an
+:class:`Outcome`; the sync and async runners only differ in how they call it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..errors import Discard
+from ..runs import describe_error
+from .context import JobContext
+from .inflight import Inflight, Outcome
+
+logger = logging.getLogger(__name__)
+
+
+def classify(inflight: Inflight, output: Any = None, exc: BaseException | None = None) -> Outcome:
+    """Turn a handler's return value or exception into an outcome."""
+    if exc is None:
+        try:
+            json.dumps(output, allow_nan=False)
+        except (TypeError, ValueError) as err:
+            return Outcome(inflight, "failed", error=describe_error(
+                TypeError(f"the handler returned a value that is not JSON-serialisable: {err}")))
+        if inflight.cancelled.is_set() and inflight.cancel_reason and not inflight.lease_lost:
+            # It noticed the cancel request and returned early: record a cancellation.
+            if inflight.cancel_reason != "shutdown":
+                return Outcome(inflight, "cancelled", output=output)
+        return Outcome(inflight, "completed", output=output)
+    if isinstance(exc, Discard):
+        return Outcome(inflight, "discarded", error=describe_error(exc, kind="Discarded"))
+    if isinstance(exc, asyncio.CancelledError) and inflight.cancel_reason:
+        return Outcome(inflight, "cancelled", error=describe_error(exc, kind="Cancelled"))
+    return Outcome(inflight, "failed", error=describe_error(exc))
+
+
+class Executor:
+    """Runs attempts and hands each outcome to ``on_outcome`` (exactly once per
+    attempt; later results of an attempt already settled by a timeout are dropped)."""
+
+    def __init__(self, *, threads: int, on_outcome: Callable[[Outcome], None], make_ctx: Callable[[Inflight], JobContext]):
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="oqron-job")
+        self._on_outcome = on_outcome
+        self._make_ctx = make_ctx
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_lock = threading.Lock()
+
+    def submit(self, inflight: Inflight) -> None:
+        if inflight.queue.is_async:
+            asyncio.run_coroutine_threadsafe(self._run_async(inflight), self._event_loop())
+        else:
+            self._pool.submit(self._run_sync, inflight)
+
+    def _run_sync(self, inflight: Inflight) -> None:
+        try:
+            output = inflight.queue.fn(self._make_ctx(inflight))
+        except BaseException as exc:  # noqa: BLE001 - every failure becomes an outcome
+            self._on_outcome(classify(inflight, exc=exc))
+            return
+        self._on_outcome(classify(inflight, output))
+
+    async def _run_async(self, inflight: Inflight) -> None:
+        ctx = self._make_ctx(inflight)
+        task = asyncio.current_task()
+        assert task is not None
+        inflight.attach_task(asyncio.get_running_loop(), task)
+        try:
+            output = await inflight.queue.fn(ctx)
+        except BaseException as exc:  # noqa: BLE001 - includes CancelledError from a cancel
+            self._on_outcome(classify(inflight, exc=exc))
+            return
+        self._on_outcome(classify(inflight, output))
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        with self._loop_lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="oqron-async", daemon=True).start()
+                self._loop = loop
+            return self._loop
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)

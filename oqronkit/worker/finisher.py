@@ -1,0 +1,246 @@
+"""Settling outcomes on both planes, in batches, from one thread.
+
+The finisher is also the only writer of run records, so a background flush of a
+running run can never overwrite the final version: both happen here, in order.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue as queue_module
+import threading
+import time
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from ..backends.hot_types import Signal
+from ..backoff import Backoff
+from ..clock import now_ms
+from ..dependencies import on_parent_done
+from ..durable import RecordWrite
+from ..errors import OqronError
+from ..runs import finish_run
+from .inflight import Inflight, Outcome
+
+CANCEL_GROUP = "cancel"
+
+if TYPE_CHECKING:
+    from .process import WorkerProcess
+
+logger = logging.getLogger(__name__)
+RUN_STATUS = {"completed": "completed", "failed": "failed", "discarded": "failed", "timeout": "failed",
+              "cancelled": "cancelled", "interrupted": "cancelled", "lost": "failed"}
+BATCH = 500
+FLUSH_EVERY = 0.5
+OVERLAY_GROUP = "runs"
+
+
+class Finisher:
+    """Consumes outcomes; writes runs behind (batched) and settles jobs."""
+
+    def __init__(self, process: WorkerProcess) -> None:
+        self.process = process
+        self.outcomes: queue_module.Queue[Outcome] = queue_module.Queue()
+        self.running_runs: dict[str, Inflight] = {}
+        self._dirty: set[str] = set()
+        self._lock = threading.Lock()
+        self._last_flush = time.monotonic()
+        # Writes that failed while the durable plane was away; retried on every flush.
+        self._pending_runs: list[RecordWrite] = []
+        self._pending_deletes: list[tuple[str, str]] = []
+        self.max_buffered_runs = 50_000
+
+    # -- called from other threads ----------------------------------------------------
+
+    def started(self, inflights: list[Inflight]) -> None:
+        with self._lock:
+            for inflight in inflights:
+                self.running_runs[inflight.run["id"]] = inflight
+                self._dirty.add(inflight.run["id"])
+
+    def submit(self, outcome: Outcome) -> None:
+        self.outcomes.put(outcome)
+
+    # -- the finisher thread -------------------------------------------------------------
+
+    def loop(self, stop: threading.Event) -> None:
+        while True:
+            batch = self._take_batch(timeout=0.1)
+            if batch:
+                self._settle(batch)
+            if time.monotonic() - self._last_flush >= FLUSH_EVERY:
+                self.flush_running()
+            if stop.is_set() and self.outcomes.empty() and not self.process.has_inflight():
+                self.flush_running()
+                return
+
+    def _take_batch(self, timeout: float) -> list[Outcome]:
+        try:
+            first = self.outcomes.get(timeout=timeout)
+        except queue_module.Empty:
+            return []
+        batch = [first]
+        while len(batch) < BATCH:
+            try:
+                batch.append(self.outcomes.get_nowait())
+            except queue_module.Empty:
+                break
+        return batch
+
+    def flush_running(self) -> None:
+        """Write behind the runs still running (progress, logs) and any retried runs."""
+        self._last_flush = time.monotonic()
+        with self._lock:
+            dirty = [self.running_runs[r] for r in self._dirty if r in self.running_runs]
+            self._dirty.clear()
+        writes = list(self._pending_runs)
+        if self.process.record_runs:
+            writes += [RecordWrite("runs", i.run["id"], i.run_snapshot()) for i in dirty]
+        if writes or self._pending_deletes:
+            self._write_runs(writes, [])
+
+    def mark_dirty(self, run_id: str) -> None:
+        with self._lock:
+            self._dirty.add(run_id)
+
+    def _write_runs(self, runs: list[RecordWrite], deletes: list[tuple[str, str]]) -> bool:
+        """Write runs (and delete finished jobs) in one transaction, after any earlier
+        writes still waiting; on failure keep them all for the next flush."""
+        pending_ids = {w.id for w in runs}
+        puts = [w for w in self._pending_runs if w.id not in pending_ids] + runs
+        doomed = list(dict.fromkeys(self._pending_deletes + deletes))
+        try:
+            self.process.engine.durable.apply(puts=puts, deletes=doomed)
+        except OqronError as exc:
+            if len(puts) > self.max_buffered_runs:
+                logger.critical("run buffer full: dropping the %d oldest run records",
+                                len(puts) - self.max_buffered_runs, extra={"action": "runs.buffer_full"})
+            self._pending_runs = [w for w in puts if w.namespace == "runs"][-self.max_buffered_runs:]
+            self._pending_deletes = doomed
+            logger.error(
+                "durable plane unavailable: %d run record(s) and %d job deletion(s) held for retry: %s",
+                len(self._pending_runs), len(doomed), exc, extra={"action": "runs.buffer"},
+            )
+            return False
+        self._pending_runs, self._pending_deletes = [], []
+        return True
+
+    def _settle(self, batch: list[Outcome]) -> None:
+        completed = [o for o in batch if o.kind == "completed"]
+        others = [o for o in batch if o.kind != "completed"]
+        if completed:
+            self._settle_completed(completed)
+        for outcome in others:
+            try:
+                self._settle_other(outcome)
+            except OqronError as exc:
+                # The lease lapses and the rescuer retries the job: nothing is lost.
+                logger.error("could not settle %s/%s (%s): %s", outcome.inflight.job.queue,
+                             outcome.inflight.job.id, outcome.kind, exc, extra={"action": "finisher.error"})
+            finally:
+                self._done(outcome.inflight)
+
+    def _finish(self, outcome: Outcome, status: str, reason: str | None = None) -> RecordWrite | None:
+        inflight = outcome.inflight
+        with inflight.lock:
+            finish_run(inflight.run, status, output=outcome.output, error=outcome.error, reason=reason,
+                       limit=self.process.config.run_timeline_limit)
+        if not self.process.record_runs:
+            return None
+        ttl = inflight.queue.completed_run_ttl_ms if status == "completed" else None
+        return RecordWrite("runs", inflight.run["id"], inflight.run_snapshot(),
+                           now_ms() + ttl if ttl is not None else None)
+
+    def _settle_completed(self, outcomes: list[Outcome]) -> None:
+        engine = self.process.engine
+        by_queue: dict[str, list[Outcome]] = defaultdict(list)
+        for o in outcomes:
+            by_queue[o.inflight.job.queue].append(o)
+        acked: set[tuple[str, str]] = set()
+        for queue, group in by_queue.items():
+            try:
+                done = engine.hot.ack(queue, [o.inflight.lease for o in group])
+            except OqronError as exc:
+                logger.error("ack failed for %d job(s) of %s: %s", len(group), queue, exc,
+                             extra={"action": "finisher.ack_failed"})
+                done = set()
+            acked |= {(queue, job_id) for job_id in done}
+        runs, deletes = [], []
+        for o in outcomes:
+            job = o.inflight.job
+            owned = (job.queue, job.id) in acked
+            run = self._finish(o, "completed", None if owned else "completed after its lease was lost")
+            if run is not None:
+                runs.append(run)
+            if owned:
+                deletes.append((f"queue_job:{job.queue}", job.id))
+        if self._write_runs(runs, deletes):
+            for o in outcomes:
+                job = o.inflight.job
+                if (job.queue, job.id) in acked and job.dependents:
+                    on_parent_done(engine.durable, engine.hot, job, "completed")
+        for o in outcomes:
+            self._done(o.inflight)
+            self.process.hook(o.inflight, "complete", o.output)
+        self.process.stats["completed"] += len(outcomes)
+
+    def _settle_other(self, outcome: Outcome) -> None:
+        inflight, job = outcome.inflight, outcome.inflight.job
+        engine, now = self.process.engine, now_ms()
+        if outcome.kind == "lost":  # someone else holds the job now: record the attempt only
+            run = self._finish(outcome, "failed", "lease lost; the job is returned by the rescuer")
+            if run:
+                self._write_runs([run], [])
+            return
+        if outcome.kind == "interrupted":
+            job.status, job.attempts = "waiting", max(job.attempts - 1, 0)  # the attempt is not counted
+            self._give_back(outcome, Signal(job.id, job.priority, None, job.lifo), "worker shutting down; returned")
+            return
+        if outcome.error:
+            job.record_error({**outcome.error, "attempt": job.attempts, "runId": inflight.run["id"]})
+        final = outcome.kind in ("discarded", "cancelled") or job.attempts >= job.max_attempts
+        if not final:
+            delay = Backoff.from_value(job.backoff).delay_ms(job.attempts)
+            job.status, job.run_at = "delayed", now + delay
+            self._give_back(outcome, Signal(job.id, job.priority, job.run_at, job.lifo),
+                            f"{outcome.kind}; retry in {delay} ms")
+            self.process.hook(inflight, "failed", outcome.error)
+            return
+        reason = {"cancelled": f"cancelled: {inflight.cancel_reason or 'by request'}",
+                  "discarded": f"discarded: {(outcome.error or {}).get('message', '')}"}.get(
+            outcome.kind, f"{outcome.kind} on attempt {job.attempts} of {job.max_attempts}")
+        if not engine.hot.ack(job.queue, [inflight.lease]):
+            self._write_runs([r for r in [self._finish(outcome, RUN_STATUS[outcome.kind], reason)] if r], [])
+            return
+        run = self._finish(outcome, RUN_STATUS[outcome.kind], reason)
+        puts = [run] if run else []
+        if inflight.queue.dead_letter or outcome.kind == "cancelled":
+            job.status, job.dead_reason, job.died_at = "dead", reason, now
+            job.lease_token = job.worker_id = None
+            puts.append(RecordWrite(f"queue_dlq:{job.queue}", job.id, job.to_value()))
+        if outcome.kind == "cancelled":
+            engine.hot.kv_delete(CANCEL_GROUP, [job.id])
+        if self._write_runs(puts, [(f"queue_job:{job.queue}", job.id)]):
+            on_parent_done(engine.durable, engine.hot, job, "dead")
+            self.process.hook(inflight, "dead", outcome.error)
+            self.process.stats["dead"] += 1
+
+    def _give_back(self, outcome: Outcome, signal: Signal, reason: str) -> None:
+        """Store the job's next state, guarded by our lease token, then release it."""
+        inflight, job = outcome.inflight, outcome.inflight.job
+        engine = self.process.engine
+        token = job.lease_token
+        job.lease_token, job.worker_id, job.updated_at = None, None, now_ms()
+        run = self._finish(outcome, RUN_STATUS[outcome.kind], reason)
+        if engine.durable.compare_and_set(f"queue_job:{job.queue}", job.id, expect={"leaseToken": token},
+                                          value=job.to_value()):
+            engine.hot.release(job.queue, inflight.lease, signal, now_ms())
+        if run:
+            self._write_runs([run], [])
+        self.process.stats["retried" if outcome.kind != "interrupted" else "interrupted"] += 1
+
+    def _done(self, inflight: Inflight) -> None:
+        with self._lock:
+            self.running_runs.pop(inflight.run["id"], None)
+            self._dirty.discard(inflight.run["id"])
+        self.process.forget(inflight)

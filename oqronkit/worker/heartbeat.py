@@ -1,0 +1,111 @@
+"""The worker's heartbeat: lease renewal, timeouts, cancel requests, pause state, the
+live overlay and the worker registry, on one thread that handler code cannot starve
+(handlers run on other threads; a GIL-bound handler still yields every few ms)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from ..clock import now_ms
+from ..errors import OqronError
+from ..runs import describe_error
+from .inflight import Inflight, Outcome
+
+if TYPE_CHECKING:
+    from .process import WorkerProcess
+
+logger = logging.getLogger(__name__)
+TICK = 0.1
+CANCEL_EVERY = 0.5
+PAUSE_EVERY = 1.0
+REGISTRY_EVERY = 5.0
+REGISTRY_TTL_MS = 15_000
+
+
+class Heartbeat:
+    def __init__(self, process: WorkerProcess) -> None:
+        self.process = process
+        leases = [q.lease_ms for q in process.queues] or [30_000]
+        self.extend_every = max(min(min(leases) / 3000, 10.0), 0.2)
+        self._last: dict[str, float] = defaultdict(float)
+
+    def _due(self, name: str, every: float) -> bool:
+        now = time.monotonic()
+        if now - self._last[name] >= every:
+            self._last[name] = now
+            return True
+        return False
+
+    def loop(self, stop: threading.Event) -> None:
+        while not stop.wait(TICK):
+            for name, every, step in (
+                ("timeouts", TICK, self.check_timeouts),
+                ("overlay", 0.25, self.flush_overlay),
+                ("extend", self.extend_every, self.extend_leases),
+                ("cancel", CANCEL_EVERY, self.check_cancels),
+                ("pause", PAUSE_EVERY, self.refresh_pause),
+                ("registry", REGISTRY_EVERY, self.publish_registry),
+            ):
+                if self._due(name, every):
+                    try:
+                        step()
+                    except OqronError as exc:
+                        logger.warning("heartbeat step %s failed: %s", name, exc, extra={"action": f"heartbeat.{name}"})
+
+    def check_timeouts(self) -> None:
+        now = time.monotonic()
+        for inflight in self.process.all_inflight():
+            if inflight.deadline is not None and now >= inflight.deadline and not inflight.settled:
+                inflight.request_cancel("timeout")
+                error = describe_error(TimeoutError(f"timed out after {inflight.job.timeout_ms} ms"), kind="Timeout")
+                self.process.settle(Outcome(inflight, "timeout", error=error))
+
+    def flush_overlay(self) -> None:
+        dirty = [i for i in self.process.all_inflight() if i.overlay_dirty and not i.settled]
+        if dirty:
+            self.process.publish_overlay(dirty)
+            for inflight in dirty:
+                self.process.finisher.mark_dirty(inflight.run["id"])
+
+    def extend_leases(self) -> None:
+        by_queue: dict[str, list[Inflight]] = defaultdict(list)
+        for inflight in self.process.all_inflight():
+            if not inflight.settled:
+                by_queue[inflight.job.queue].append(inflight)
+        hot = self.process.engine.hot
+        for queue, group in by_queue.items():
+            lease_ms = group[0].queue.lease_ms
+            kept = {le.job_id: le for le in hot.extend(queue, [i.lease for i in group], lease_ms=lease_ms, now=now_ms())}
+            self.process.hot_ok = True
+            for inflight in group:
+                if inflight.job.id in kept:
+                    inflight.lease = kept[inflight.job.id]
+                elif not inflight.settled:
+                    logger.warning("lease of %s/%s was taken over; stopping this attempt", queue, inflight.job.id,
+                                   extra={"action": "worker.lease_lost"})
+                    inflight.lease_lost = True
+                    inflight.request_cancel("lease lost")
+                    self.process.settle(Outcome(inflight, "lost"))
+
+    def check_cancels(self) -> None:
+        inflights = {i.job.id: i for i in self.process.all_inflight() if not i.settled}
+        if not inflights:
+            return
+        requested = self.process.engine.hot.kv_get("cancel", list(inflights), now_ms())
+        for job_id, reason in requested.items():
+            inflights[job_id].request_cancel(reason or "cancelled")
+
+    def refresh_pause(self) -> None:
+        names = [q.name for q in self.process.queues]
+        records = self.process.engine.durable.get_many("queue", names)
+        self.process.paused = {r.id for r in records if r.value.get("paused")}
+
+    def publish_registry(self) -> None:
+        info = json.dumps(self.process.worker_info())
+        self.process.engine.hot.kv_set("workers", {self.process.worker_id: info}, ttl_ms=REGISTRY_TTL_MS,
+                                       now=now_ms())

@@ -1,0 +1,73 @@
+"""One claimed job while it runs: its lease, run record and settle-once outcome."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..backends.hot_types import Lease
+from ..jobs import Job
+
+
+@dataclass(eq=False)
+class Inflight:
+    """A job this process holds. ``settle`` lets exactly one outcome win: the handler
+    finishing, a timeout, a lost lease or a shutdown."""
+
+    job: Job
+    lease: Lease
+    run: dict[str, Any]
+    queue: Any  # oqronkit.queue.Queue
+    deadline: float | None  # monotonic seconds, from the job's timeout
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    cancel_reason: str | None = None
+    lease_lost: bool = False
+    overlay_dirty: bool = False
+    _settled: bool = False
+    _loop: Any = None
+    _task: Any = None
+
+    def settle(self) -> bool:
+        with self.lock:
+            if self._settled:
+                return False
+            self._settled = True
+            return True
+
+    @property
+    def settled(self) -> bool:
+        return self._settled
+
+    def request_cancel(self, reason: str) -> None:
+        """Set ``ctx.cancelled``; an ``async def`` handler is also cancelled outright."""
+        if self.cancel_reason is None:
+            self.cancel_reason = reason
+        self.cancelled.set()
+        with self.lock:
+            loop, task = self._loop, self._task
+        if loop is not None and task is not None:
+            loop.call_soon_threadsafe(task.cancel)
+
+    def attach_task(self, loop: Any, task: Any) -> None:
+        """Remember the coroutine's task so a cancel request can interrupt it."""
+        with self.lock:
+            self._loop, self._task = loop, task
+        if self.cancelled.is_set():
+            task.cancel()
+
+    def run_snapshot(self) -> dict[str, Any]:
+        """A copy of the run safe to encode while the handler keeps logging."""
+        with self.lock:
+            return {**self.run, "logs": list(self.run["logs"]), "timeline": list(self.run["timeline"])}
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What happened to one attempt, queued for the finisher."""
+
+    inflight: Inflight
+    kind: str  # completed | failed | discarded | cancelled | timeout | interrupted
+    output: Any = None
+    error: dict[str, Any] | None = None

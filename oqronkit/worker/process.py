@@ -1,0 +1,342 @@
+"""One worker process: a claim loop per queue, a pool of handler threads, a finisher,
+a heartbeat, and (under leader election) the scheduler-side services."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from ..backends.hot_types import Lease, Signal
+from ..clock import now_ms
+from ..errors import ConfigurationError, OqronError
+from ..jobs import Job
+from ..runs import new_run
+from .context import JobContext
+from .executor import Executor
+from .finisher import OVERLAY_GROUP, Finisher
+from .heartbeat import Heartbeat
+from .inflight import Inflight, Outcome
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+    from ..queue import Queue
+
+logger = logging.getLogger(__name__)
+CLAIM_BATCH = 50
+OVERLAY_TTL_MS = 60_000
+
+
+class WorkerProcess:
+    """Runs the handlers of ``queues`` (default: every declared queue with a handler)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        queues: list[str] | None = None,
+        concurrency: int | None = None,
+        burst: bool = False,
+        record_runs: bool = True,
+        services: bool = True,
+        poll_interval: float = 1.0,
+        drain_timeout: float = 30.0,
+    ) -> None:
+        self.engine = engine
+        self.config = engine.config
+        names = queues or sorted(n for n, q in engine.registry.queues.items() if q.fn is not None)
+        self.queues: list[Queue] = []
+        for name in names:
+            queue = engine.get_queue(name)
+            if queue.fn is None:
+                raise ConfigurationError(
+                    f"Queue {name!r} has no handler in this process: give it one with @queue.handler "
+                    "or oqronkit.worker(name, handler), or leave it out of --queues."
+                )
+            self.queues.append(queue)
+        self.concurrency = {q.name: concurrency or q.concurrency for q in self.queues}
+        self.burst = burst
+        self.record_runs = record_runs
+        self.run_services = services
+        self.poll_interval = poll_interval
+        self.drain_timeout = drain_timeout
+        self.worker_id = engine.node_id
+        self.stats: Counter[str] = Counter()
+        self.paused: set[str] = set()
+        self.started_at = now_ms()
+        self.last_claim_at: int | None = None
+        self.hot_ok = True
+        self._inflight: dict[str, dict[str, Inflight]] = {q.name: {} for q in self.queues}
+        self._lock = threading.Condition()
+        self._stopping = threading.Event()
+        self._finisher_stop = threading.Event()
+        self._stopped = threading.Event()
+        self._idle: set[str] = set()
+        self._throttle: dict[str, list[float]] = {q.name: [] for q in self.queues}
+        self.finisher = Finisher(self)
+        self.executor = Executor(
+            threads=sum(self.concurrency.values()) + 4, on_outcome=self.settle,
+            make_ctx=lambda inflight: JobContext(inflight, self),
+        )
+        self.heartbeat = Heartbeat(self)
+        self._threads: list[threading.Thread] = []
+        self.services: Any = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.engine.durable  # noqa: B018 - open both planes now, so errors surface at start
+        self.engine.hot  # noqa: B018
+        self._publish_control()
+        self._spawn("oqron-finisher", self.finisher.loop, self._finisher_stop)
+        self._spawn("oqron-heartbeat", self.heartbeat.loop, self._stopped)
+        for queue in self.queues:
+            self._spawn(f"oqron-consume-{queue.name}", self._consume, queue)
+        if self.run_services:
+            from ..services import Services
+
+            self.services = Services(self.engine, worker_id=self.worker_id)
+            self._spawn("oqron-services", self.services.loop, self._stopped)
+        logger.info("worker %s started: %s", self.worker_id,
+                    ", ".join(f"{q.name}×{self.concurrency[q.name]}" for q in self.queues) or "no queues",
+                    extra={"action": "worker.start"})
+
+    def _spawn(self, name: str, target: Any, *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def run(self) -> None:
+        """Start, then block until :meth:`request_stop` (or, in burst mode, until no
+        job is ready or running), then drain."""
+        self.start()
+        try:
+            while not self._stopping.wait(0.1):
+                if self.burst and self._idle >= {q.name for q in self.queues} and not self.has_inflight():
+                    break
+        finally:
+            self.stop()
+
+    def request_stop(self) -> None:
+        self._stopping.set()
+        with self._lock:
+            self._lock.notify_all()
+
+    def stop(self, drain_timeout: float | None = None) -> None:
+        """Stop claiming, let running jobs finish up to ``drain_timeout``, return the
+        rest to their queues uncounted, flush runs, and release everything."""
+        self.request_stop()
+        deadline = time.monotonic() + (self.drain_timeout if drain_timeout is None else drain_timeout)
+        with self._lock:
+            while self.has_inflight() and time.monotonic() < deadline:
+                self._lock.wait(0.05)
+        for inflight in self.all_inflight():
+            inflight.request_cancel("shutdown")
+            self.settle(Outcome(inflight, "interrupted"))
+        self._finisher_stop.set()
+        for thread in self._threads:
+            if thread.name == "oqron-finisher":
+                thread.join(timeout=30)
+        self._stopped.set()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        if self.services is not None:
+            self.services.resign()
+        try:
+            self.engine.hot.kv_delete("workers", [self.worker_id])
+        except OqronError:
+            pass
+        self.executor.shutdown()
+        logger.info("worker %s stopped (%s)", self.worker_id, dict(self.stats), extra={"action": "worker.stop"})
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    # -- bookkeeping -----------------------------------------------------------------------
+
+    def has_inflight(self) -> bool:
+        return any(self._inflight.values())
+
+    def all_inflight(self) -> list[Inflight]:
+        with self._lock:
+            return [i for group in self._inflight.values() for i in group.values()]
+
+    def settle(self, outcome: Outcome) -> None:
+        """Accept the first outcome of an attempt; later ones are dropped."""
+        if outcome.inflight.settle():
+            self.finisher.submit(outcome)
+
+    def forget(self, inflight: Inflight) -> None:
+        with self._lock:
+            self._inflight[inflight.job.queue].pop(inflight.job.id, None)
+            self._lock.notify_all()
+
+    def hook(self, inflight: Inflight, name: str, payload: Any) -> None:
+        fn = inflight.queue.hooks.get(name)
+        if fn is None:
+            return
+        try:
+            fn(inflight.job, payload)
+        except Exception:  # a hook must never break settling
+            logger.exception("on_%s hook of queue %s failed", name, inflight.job.queue,
+                             extra={"action": "queue.hook_failed"})
+
+    # -- claiming ---------------------------------------------------------------------------
+
+    def _free_slots(self, queue: Queue) -> int:
+        free = self.concurrency[queue.name] - len(self._inflight[queue.name])
+        if queue.throttle is not None and free > 0:
+            limit, window = queue.throttle
+            now = time.monotonic()
+            recent = [t for t in self._throttle[queue.name] if now - t < window]
+            self._throttle[queue.name] = recent
+            free = min(free, limit - len(recent))
+        return max(free, 0)
+
+    def _consume(self, queue: Queue) -> None:
+        hot = self.engine.hot
+        while not self._stopping.is_set():
+            if queue.name in self.paused:
+                self._idle.add(queue.name)
+                self._stopping.wait(0.25)
+                continue
+            with self._lock:
+                free = self._free_slots(queue)
+                if free == 0:
+                    self._lock.wait(0.05 if queue.throttle else 0.5)
+                    continue
+            try:
+                leases = hot.claim(queue.name, worker_id=self.worker_id, limit=min(free, CLAIM_BATCH),
+                                   lease_ms=queue.lease_ms, now=now_ms())
+                self.hot_ok = True
+            except OqronError as exc:
+                self._hot_down(exc)
+                continue
+            if not leases:
+                if not self._inflight[queue.name]:
+                    self._idle.add(queue.name)
+                if self.burst:
+                    self._stopping.wait(0.05)
+                    continue
+                self._wait_for_work(queue)
+                continue
+            self._idle.discard(queue.name)
+            self.last_claim_at = now_ms()
+            if queue.throttle is not None:
+                self._throttle[queue.name].extend([time.monotonic()] * len(leases))
+            try:
+                self._start_jobs(queue, leases)
+            except OqronError as exc:
+                logger.error("could not start %d job(s) of %s; their leases will lapse and the rescuer "
+                             "returns them: %s", len(leases), queue.name, exc, extra={"action": "worker.start_failed"})
+                self._stopping.wait(1.0)
+
+    def _wait_for_work(self, queue: Queue) -> None:
+        timeout = self.poll_interval
+        try:
+            due = self.engine.hot.next_due(queue.name)
+            if due is not None:
+                timeout = min(timeout, max((due - now_ms()) / 1000, 0.001))
+            self.engine.hot.wait([queue.name], timeout)
+        except OqronError as exc:
+            self._hot_down(exc)
+
+    def _hot_down(self, exc: Exception) -> None:
+        if self.hot_ok:
+            logger.error("hot plane unreachable; claiming paused until it answers: %s", exc,
+                         extra={"action": "worker.hot_down"})
+        self.hot_ok = False
+        self._stopping.wait(1.0)
+
+    def _start_jobs(self, queue: Queue, leases: list[Lease]) -> None:
+        engine = self.engine
+        records = {r.id: r for r in engine.durable.get_many(queue.namespace, [le.job_id for le in leases])}
+        gone = [le for le in leases if le.job_id not in records]
+        if gone:  # deleted or cancelled while signalled: nothing to run
+            engine.hot.ack(queue.name, gone)
+        started: list[Inflight] = []
+        now = now_ms()
+        for lease in leases:
+            record = records.get(lease.job_id)
+            if record is None:
+                continue
+            job = Job.from_value(record.value)
+            job.attempts += 1
+            job.status, job.lease_token, job.worker_id = "active", lease.token, self.worker_id
+            job.started_at = job.updated_at = now
+            run = new_run(
+                name=queue.name, module="queue", trigger="queue", input=job.data, attempts=job.attempts,
+                app=self.config.project, environment=self.config.environment, worker_id=self.worker_id,
+                job_id=job.id, correlation_id=job.correlation_id, started_at=now,
+            )
+            job.run_id = run["id"]
+            deadline = time.monotonic() + job.timeout_ms / 1000 if job.timeout_ms else None
+            started.append(Inflight(job=job, lease=lease, run=run, queue=queue, deadline=deadline))
+        if not started:
+            return
+        from ..durable import RecordWrite
+
+        engine.durable.put_many(RecordWrite(i.job.namespace, i.job.id, i.job.to_value()) for i in started)
+        with self._lock:
+            for inflight in started:
+                self._inflight[queue.name][inflight.job.id] = inflight
+        self.publish_overlay(started)
+        self.finisher.started(started)
+        for inflight in started:
+            self.executor.submit(inflight)
+
+    def publish_overlay(self, inflights: list[Inflight]) -> None:
+        """Write running runs through to the hot plane for the board's live view."""
+        items = {}
+        for inflight in inflights:
+            with inflight.lock:
+                run = inflight.run
+                items[run["id"]] = json.dumps({
+                    "id": run["id"], "jobId": inflight.job.id, "name": run["name"], "status": run["status"],
+                    "progressPercent": run["progressPercent"], "progressLabel": run.get("progressLabel"),
+                    "logs": run["logs"][-20:], "startedAt": run["startedAt"], "workerId": self.worker_id,
+                })
+                inflight.overlay_dirty = False
+        try:
+            self.engine.hot.kv_set(OVERLAY_GROUP, items, ttl_ms=OVERLAY_TTL_MS, now=now_ms())
+        except OqronError as exc:
+            logger.warning("could not publish the live run overlay: %s", exc, extra={"action": "overlay.failed"})
+
+    def _publish_control(self) -> None:
+        """Record each consumed queue's definition in the ``queue`` control namespace,
+        keeping its persisted pause state."""
+        durable = self.engine.durable
+        existing = {r.id: r.value for r in durable.get_many("queue", [q.name for q in self.queues])}
+        from ..durable import RecordWrite
+
+        writes = []
+        for queue in self.queues:
+            current = existing.get(queue.name, {})
+            writes.append(RecordWrite("queue", queue.name, {
+                **current, "name": queue.name, "paused": bool(current.get("paused")),
+                "strategy": queue.strategy, "concurrency": queue.concurrency, "retries": queue.retries,
+                "deadLetter": queue.dead_letter, "handler": f"{queue.fn.__module__}.{queue.fn.__qualname__}",
+                "updatedAt": now_ms(),
+            }))
+            if current.get("paused"):
+                self.paused.add(queue.name)
+        durable.put_many(writes)
+
+    def worker_info(self) -> dict[str, Any]:
+        return {
+            "id": self.worker_id, "host": socket.gethostname(), "pid": os.getpid(),
+            "queues": {q.name: self.concurrency[q.name] for q in self.queues},
+            "inflight": sum(len(g) for g in self._inflight.values()), "startedAt": self.started_at,
+            "lastClaimAt": self.last_claim_at, "hotOk": self.hot_ok, "stats": dict(self.stats),
+            "heartbeatAt": now_ms(), "paused": sorted(self.paused),
+        }
+
+
+def requeue_signal(job: Job) -> Signal:
+    return Signal(job.id, job.priority, job.run_at, job.lifo)

@@ -1,0 +1,195 @@
+"""What only the Postgres hot plane has to prove: claims stay disjoint across
+processes, a NOTIFY from another process wakes a waiter at once, the tables are
+UNLOGGED, and errors name the server without its password. Ends with a throughput
+print (not asserted) for claim + ack in batches."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import time
+
+import pytest
+
+from oqronkit.backends.hot_types import Lease, Signal
+from oqronkit.backends.postgres import PostgresHotPlane
+from oqronkit.backends.types import Scope
+from oqronkit.errors import BackendUnavailable
+
+NOW = 1_700_000_000_000
+LEASE = 30_000
+
+# Spawned, not forked: the parent holds pool threads, and forking a threaded process
+# is unsafe (and a DeprecationWarning, which this suite turns into an error).
+_SPAWN = multiprocessing.get_context("spawn")
+
+
+@pytest.fixture
+def hot(pg_schema_url):
+    plane = PostgresHotPlane(pg_schema_url)
+    plane.ensure_ready()
+    try:
+        yield plane
+    finally:
+        plane.close()
+
+
+@pytest.fixture
+def scope(scope_names) -> Scope:
+    return Scope(*scope_names)
+
+
+def _claim_all(url: str, names: tuple[str, str], worker: str, start, out) -> None:
+    """Child process: claim (and ack) batches until the queue is empty."""
+    hot = PostgresHotPlane(url)
+    scope = Scope(*names)
+    hot.ensure_ready()
+    start.wait(30)
+    mine: list[str] = []
+    try:
+        while batch := hot.claim(scope, "q", worker_id=worker, limit=7, lease_ms=LEASE, now=NOW):
+            mine.extend(lease.job_id for lease in batch)
+            hot.ack(scope, "q", batch)
+    finally:
+        hot.close()
+        out.put(mine)
+
+
+def _signal_later(url: str, names: tuple[str, str], ready, go, out) -> None:
+    """Child process: once told, pause (the parent is waiting by then) and signal."""
+    hot = PostgresHotPlane(url)
+    scope = Scope(*names)
+    hot.ensure_ready()
+    hot.depths(scope, "wake", NOW)  # the pool is warm before the clock starts
+    ready.set()
+    go.wait(30)
+    time.sleep(0.3)
+    started = time.time()
+    hot.signal(scope, "wake", [Signal("a")], NOW)
+    out.put(started)
+    hot.close()
+
+
+@pytest.mark.slow
+def test_two_processes_claiming_at_once_never_share_a_job(hot, scope, pg_schema_url, scope_names):
+    hot.signal(scope, "q", [Signal(f"j{i}") for i in range(500)], NOW)
+    start, out = _SPAWN.Event(), _SPAWN.Queue()
+    children = [
+        _SPAWN.Process(target=_claim_all, args=(pg_schema_url, scope_names, f"w{n}", start, out))
+        for n in range(2)
+    ]
+    for child in children:
+        child.start()
+    start.set()
+    got = [out.get(timeout=60) for _ in children]
+    for child in children:
+        child.join(30)
+        assert child.exitcode == 0
+    everything = [job_id for mine in got for job_id in mine]
+    assert len(everything) == 500 and set(everything) == {f"j{i}" for i in range(500)}
+    assert all(got), "both processes should have claimed some jobs"
+    assert hot.depths(scope, "q", NOW).active == 0
+
+
+@pytest.mark.slow
+def test_wait_wakes_within_200ms_of_a_signal_from_another_process(hot, scope, pg_schema_url, scope_names):
+    ready, go, out = _SPAWN.Event(), _SPAWN.Event(), _SPAWN.Queue()
+    child = _SPAWN.Process(target=_signal_later, args=(pg_schema_url, scope_names, ready, go, out))
+    child.start()
+    try:
+        assert ready.wait(60)
+        hot.wait(scope, ["wake"], 0)  # LISTEN before the child's clock starts
+        go.set()
+        assert hot.wait(scope, ["wake"], 10.0) is True
+        woke = time.time()
+        signalled = out.get(timeout=10)
+    finally:
+        child.join(30)
+    assert woke - signalled < 0.2, f"woke {woke - signalled:.3f}s after the signal"
+    claimed = hot.claim(scope, "wake", worker_id="w", limit=5, lease_ms=LEASE, now=NOW)
+    assert [lease.job_id for lease in claimed] == ["a"]
+
+
+def test_a_second_waiting_thread_polls_and_wakes_too(hot, scope):
+    woke: list[bool] = []
+
+    def waiter() -> None:
+        woke.append(hot.wait(scope, ["both"], 5.0))
+
+    threads = [threading.Thread(target=waiter) for _ in range(2)]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)
+    started = time.monotonic()
+    hot.signal(scope, "both", [Signal("a")], NOW)
+    for t in threads:
+        t.join()
+    assert woke == [True, True] and time.monotonic() - started < 1.0
+
+
+def test_close_interrupts_a_wait(pg_schema_url, scope):
+    plane = PostgresHotPlane(pg_schema_url)
+    plane.ensure_ready()
+    outcome: list[object] = []
+
+    def waiter() -> None:
+        try:
+            outcome.append(plane.wait(scope, ["idle"], 30.0))
+        except BackendUnavailable as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    time.sleep(0.2)
+    started = time.monotonic()
+    plane.close()
+    thread.join(5)
+    assert time.monotonic() - started < 2.0 and isinstance(outcome[0], BackendUnavailable)
+
+
+def test_tokens_increase_across_queues_and_survive_a_lost_lease(hot, scope):
+    hot.signal(scope, "a", [Signal("x")], NOW)
+    hot.signal(scope, "b", [Signal("y")], NOW)
+    [first] = hot.claim(scope, "a", worker_id="w", limit=1, lease_ms=LEASE, now=NOW)
+    [second] = hot.claim(scope, "b", worker_id="w", limit=1, lease_ms=LEASE, now=NOW)
+    assert second.token > first.token
+    # A lease re-created by extend keeps its token; a stale duplicate is not renewed.
+    kept = hot.extend(scope, "a", [first, Lease("x", first.token - 1, NOW)], lease_ms=LEASE, now=NOW + 1)
+    assert kept == [Lease("x", first.token, NOW + 1 + LEASE)]
+
+
+def test_hot_tables_are_unlogged(hot, pg_schema_url):
+    import psycopg
+
+    with psycopg.connect(pg_schema_url) as conn:
+        rows = conn.execute(
+            "SELECT relname, relpersistence FROM pg_class "
+            "WHERE relname LIKE 'oqron_hot_%' AND relkind = 'r' "
+            "AND relnamespace = current_schema()::regnamespace"
+        ).fetchall()
+    tables = {"oqron_hot_jobs", "oqron_hot_locks", "oqron_hot_counters", "oqron_hot_kv"}
+    assert {name for name, _p in rows} == tables
+    assert {p for _name, p in rows} == {"u"}
+
+
+def test_unreachable_server_is_backend_unavailable_without_the_password(scope):
+    plane = PostgresHotPlane("postgresql://oqron:s3cret@127.0.0.1:1/none", connect_timeout=1.0)
+    with pytest.raises(BackendUnavailable) as caught:
+        plane.depths(scope, "q", NOW)
+    assert "s3cret" not in str(caught.value) and "127.0.0.1:1" in str(caught.value)
+    plane.close()
+
+
+@pytest.mark.slow
+def test_claim_and_ack_throughput(hot, scope):
+    total, batch = 5_000, 50
+    for start in range(0, total, 1_000):
+        hot.signal(scope, "bench", [Signal(f"j{i}") for i in range(start, start + 1_000)], NOW)
+    done = 0
+    started = time.perf_counter()
+    while leases := hot.claim(scope, "bench", worker_id="w", limit=batch, lease_ms=LEASE, now=NOW):
+        done += len(hot.ack(scope, "bench", leases))
+    elapsed = time.perf_counter() - started
+    assert done == total
+    print(f"\npostgres hot plane: claim+ack {total} jobs in batches of {batch}: "
+          f"{total / elapsed:,.0f} jobs/s ({elapsed * 1000 / (total / batch):.2f} ms per batch)")

@@ -1,0 +1,70 @@
+"""Engines on every mode that has both planes, and a helper to run a worker until a
+condition holds."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from oqronkit import Engine, OqronConfig, Registry
+from oqronkit.worker import WorkerProcess
+
+MODES = ["memory", "sqlite", "postgres"]
+
+
+def make_config(mode: str, request: pytest.FixtureRequest, tmp_path, project: str) -> OqronConfig:
+    if mode == "memory":
+        return OqronConfig(mode="memory", database_url=None, project=project)
+    if mode == "sqlite":
+        return OqronConfig(mode="sqlite", database_url=f"sqlite:///{tmp_path / 'oqron.sqlite3'}", project=project)
+    return OqronConfig(mode="postgres", database_url=request.getfixturevalue("pg_schema_url"), project=project)
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def engine(mode: str, request: pytest.FixtureRequest, tmp_path, scope_names) -> Iterator[Engine]:
+    eng = Engine(make_config(mode, request, tmp_path, scope_names[0]), registry=Registry())
+    try:
+        yield eng
+    finally:
+        eng.close()
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.02) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s: {getattr(predicate, '__doc__', '')}")
+
+
+@contextlib.contextmanager
+def running(engine: Engine, **options) -> Iterator[WorkerProcess]:
+    """A worker process (threads in this process) running until the block ends."""
+    options.setdefault("poll_interval", 0.2)
+    process = WorkerProcess(engine, **options)
+    if process.services is None and options.get("services", True):
+        pass
+    thread = threading.Thread(target=process.run, daemon=True)
+    thread.start()
+    try:
+        yield process
+    finally:
+        process.request_stop()
+        thread.join(timeout=30)
+        assert not thread.is_alive(), "worker did not stop"
+
+
+def fast_services(process: WorkerProcess) -> None:
+    """Shorten the leader's intervals so rescue/reconcile tests run in seconds."""
+    if process.services is not None:
+        process.services.intervals.update(rescue=0.2, reconcile=0.5, sweep=0.3)

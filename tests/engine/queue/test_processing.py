@@ -1,0 +1,267 @@
+"""Workers: runs, retries, dead letters, timeouts, ordering, concurrency, async."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from oqronkit import Engine
+from oqronkit.backoff import Backoff, make_backoff
+
+from .conftest import running, wait_until
+
+RUN_KEYS = {
+    "id", "name", "module", "status", "trigger", "input", "output", "attempts", "progressPercent", "logs",
+    "timeline", "error", "app", "environment", "workerId", "startedAt", "endedAt", "durationMs",
+}
+
+
+def runs_of(engine: Engine, job_id: str) -> list[dict]:
+    page = engine.durable.list("runs", order="started", limit=100)
+    return sorted((r.value for r in page.records if r.value.get("jobId") == job_id), key=lambda r: r["attempts"])
+
+
+def test_a_completed_job_leaves_oqron_jobs_and_one_run_record(engine: Engine):
+    q = engine.queue("emails", handler=lambda ctx: {"sent": ctx.data["to"]})
+    job = q.add({"to": "a@x.com"})
+    with running(engine):
+        wait_until(lambda: engine.durable.get("queue_job:emails", job.id) is None)
+        wait_until(lambda: runs_of(engine, job.id) and runs_of(engine, job.id)[0]["status"] == "completed")
+    [run] = runs_of(engine, job.id)
+    assert RUN_KEYS <= set(run)
+    assert run["module"] == "queue" and run["name"] == "emails" and run["trigger"] == "queue"
+    assert run["input"] == {"to": "a@x.com"} and run["output"] == {"sent": "a@x.com"}
+    assert run["attempts"] == 1 and run["progressPercent"] == 100 and run["error"] is None
+    assert run["app"] == engine.config.project and run["environment"] == engine.config.environment
+    assert run["endedAt"] >= run["startedAt"] and run["durationMs"] == run["endedAt"] - run["startedAt"]
+    assert [t["to"] for t in run["timeline"]] == ["running", "completed"]
+    assert engine.durable.get("runs", run["id"]).record_kind == "run"
+
+
+def test_failures_retry_then_dead_letter_with_every_attempt(engine: Engine):
+    dead = []
+
+    def boom(ctx):
+        raise RuntimeError(f"boom {ctx.attempt}")
+
+    q = engine.queue("flaky", handler=boom, retries=2, backoff=0.01, on_dead=lambda job, err: dead.append(job.id))
+    job = q.add({"x": 1})
+    with running(engine):
+        wait_until(lambda: engine.durable.get("queue_dlq:flaky", job.id) is not None)
+        wait_until(lambda: len(runs_of(engine, job.id)) == 3 and dead)
+    letter = engine.durable.get("queue_dlq:flaky", job.id)
+    assert letter.record_kind == "dlq"
+    assert letter.value["status"] == "dead" and letter.value["attempts"] == 3
+    assert letter.value["lastError"]["message"] == "boom 3"
+    assert [e["message"] for e in letter.value["errors"]] == ["boom 1", "boom 2", "boom 3"]
+    assert engine.durable.get("queue_job:flaky", job.id) is None
+    assert [r["status"] for r in runs_of(engine, job.id)] == ["failed"] * 3
+    assert runs_of(engine, job.id)[0]["error"]["type"] == "RuntimeError"
+    assert "Traceback" in runs_of(engine, job.id)[0]["error"]["traceback"]
+    assert dead == [job.id]
+
+
+def test_a_job_that_fails_once_completes_on_retry(engine: Engine):
+    q = engine.queue("flaky", retries=3, backoff=0.01)
+
+    @q.handler
+    def handler(ctx):
+        if ctx.attempt == 1:
+            raise ValueError("first time fails")
+        return {"attempt": ctx.attempt}
+
+    job = q.add({})
+    with running(engine):
+        wait_until(lambda: [r["status"] for r in runs_of(engine, job.id)] == ["failed", "completed"])
+    assert engine.durable.get("queue_job:flaky", job.id) is None
+
+
+def test_discard_fails_now_without_retries(engine: Engine):
+    q = engine.queue("strict", handler=lambda ctx: ctx.discard("bad address"), retries=5)
+    job = q.add({})
+    with running(engine):
+        wait_until(lambda: engine.durable.get("queue_dlq:strict", job.id) is not None)
+    letter = engine.durable.get("queue_dlq:strict", job.id).value
+    assert letter["attempts"] == 1 and "bad address" in letter["deadReason"]
+
+
+def test_timeout_is_a_retryable_failure_that_counts_an_attempt(engine: Engine):
+    def slow(ctx):
+        while not ctx.cancelled:
+            time.sleep(0.01)
+
+    q = engine.queue("slow", handler=slow, timeout=0.2, retries=1, backoff=0.01)
+    job = q.add({})
+    with running(engine):
+        wait_until(lambda: engine.durable.get("queue_dlq:slow", job.id) is not None)
+    runs = runs_of(engine, job.id)
+    assert [r["error"]["type"] for r in runs] == ["Timeout", "Timeout"]
+
+
+def test_async_handlers_run_and_time_out(engine: Engine):
+    async def fine(ctx):
+        await asyncio.sleep(0.01)
+        return {"n": ctx.data["n"] * 2}
+
+    async def hangs(ctx):
+        await asyncio.sleep(60)
+
+    q = engine.queue("async", handler=fine)
+    h = engine.queue("hang", handler=hangs, timeout=0.2, retries=0)
+    job = q.add({"n": 21})
+    stuck = h.add({})
+    with running(engine):
+        wait_until(lambda: runs_of(engine, job.id) and runs_of(engine, job.id)[0]["status"] == "completed")
+        wait_until(lambda: engine.durable.get("queue_dlq:hang", stuck.id) is not None)
+    assert runs_of(engine, job.id)[0]["output"] == {"n": 42}
+
+
+def test_priority_then_fifo_order(engine: Engine):
+    order = []
+    q = engine.queue("ordered", handler=lambda ctx: order.append(ctx.data), concurrency=1)
+    q.add_bulk([{"data": "low", "priority": -1}, "a", "b", {"data": "high", "priority": 10}, "c"])
+    with running(engine):
+        wait_until(lambda: len(order) == 5)
+    assert order == ["high", "a", "b", "c", "low"]
+
+
+def test_lifo_strategy(engine: Engine):
+    order = []
+    q = engine.queue("stack", handler=lambda ctx: order.append(ctx.data), concurrency=1, strategy="lifo")
+    q.add_bulk(["a", "b", "c"])
+    with running(engine):
+        wait_until(lambda: len(order) == 3)
+    assert order == ["c", "b", "a"]
+
+
+def test_concurrency_is_honoured_exactly(engine: Engine):
+    active, peak, lock = [0], [0], threading.Lock()
+
+    def work(ctx):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.05)
+        with lock:
+            active[0] -= 1
+
+    q = engine.queue("limited", handler=work, concurrency=3)
+    q.add_bulk([{} for _ in range(15)])
+    with running(engine):
+        wait_until(lambda: engine.durable.count("queue_job:limited") == 0, timeout=20)
+    assert peak[0] == 3
+
+
+def test_throttle_limits_dispatches_per_window(engine: Engine):
+    stamps = []
+    q = engine.queue("throttled", handler=lambda ctx: stamps.append(time.monotonic()), throttle=(5, 0.5))
+    q.add_bulk([{} for _ in range(10)])
+    with running(engine):
+        wait_until(lambda: len(stamps) == 10, timeout=20)
+    assert stamps[-1] - stamps[0] >= 0.4
+
+
+def test_progress_and_logs_reach_the_run_and_stay_bounded(engine: Engine):
+    q = engine.queue("reports")
+
+    @q.handler
+    def report(ctx):
+        for i in range(300):
+            ctx.log("info", f"line {i}")
+        ctx.progress(50, "half")
+        return "ok"
+
+    job = q.add({})
+    with running(engine):
+        wait_until(lambda: runs_of(engine, job.id) and runs_of(engine, job.id)[0]["status"] == "completed")
+    run = runs_of(engine, job.id)[0]
+    assert len(run["logs"]) == engine.config.run_log_limit == 200
+    assert run["logs"][-1]["msg"] == "line 299" and run["logs"][0]["level"] == "info"
+
+
+def test_live_overlay_shows_progress_while_running(engine: Engine):
+    release = threading.Event()
+
+    def slow(ctx):
+        ctx.progress(40, "loading")
+        release.wait(10)
+
+    q = engine.queue("live", handler=slow)
+    q.add({})
+    with running(engine):
+        def overlay_at_40():
+            import json
+
+            values = [json.loads(v) for v in engine.hot.kv_all("runs", int(time.time() * 1000)).values()]
+            return any(v["progressPercent"] == 40 for v in values)
+
+        wait_until(overlay_at_40)
+        release.set()
+
+
+def test_non_json_return_value_fails_the_attempt(engine: Engine):
+    q = engine.queue("weird", handler=lambda ctx: object(), retries=0)
+    job = q.add({})
+    with running(engine):
+        wait_until(lambda: engine.durable.get("queue_dlq:weird", job.id) is not None)
+    assert "JSON" in engine.durable.get("queue_dlq:weird", job.id).value["lastError"]["message"]
+
+
+def test_spawn_child_carries_the_correlation_id(engine: Engine):
+    children = engine.queue("children", handler=lambda ctx: ctx.correlation_id)
+    parent = engine.queue("parents", handler=lambda ctx: ctx.spawn_child("children", {"from": ctx.job_id}).id)
+    job = parent.add({}, correlation_id="order-9")
+    with running(engine):
+        wait_until(lambda: engine.durable.count("queue_job:children") == 0
+                   and engine.durable.count("queue_job:parents") == 0
+                   and len(engine.durable.list("runs", limit=10).records) >= 2)
+    runs = [r.value for r in engine.durable.list("runs", limit=10).records]
+    child_run = next(r for r in runs if r["name"] == "children")
+    assert child_run["output"] == "order-9" and child_run["input"] == {"from": job.id}
+    assert children.counts()["waiting"] == 0
+
+
+def test_scopes_are_isolated(engine: Engine):
+    from oqronkit import Registry
+
+    other_config = engine.config.with_scope(project=engine.config.project, environment="production")
+    other = Engine(other_config, registry=Registry())
+    try:
+        seen = []
+        engine.queue("shared", handler=lambda ctx: seen.append(ctx.data))
+        other.queue("shared").add({"from": "production"})
+        engine.get_queue("shared").add({"from": "test"})
+        with running(engine):
+            wait_until(lambda: seen == [{"from": "test"}])
+            time.sleep(0.3)
+        assert seen == [{"from": "test"}]
+        assert other.get_queue("shared").counts()["waiting"] == 1
+    finally:
+        other.close()
+
+
+def test_backoff_defaults_exponential_from_2s_with_jitter_capped_at_60s():
+    backoff = Backoff()
+    for attempt, expected in [(1, 2_000), (2, 4_000), (3, 8_000), (6, 60_000), (10, 60_000)]:
+        samples = [backoff.delay_ms(attempt) for _ in range(200)]
+        assert min(samples) >= expected * 0.8 - 1 and max(samples) <= expected * 1.2 + 1
+        assert max(samples) - min(samples) > expected * 0.1  # jitter is applied
+
+
+def test_fixed_and_custom_backoff():
+    assert make_backoff(5).delay_ms(3) == 5_000
+    assert make_backoff({"type": "fixed", "delay": 1, "jitter": 0}).delay_ms(7) == 1_000
+    custom = make_backoff(lambda attempt: attempt * 0.5)
+    assert custom.delay_ms(4) == 2_000
+    assert Backoff.from_value(custom.to_value()).delay_ms(2) == 1_000
+
+
+@pytest.mark.parametrize("spec", ["soon", {"type": "fixed", "jitter": 3}])
+def test_bad_backoff_specs(spec):
+    from oqronkit import InvalidJob
+
+    with pytest.raises(InvalidJob):
+        make_backoff(spec)
