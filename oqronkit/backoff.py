@@ -29,7 +29,7 @@ def to_ms(value: float | timedelta | None, *, what: str) -> int | None:
         raise InvalidJob(f"{what} must be seconds (a number) or a timedelta, got {value!r}.")
     if seconds < 0:
         raise InvalidJob(f"{what} must not be negative, got {value!r}.")
-    return int(round(seconds * 1000))
+    return round(seconds * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +44,8 @@ class Backoff:
     def delay_ms(self, attempt: int, rng: random.Random | None = None) -> int:
         if self.kind.startswith("custom:"):
             fn = _custom.get(self.kind[7:])
-            if fn is None:  # a job outlived its function's registration: fall back safely
-                raw = float(self.base_ms)
-            else:
-                raw = float(to_ms(fn(attempt), what="custom backoff") or 0)
+            # A job may outlive its function's registration: fall back to the base delay.
+            raw = float(self.base_ms) if fn is None else float(to_ms(fn(attempt), what="custom backoff") or 0)
         elif self.kind == "fixed":
             raw = float(self.base_ms)
         else:

@@ -56,6 +56,14 @@ class OqronConfig:
                     "'.', '_' or '-', starting with a letter or digit (it is part of Redis "
                     "keys and row scopes)."
                 )
+        if not isinstance(self.acknowledge_v1_layout, bool):
+            raise ConfigurationError(
+                f"OQRON acknowledge_v1_layout must be True or False, got {self.acknowledge_v1_layout!r}."
+            )
+        for name in ("database_url", "redis_url"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigurationError(f"OQRON {name} must be a URL string or None, got {type(value).__name__}.")
         for name in ("max_record_bytes", "run_log_limit", "run_timeline_limit"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -75,12 +83,13 @@ class OqronConfig:
                     f"OQRON database URL {redact_url(self.database_url)!r} does not suit mode "
                     f"{self.mode!r}: expected a {scheme}:// URL."
                 )
-        if self.mode in ("redis", "redis-postgres"):
-            if not self.redis_url or not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
-                raise ConfigurationError(
-                    f"OQRON mode {self.mode!r} needs a Redis URL "
-                    "(OQRON_REDIS_URL=redis://host:6379/0)."
-                )
+            if scheme == "sqlite":
+                sqlite_path(self.database_url)
+        redis_ok = self.redis_url is not None and self.redis_url.startswith(("redis://", "rediss://", "unix://"))
+        if self.mode in ("redis", "redis-postgres") and not redis_ok:
+            raise ConfigurationError(
+                f"OQRON mode {self.mode!r} needs a Redis URL (OQRON_REDIS_URL=redis://host:6379/0)."
+            )
 
     def with_scope(self, *, project: str, environment: str) -> OqronConfig:
         """A copy for another (project, environment); validated like the original."""
@@ -113,7 +122,7 @@ def sqlite_path(url: str) -> str:
 
 def redact_url(url: str) -> str:
     """The URL with any password replaced by ``***``, for messages and banners."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
+    return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
 
 
 def config_from_mapping(settings: Mapping[str, Any], *, base: OqronConfig | None = None) -> OqronConfig:

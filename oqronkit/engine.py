@@ -7,6 +7,7 @@ build isolated engines with their own :class:`Registry`.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
@@ -164,3 +165,9 @@ def get_engine() -> Engine:
                     extra={"action": "engine.autoconfigure"},
                 )
     return _default
+
+
+@atexit.register
+def _close_default() -> None:
+    if _default is not None:
+        _default.close()

@@ -103,7 +103,7 @@ class Queue(QueueControl):
         return self._engine
 
     @property
-    def registry(self):  # noqa: ANN201 - Registry, imported lazily to avoid a cycle
+    def registry(self):
         if self._engine is not None:
             return self._engine.registry
         from .engine import default_registry

@@ -68,7 +68,10 @@ def run_single(engine: Engine, *, queues: Sequence[str] | None, concurrency: int
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
-    process.run()
+    try:
+        process.run()
+    finally:
+        engine.close()  # pools close their threads now, not in a slow interpreter-exit __del__
     return 0
 
 
@@ -148,10 +151,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     import_modules(imports)
     from .engine import get_engine
 
-    return run_single(get_engine(), queues=args.queues, concurrency=args.concurrency, burst=args.burst)
+    return run_single(get_engine(), queues=args.queues, concurrency=args.concurrency, burst=args.burst,
+                      drain_timeout=args.drain_timeout)
 
 
-def add_worker_arguments(parser) -> None:  # noqa: ANN001 - argparse or Django's CommandParser
+def add_worker_arguments(parser) -> None:
     parser.add_argument("--queues", type=lambda s: [q for q in s.split(",") if q], default=None,
                         help="comma-separated queues to consume (default: every queue with a handler)")
     parser.add_argument("--concurrency", type=int, default=None, help="override each queue's concurrency")
@@ -159,4 +163,6 @@ def add_worker_arguments(parser) -> None:  # noqa: ANN001 - argparse or Django's
     parser.add_argument("--burst", action="store_true", help="exit when no job is ready or running")
     parser.add_argument("--import", dest="imports", action="append", default=[],
                         help="module declaring queues (repeatable)")
+    parser.add_argument("--drain-timeout", type=float, default=30.0,
+                        help="seconds running jobs get to finish on SIGTERM before they are returned")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])

@@ -46,7 +46,9 @@ class Executor:
     """Runs attempts and hands each outcome to ``on_outcome`` (exactly once per
     attempt; later results of an attempt already settled by a timeout are dropped)."""
 
-    def __init__(self, *, threads: int, on_outcome: Callable[[Outcome], None], make_ctx: Callable[[Inflight], JobContext]):
+    def __init__(
+        self, *, threads: int, on_outcome: Callable[[Outcome], None], make_ctx: Callable[[Inflight], JobContext]
+    ) -> None:
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="oqron-job")
         self._on_outcome = on_outcome
         self._make_ctx = make_ctx
@@ -62,7 +64,7 @@ class Executor:
     def _run_sync(self, inflight: Inflight) -> None:
         try:
             output = inflight.queue.fn(self._make_ctx(inflight))
-        except BaseException as exc:  # noqa: BLE001 - every failure becomes an outcome
+        except BaseException as exc:
             self._on_outcome(classify(inflight, exc=exc))
             return
         self._on_outcome(classify(inflight, output))
@@ -74,7 +76,7 @@ class Executor:
         inflight.attach_task(asyncio.get_running_loop(), task)
         try:
             output = await inflight.queue.fn(ctx)
-        except BaseException as exc:  # noqa: BLE001 - includes CancelledError from a cancel
+        except BaseException as exc:
             self._on_outcome(classify(inflight, exc=exc))
             return
         self._on_outcome(classify(inflight, output))

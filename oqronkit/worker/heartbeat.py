@@ -80,7 +80,8 @@ class Heartbeat:
         hot = self.process.engine.hot
         for queue, group in by_queue.items():
             lease_ms = group[0].queue.lease_ms
-            kept = {le.job_id: le for le in hot.extend(queue, [i.lease for i in group], lease_ms=lease_ms, now=now_ms())}
+            renewed = hot.extend(queue, [i.lease for i in group], lease_ms=lease_ms, now=now_ms())
+            kept = {le.job_id: le for le in renewed}
             self.process.hot_ok = True
             for inflight in group:
                 if inflight.job.id in kept:

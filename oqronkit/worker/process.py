@@ -103,7 +103,7 @@ class WorkerProcess:
             self.services = Services(self.engine, worker_id=self.worker_id)
             self._spawn("oqron-services", self.services.loop, self._stopped)
         logger.info("worker %s started: %s", self.worker_id,
-                    ", ".join(f"{q.name}×{self.concurrency[q.name]}" for q in self.queues) or "no queues",
+                    ", ".join(f"{q.name}x{self.concurrency[q.name]}" for q in self.queues) or "no queues",
                     extra={"action": "worker.start"})
 
     def _spawn(self, name: str, target: Any, *args: Any) -> None:

@@ -44,7 +44,8 @@ def _claim_all(url: str, names: tuple[str, str], worker: str, start, out) -> Non
     hot = PostgresHotPlane(url)
     scope = Scope(*names)
     hot.ensure_ready()
-    start.wait(30)
+    hot.depths(scope, "q", NOW)  # connected and warm before the race starts
+    start.wait(60)  # a barrier: both children start claiming together
     mine: list[str] = []
     try:
         while batch := hot.claim(scope, "q", worker_id=worker, limit=7, lease_ms=LEASE, now=NOW):
@@ -73,14 +74,13 @@ def _signal_later(url: str, names: tuple[str, str], ready, go, out) -> None:
 @pytest.mark.slow
 def test_two_processes_claiming_at_once_never_share_a_job(hot, scope, pg_schema_url, scope_names):
     hot.signal(scope, "q", [Signal(f"j{i}") for i in range(500)], NOW)
-    start, out = _SPAWN.Event(), _SPAWN.Queue()
+    start, out = _SPAWN.Barrier(2), _SPAWN.Queue()
     children = [
         _SPAWN.Process(target=_claim_all, args=(pg_schema_url, scope_names, f"w{n}", start, out))
         for n in range(2)
     ]
     for child in children:
         child.start()
-    start.set()
     got = [out.get(timeout=60) for _ in children]
     for child in children:
         child.join(30)
@@ -181,7 +181,7 @@ def test_unreachable_server_is_backend_unavailable_without_the_password(scope):
 
 
 @pytest.mark.slow
-def test_claim_and_ack_throughput(hot, scope):
+def test_claim_and_ack_throughput(hot, scope, capsys):
     total, batch = 5_000, 50
     for start in range(0, total, 1_000):
         hot.signal(scope, "bench", [Signal(f"j{i}") for i in range(start, start + 1_000)], NOW)
@@ -191,5 +191,6 @@ def test_claim_and_ack_throughput(hot, scope):
         done += len(hot.ack(scope, "bench", leases))
     elapsed = time.perf_counter() - started
     assert done == total
-    print(f"\npostgres hot plane: claim+ack {total} jobs in batches of {batch}: "
-          f"{total / elapsed:,.0f} jobs/s ({elapsed * 1000 / (total / batch):.2f} ms per batch)")
+    with capsys.disabled():  # the figure is the point of this test: always show it
+        print(f"\npostgres hot plane: claim+ack {total} jobs in batches of {batch}: "
+              f"{total / elapsed:,.0f} jobs/s ({elapsed * 1000 / (total / batch):.2f} ms per batch)")
