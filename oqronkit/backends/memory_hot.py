@@ -107,6 +107,7 @@ class MemoryHotPlane:
                 lost = held is None and lease.job_id not in q.ready and lease.job_id not in q.delayed
                 if (held is not None and held[0] == lease.token) or lost:
                     worker = held[2] if held else ""
+                    q.token = max(q.token, lease.token)
                     q.leases[lease.job_id] = (lease.token, now + lease_ms, worker)
                     kept.append(Lease(lease.job_id, lease.token, now + lease_ms))
         return kept
@@ -123,6 +124,8 @@ class MemoryHotPlane:
         return done
 
     def release(self, scope: Scope, queue: str, lease: Lease, signal: Signal, now: int) -> bool:
+        if signal.job_id != lease.job_id:
+            raise ValueError(f"release: signal is for {signal.job_id!r}, the lease for {lease.job_id!r}")
         with self._lock:
             q = self._q(scope, queue)
             held = q.leases.get(lease.job_id)

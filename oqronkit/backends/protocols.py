@@ -122,14 +122,16 @@ class HotPlane(Protocol):
         """Renew the leases still held with their token (returned with the new
         expiry). A lease the plane lost entirely (not leased, ready or delayed, e.g.
         after a Redis restart) is re-created for the same token, so a live worker
-        keeps its job; a lease taken by another token is not returned."""
+        keeps its job; a lease taken by another token is not returned. A re-created
+        token also raises the queue's token counter past it, so it is never handed out
+        again."""
 
     def ack(self, scope: Scope, queue: str, leases: Sequence[Lease]) -> set[str]:
         """Drop leases whose token still matches; returns the job ids acknowledged."""
 
     def release(self, scope: Scope, queue: str, lease: Lease, signal: Signal, now: int) -> bool:
         """Give a held lease back as ``signal`` (ready again or due later) if the token
-        still matches."""
+        still matches. ``signal.job_id`` must be the lease's job (ValueError otherwise)."""
 
     def take_expired(self, scope: Scope, queue: str, *, now: int, limit: int) -> list[Lease]:
         """Atomically remove and return up to ``limit`` leases that expired at or
@@ -152,7 +154,9 @@ class HotPlane(Protocol):
 
     def wait(self, scope: Scope, queues: Sequence[str], timeout: float) -> bool:
         """Block up to ``timeout`` seconds until a job may have become ready in one of
-        ``queues`` (True) or the time ran out (False). Spurious wake-ups are allowed."""
+        ``queues`` (True) or the time ran out (False). Spurious wake-ups are allowed.
+        Delayed jobs coming due do not wake a waiter: callers cap ``timeout`` with
+        :meth:`next_due`."""
 
     # -- locks and leader election ----------------------------------------------------
 

@@ -158,6 +158,8 @@ class SQLiteHotPlane:
             return {row[0] for row in conn.execute(_Q["ack_leases"], (*_key(scope, queue), _pairs(leases)))}
 
     def release(self, scope: Scope, queue: str, lease: Lease, signal: Signal, now: int) -> bool:
+        if signal.job_id != lease.job_id:
+            raise ValueError(f"release() puts back the leased job {lease.job_id!r}, not {signal.job_id!r}.")
         key = _key(scope, queue)
         with self._write("release") as conn:
             if conn.execute(_Q["drop_lease"], (*key, lease.job_id, lease.token)).rowcount != 1:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 CLAIM_BATCH = 50
+SETTLE_BACKLOG = 4
 OVERLAY_TTL_MS = 60_000
 
 
@@ -72,6 +73,9 @@ class WorkerProcess:
         self.last_claim_at: int | None = None
         self.hot_ok = True
         self._inflight: dict[str, dict[str, Inflight]] = {q.name: {} for q in self.queues}
+        # Handlers running now, per queue: a slot frees when its attempt settles, while
+        # the finisher writes the outcome behind (bounded by SETTLE_BACKLOG).
+        self._running: dict[str, int] = {q.name: 0 for q in self.queues}
         self._lock = threading.Condition()
         self._stopping = threading.Event()
         self._finisher_stop = threading.Event()
@@ -168,8 +172,11 @@ class WorkerProcess:
             return [i for group in self._inflight.values() for i in group.values()]
 
     def settle(self, outcome: Outcome) -> None:
-        """Accept the first outcome of an attempt; later ones are dropped."""
+        """Accept the first outcome of an attempt (later ones are dropped) and free its slot."""
         if outcome.inflight.settle():
+            with self._lock:
+                self._running[outcome.inflight.job.queue] -= 1
+                self._lock.notify_all()
             self.finisher.submit(outcome)
 
     def forget(self, inflight: Inflight) -> None:
@@ -190,7 +197,10 @@ class WorkerProcess:
     # -- claiming ---------------------------------------------------------------------------
 
     def _free_slots(self, queue: Queue) -> int:
-        free = self.concurrency[queue.name] - len(self._inflight[queue.name])
+        concurrency = self.concurrency[queue.name]
+        free = concurrency - self._running[queue.name]
+        # Don't run further ahead of the finisher than a few batches of outcomes.
+        free = min(free, concurrency * SETTLE_BACKLOG - len(self._inflight[queue.name]))
         if queue.throttle is not None and free > 0:
             limit, window = queue.throttle
             now = time.monotonic()
@@ -286,6 +296,7 @@ class WorkerProcess:
         with self._lock:
             for inflight in started:
                 self._inflight[queue.name][inflight.job.id] = inflight
+            self._running[queue.name] += len(started)
         self.publish_overlay(started)
         self.finisher.started(started)
         for inflight in started:

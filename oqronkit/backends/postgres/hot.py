@@ -132,6 +132,8 @@ class PostgresHotPlane:
             ids=[lease.job_id for lease in leases], tokens=[lease.token for lease in leases],
         ))
         renewed = {job_id: Lease(job_id, token, expires_at) for job_id, token, expires_at in rows}
+        if renewed:
+            self._run("raise_token", {"token": max(lease.token for lease in renewed.values())})
         # Input order, each id once (the first lease given for an id is the one tried).
         ids = dict.fromkeys(lease.job_id for lease in leases)
         return [renewed[job_id] for job_id in ids if job_id in renewed]

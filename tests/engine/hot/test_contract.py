@@ -265,3 +265,19 @@ def test_scopes_and_queues_are_isolated(hot, scope):
     assert hot.get_counters(other, ["c"]) == {"c": 0}
     assert hot.kv_all(other, "g", NOW) == {}
     assert hot.take_expired(other, "q", now=NOW + LEASE, limit=10)[0].job_id == "b"
+
+
+def test_a_recreated_token_is_never_handed_out_again(hot, scope):
+    [kept] = hot.extend(scope, "q", [Lease("ghost", 10_000, NOW)], lease_ms=LEASE, now=NOW)
+    hot.signal(scope, "q", [Signal("next")], NOW)
+    [lease] = hot.claim(scope, "q", worker_id="w", limit=1, lease_ms=LEASE, now=NOW)
+    assert lease.token > kept.token
+
+
+def test_release_must_name_the_leased_job(hot, scope):
+    import pytest
+
+    hot.signal(scope, "q", [Signal("a")], NOW)
+    [lease] = hot.claim(scope, "q", worker_id="w", limit=1, lease_ms=LEASE, now=NOW)
+    with pytest.raises(ValueError):
+        hot.release(scope, "q", lease, Signal("b"), NOW)

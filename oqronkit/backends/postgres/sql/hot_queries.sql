@@ -240,3 +240,8 @@ WHERE project = %(project)s AND environment = %(environment)s AND grp = %(group)
 -- name: listen
 -- The channel is filled in with psycopg.sql.Identifier (a name from channel_for).
 LISTEN {channel};
+
+-- name: raise_token
+-- A lease re-created by extend keeps its token; move the token sequence past it so
+-- that token is never handed out again.
+SELECT setval('oqron_hot_token_seq', greatest(last_value, %(token)s::bigint)) FROM oqron_hot_token_seq;

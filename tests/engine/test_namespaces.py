@@ -1,0 +1,139 @@
+"""The spec's record-kind table (storage-model.md, "Record kinds") and table routing."""
+
+from __future__ import annotations
+
+import pytest
+
+import oqronkit
+from oqronkit import (
+    JOBS_TABLE,
+    RECORD_KINDS,
+    RECORDS_TABLE,
+    RUNS_TABLE,
+    TABLE_NAMES,
+    classify_namespace,
+    table_for_kind,
+    table_name_for_namespace,
+)
+
+# Every row of the spec's table, one namespace (or family member) per case.
+SPEC_ROWS = [
+    ("cron", "definition"),
+    ("schedule", "definition"),
+    ("cache", "definition"),
+    ("ratelimit", "definition"),
+    ("topic", "definition"),
+    ("webhook_endpoints:billing", "definition"),
+    ("queue", "control"),
+    ("worker", "control"),
+    ("webhook", "control"),
+    ("topic_state", "control"),
+    ("topic_groups:orders", "control"),
+    ("cron_durable", "control"),
+    ("schedule_durable", "control"),
+    ("queue_job:emails", "job"),
+    ("queue_dlq:emails", "dlq"),
+    ("runs", "run"),
+    ("topic_msg:order-events", "message"),
+    ("module_logs:queue", "log"),
+    ("webhook_cb", "state"),
+    ("my_custom_namespace", "record"),
+]
+
+
+@pytest.mark.parametrize(("namespace", "kind"), SPEC_ROWS)
+def test_spec_table(namespace, kind):
+    assert classify_namespace(namespace) == kind
+
+
+@pytest.mark.parametrize(
+    ("namespace", "kind"),
+    [
+        ("", "record"),
+        ("queue_jobx", "record"),  # the family's prefix without its colon
+        ("queue_job", "record"),  # the family name alone is not a member
+        ("queue_dlq", "record"),
+        ("topic_msg", "record"),
+        ("webhook_endpoints", "record"),
+        ("topic_groups", "record"),
+        ("module_logs", "record"),
+        ("queue_job:a:b", "job"),  # the suffix may itself contain ':'
+        ("queue_dlq:a:b:c", "dlq"),
+        ("Queue_Job:x", "record"),  # case-sensitive, like the spec's TypeScript
+        ("RUNS", "record"),
+        ("Cron", "record"),
+        ("runs:x", "record"),  # exact names are not families
+        ("cron:nightly", "record"),
+        ("queue:emails", "record"),
+        ("unknown_family:x", "record"),
+        (":x", "record"),
+        (" queue_job:x", "record"),  # no trimming
+        ("queue_job :x", "record"),
+    ],
+)
+def test_edge_cases(namespace, kind):
+    assert classify_namespace(namespace) == kind
+
+
+def test_an_empty_family_suffix_still_names_the_family():
+    # Decision: "queue_job:" classifies as a job (the family matched; the suffix is
+    # not validated here). The durable plane still accepts it as a namespace, since a
+    # queue named "" is a caller's choice, not the classifier's to refuse.
+    assert classify_namespace("queue_job:") == "job"
+    assert classify_namespace("queue_dlq:") == "dlq"
+    assert classify_namespace("topic_msg:") == "message"
+    plane = oqronkit.open_durable(oqronkit.OqronConfig(mode="memory", database_url=None))
+    plane.put("queue_job:", "j1", {"status": "waiting"})
+    assert plane.get("queue_job:", "j1").record_kind == "job"
+
+
+@pytest.mark.parametrize(
+    ("kind", "table"),
+    [
+        ("job", "jobs"),
+        ("dlq", "jobs"),
+        ("run", "runs"),
+        ("message", "runs"),
+        ("definition", "records"),
+        ("control", "records"),
+        ("log", "records"),
+        ("state", "records"),
+        ("record", "records"),
+        ("unheard-of", "records"),
+        ("", "records"),
+    ],
+)
+def test_table_for_kind(kind, table):
+    assert table_for_kind(kind) == table
+
+
+def test_every_kind_is_exported_and_routed():
+    assert set(RECORD_KINDS) == {kind for _ns, kind in SPEC_ROWS}
+    assert {table_for_kind(k) for k in RECORD_KINDS} == {"records", "jobs", "runs"}
+
+
+def test_table_names():
+    assert RECORDS_TABLE == "oqron_records"
+    assert JOBS_TABLE == "oqron_jobs"
+    assert RUNS_TABLE == "oqron_runs"
+    assert TABLE_NAMES == {"records": "oqron_records", "jobs": "oqron_jobs", "runs": "oqron_runs"}
+    for name in ("RECORDS_TABLE", "JOBS_TABLE", "RUNS_TABLE", "TABLE_NAMES", "RECORD_KINDS",
+                 "classify_namespace", "table_for_kind", "table_name_for_namespace"):
+        assert name in oqronkit.__all__
+
+
+@pytest.mark.parametrize(
+    ("namespace", "table"),
+    [
+        ("queue_job:emails", "oqron_jobs"),
+        ("queue_dlq:emails", "oqron_jobs"),
+        ("runs", "oqron_runs"),
+        ("topic_msg:orders", "oqron_runs"),
+        ("cron", "oqron_records"),
+        ("module_logs:queue", "oqron_records"),
+        ("webhook_cb", "oqron_records"),
+        ("anything", "oqron_records"),
+    ],
+)
+def test_table_name_for_namespace(namespace, table):
+    assert table_name_for_namespace(namespace) == table
