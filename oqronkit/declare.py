@@ -33,5 +33,8 @@ def worker(queue_name: str, handler: Callable[..., Any], **options: Any) -> Queu
     existing = default_registry.queues.get(queue_name)
     if existing is not None and existing.fn is None and not options:
         existing.handler(handler)
+        existing.module = "worker"
         return existing
-    return Queue(queue_name, handler=handler, **options)
+    declared = Queue(queue_name, handler=handler, **options)
+    declared.module = "worker"
+    return declared

@@ -71,6 +71,7 @@ class Queue(QueueControl):
         if throttle is not None and (len(throttle) != 2 or throttle[0] < 1 or throttle[1] <= 0):
             raise ConfigurationError(f"Queue {name!r}: throttle must be (max_dispatches, window_seconds).")
         self.name = name
+        self.module = "queue"  # "worker" when consumed through oqronkit.worker(); stamped on runs
         self.fn: Callable[..., Any] | None = None
         self.is_async = False
         self.concurrency = concurrency

@@ -281,7 +281,7 @@ class WorkerProcess:
             job.status, job.lease_token, job.worker_id = "active", lease.token, self.worker_id
             job.started_at = job.updated_at = now
             run = new_run(
-                name=queue.name, module="queue", trigger="queue", input=job.data, attempts=job.attempts,
+                name=queue.name, module=queue.module, trigger="queue", input=job.data, attempts=job.attempts,
                 app=self.config.project, environment=self.config.environment, worker_id=self.worker_id,
                 job_id=job.id, correlation_id=job.correlation_id, started_at=now,
             )
@@ -337,6 +337,11 @@ class WorkerProcess:
             }))
             if current.get("paused"):
                 self.paused.add(queue.name)
+            if queue.module == "worker":
+                writes.append(RecordWrite("worker", queue.name, {
+                    "name": queue.name, "queue": queue.name, "concurrency": self.concurrency[queue.name],
+                    "handler": f"{queue.fn.__module__}.{queue.fn.__qualname__}", "updatedAt": now_ms(),
+                }))
         durable.put_many(writes)
 
     def worker_info(self) -> dict[str, Any]:
