@@ -1,8 +1,6 @@
 """OqronConfig: defaults, validation of every field, environment overrides, redaction.
 
 Pure: no Django, no environment read (the environment is passed in as a mapping).
-Tests marked ``xfail(strict=True)`` pin engine gaps reported to the engine's owners;
-when one is fixed the test XPASSes, fails, and its marker should be removed.
 """
 
 from __future__ import annotations
@@ -104,25 +102,24 @@ def test_invalid_values_name_the_setting(kwargs, message):
         OqronConfig(**kwargs)
 
 
-@pytest.mark.xfail(strict=True, reason="engine gap (reported): URL fields are not type-checked")
 @pytest.mark.parametrize(
-    "kwargs", [{"database_url": 5}, {"mode": "redis", "database_url": None, "redis_url": 5}]
+    ("kwargs", "name"),
+    [({"database_url": 5}, "database_url"), ({"mode": "redis", "database_url": None, "redis_url": 5}, "redis_url")],
 )
-def test_url_of_the_wrong_type_is_a_configuration_error(kwargs):
-    with pytest.raises(ConfigurationError):
+def test_url_of_the_wrong_type_is_a_configuration_error(kwargs, name):
+    with pytest.raises(ConfigurationError, match=f"OQRON {name} must be a URL string or None, got int"):
         OqronConfig(**kwargs)
 
 
-@pytest.mark.xfail(strict=True, reason="engine gap (reported): acknowledge_v1_layout accepts any value")
 @pytest.mark.parametrize("value", ["false", "yes", 1, None])
 def test_acknowledge_v1_layout_must_be_a_bool(value):
-    with pytest.raises(ConfigurationError):
+    # "false" is truthy: accepting strings would silently acknowledge the v1 table.
+    with pytest.raises(ConfigurationError, match="acknowledge_v1_layout must be True or False"):
         OqronConfig(acknowledge_v1_layout=value)
 
 
-@pytest.mark.xfail(strict=True, reason="engine gap (reported): an empty SQLite path fails only on use")
 def test_sqlite_url_without_a_path_is_rejected_up_front():
-    with pytest.raises(ConfigurationError):
+    with pytest.raises(ConfigurationError, match="names no file"):
         OqronConfig(database_url="sqlite:///")
 
 
@@ -210,9 +207,8 @@ def test_redact_url(url, redacted):
     assert redact_url(url) == redacted
 
 
-@pytest.mark.xfail(strict=True, reason="engine gap (reported): a password with no user name leaks")
 def test_redact_url_without_a_user_name():
-    assert "secret" not in redact_url("redis://:secret@h:6379/0")
+    assert redact_url("redis://:secret@h:6379/0") == "redis://:***@h:6379/0"
 
 
 def test_error_messages_never_show_a_password():

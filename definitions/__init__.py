@@ -1,0 +1,1 @@
+"""Definitions, control state, webhook endpoints, breakers and module logs (oqron_records)."""

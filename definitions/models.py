@@ -1,0 +1,30 @@
+"""``oqron_records``: definitions, control (pause/version) state, webhook endpoints,
+circuit breakers, module logs and custom namespaces."""
+
+from __future__ import annotations
+
+from oqronboard.records import DurableRecord, DurableRecordQuerySet
+
+
+class RecordQuerySet(DurableRecordQuerySet):
+    def definitions(self) -> RecordQuerySet:
+        return self.of_kind("definition")
+
+    def control(self) -> RecordQuerySet:
+        return self.of_kind("control")
+
+    def module_logs(self, module: str | None = None) -> RecordQuerySet:
+        qs = self.of_kind("log")
+        return qs.in_namespace(f"module_logs:{module}") if module is not None else qs
+
+
+class Record(DurableRecord):
+    """One row of ``oqron_records`` (read-only; pause or edit through the engine)."""
+
+    objects = RecordQuerySet.as_manager()
+
+    class Meta(DurableRecord.Meta):
+        managed = False
+        db_table = "oqron_records"
+        verbose_name = "record"
+        verbose_name_plural = "records"

@@ -1,0 +1,1 @@
+"""Jobs and dead letters (table oqron_jobs)."""

@@ -1,0 +1,1 @@
+"""OqronBoard: the Django project (settings, URLs, board shell) and an installed app."""

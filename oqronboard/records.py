@@ -1,0 +1,122 @@
+"""The shape every durable table shares, as a read-only abstract Django model.
+
+``runs``, ``jobs`` and ``definitions`` each subclass :class:`DurableRecord` with
+``managed = False`` and their table. The board reads these rows with the ORM and
+changes state only through the engine's API (habit 10): every ORM write path raises
+:class:`ReadOnlyModelError`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, NoReturn
+
+from django.db import models
+from django.db.models import Q
+
+from oqronkit import OqronError
+
+_ADVICE = (
+    "OqronBoard's {what} rows belong to the engine: read them with the ORM, change them "
+    "through the engine's API (oqronboard.engine.get_durable(), or the queue/cron/topic "
+    "objects), never with save(), delete(), update() or bulk writes."
+)
+
+
+class ReadOnlyModelError(OqronError, RuntimeError):
+    """A write was attempted through a read-only unmanaged model."""
+
+
+def _refuse(model: type[models.Model], operation: str) -> NoReturn:
+    raise ReadOnlyModelError(
+        f"{model.__name__}.{operation}() is not allowed. "
+        + _ADVICE.format(what=model._meta.db_table)
+    )
+
+
+class DurableRecordQuerySet(models.QuerySet):
+    """Read-only queries over one durable table, with the filters the pages need."""
+
+    # -- scoping and kinds -------------------------------------------------------------
+
+    def scoped(self, project: str, environment: str) -> DurableRecordQuerySet:
+        """Rows of one (project, environment): every board query starts here."""
+        return self.filter(project=project, environment=environment)
+
+    def in_namespace(self, namespace: str) -> DurableRecordQuerySet:
+        return self.filter(namespace=namespace)
+
+    def of_kind(self, *kinds: str) -> DurableRecordQuerySet:
+        """Rows stamped with any of ``kinds`` (``"job"``, ``"dlq"``, ``"run"``...)."""
+        return self.filter(record_kind__in=kinds)
+
+    def live(self, at_ms: int | None = None) -> DurableRecordQuerySet:
+        """Rows not yet expired at ``at_ms`` (default: now); pruning may lag behind."""
+        at = time.time_ns() // 1_000_000 if at_ms is None else at_ms
+        return self.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=at))
+
+    def namespaces(self) -> list[str]:
+        """The distinct namespaces present (e.g. every queue with jobs)."""
+        return list(self.order_by("namespace").values_list("namespace", flat=True).distinct())
+
+    def newest_first(self) -> DurableRecordQuerySet:
+        return self.order_by("-inserted_at", "-id")
+
+    # -- refused writes ----------------------------------------------------------------
+
+    def update(self, **kwargs: Any) -> NoReturn:
+        _refuse(self.model, "objects.update")
+
+    def _update(self, values: Any) -> NoReturn:
+        _refuse(self.model, "objects._update")
+
+    def delete(self) -> NoReturn:
+        _refuse(self.model, "objects.delete")
+
+    def _raw_delete(self, using: Any) -> NoReturn:
+        _refuse(self.model, "objects._raw_delete")
+
+    def bulk_create(self, objs: Any, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse(self.model, "objects.bulk_create")
+
+    def bulk_update(self, objs: Any, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse(self.model, "objects.bulk_update")
+
+    def create(self, **kwargs: Any) -> NoReturn:
+        _refuse(self.model, "objects.create")
+
+    def get_or_create(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse(self.model, "objects.get_or_create")
+
+    def update_or_create(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse(self.model, "objects.update_or_create")
+
+
+class DurableRecord(models.Model):
+    """One row of a durable table: ``(project, environment, namespace, id)`` is the
+    key, ``value`` the engine's JSON record with the spec's camelCase keys."""
+
+    pk = models.CompositePrimaryKey("project", "environment", "namespace", "id")
+    project = models.TextField()
+    environment = models.TextField()
+    namespace = models.TextField()
+    record_kind = models.TextField()
+    id = models.TextField()
+    value = models.JSONField()
+    inserted_at = models.BigIntegerField(help_text="Epoch milliseconds of the first write.")
+    expires_at = models.BigIntegerField(null=True, blank=True, help_text="Epoch milliseconds; null: kept.")
+
+    objects = DurableRecordQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+        managed = False
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.id}"
+
+    def save(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse(type(self), "save")
+
+    def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse(type(self), "delete")

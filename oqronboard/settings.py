@@ -1,0 +1,129 @@
+"""Django settings for the OqronBoard project.
+
+The engine's settings live in one dict, ``OQRON``; the ``OQRON_*`` environment
+variables override it (README.md, Configuration). Django's default database is derived
+from the same database URL, so the unmanaged models read the engine's own tables.
+Nothing here raises on a bad ``OQRON`` value: ``manage.py check`` reports it
+(``oqron.E001``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from oqronboard import engine
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _env_flag(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    return default if value is None else value.strip().lower() in ("1", "true", "yes", "on")
+
+
+# -- the engine ------------------------------------------------------------------------
+
+# Keys (any case): MODE, DATABASE_URL, REDIS_URL, PROJECT, ENVIRONMENT,
+# MAX_RECORD_BYTES, ACKNOWLEDGE_V1_LAYOUT, RUN_LOG_LIMIT, RUN_TIMELINE_LIMIT.
+# Defaults: mode "sqlite" on oqron.sqlite3 beside manage.py, project "default",
+# environment "development".
+OQRON: dict[str, object] = {}
+
+DATABASES = {"default": engine.database_settings(OQRON, os.environ, base_dir=BASE_DIR)}
+
+# -- Django ----------------------------------------------------------------------------
+
+# The defaults suit a developer's machine; production sets DJANGO_SECRET_KEY,
+# DJANGO_DEBUG=0 and DJANGO_ALLOWED_HOSTS (`manage.py check --deploy` says so too).
+SECRET_KEY = os.environ.get(
+    "DJANGO_SECRET_KEY", "django-insecure-oqronboard-development-key-change-me-in-production"
+)
+DEBUG = _env_flag("DJANGO_DEBUG", True)
+ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    # Before staticfiles, so runserver serves static files the way production does.
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "oqronboard",
+    "runs",
+    "jobs",
+    "definitions",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "oqronboard.urls"
+WSGI_APPLICATION = "oqronboard.wsgi.application"
+ASGI_APPLICATION = "oqronboard.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Hashed, compressed files in production (after collectstatic); plain files while
+    # developing, so runserver needs no collectstatic.
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"oqronkit": {"handlers": ["console"], "level": os.environ.get("OQRON_LOG_LEVEL", "INFO")}},
+}

@@ -1,0 +1,93 @@
+"""Fixtures joining the two products: the engine writes, Django's ORM reads the same
+database (SQLite file or a private Postgres schema)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+from django.db import connections
+
+from oqronboard import engine
+from oqronkit import DurablePlane
+from tests.services import POSTGRES_URL, require_postgres, with_search_path
+
+
+@dataclass(frozen=True)
+class SharedDatabase:
+    """An engine plane and the Django alias that reads the same tables."""
+
+    alias: str
+    plane: DurablePlane
+    project: str
+    environment: str
+
+
+@pytest.fixture(scope="session")
+def board_pg_url() -> Iterator[str]:
+    """Create the schema the ``postgres`` alias searches (tests/board/settings.py) and
+    drop it at the end; fails under CI=true when Postgres is down, skips otherwise."""
+    import psycopg
+
+    require_postgres()
+    schema = django_settings.PG_TEST_SCHEMA
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')  # our generated name
+    try:
+        yield with_search_path(POSTGRES_URL, schema)
+    finally:
+        connections["postgres"].close()
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(
+    params=[
+        # The engine writes through its own connection, so the SQLite test database must
+        # not be held in a wrapping test transaction: a transactional test, marked here
+        # because pytest-django reads the marker before any fixture runs.
+        pytest.param("sqlite", marks=pytest.mark.django_db(transaction=True)),
+        "postgres",
+    ]
+)
+def shared_db(
+    request: pytest.FixtureRequest, settings, django_db_blocker, scope_names: tuple[str, str]
+) -> Iterator[SharedDatabase]:
+    """The engine (through ``oqronboard.engine``) and Django on one database.
+
+    SQLite: the file test database of the ``default`` alias. Postgres: the ``postgres``
+    alias, which pytest-django does not manage, so database access is unblocked here.
+    """
+    if request.param == "sqlite":
+        yield from _shared("default", sqlite_test_url(), "sqlite", settings, django_db_blocker, scope_names)
+    else:
+        url = request.getfixturevalue("board_pg_url")
+        yield from _shared("postgres", url, "postgres", settings, django_db_blocker, scope_names)
+
+
+@pytest.fixture
+def sqlite_shared_db(settings, django_db_blocker, scope_names: tuple[str, str]) -> Iterator[SharedDatabase]:
+    """``shared_db`` on SQLite only, for tests of pages that read the default alias.
+    The test must be marked ``@pytest.mark.django_db(transaction=True)``."""
+    yield from _shared("default", sqlite_test_url(), "sqlite", settings, django_db_blocker, scope_names)
+
+
+def sqlite_test_url() -> str:
+    """The SQLite test database as an engine URL (valid once pytest-django set it up)."""
+    return f"sqlite:///{connections['default'].settings_dict['NAME']}"
+
+
+def _shared(
+    alias: str, url: str, mode: str, settings: Any, django_db_blocker: Any, scope_names: tuple[str, str]
+) -> Iterator[SharedDatabase]:
+    project, environment = scope_names
+    settings.OQRON = {"MODE": mode, "DATABASE_URL": url, "PROJECT": project, "ENVIRONMENT": environment}
+    with django_db_blocker.unblock():
+        try:
+            yield SharedDatabase(alias, engine.get_durable(), project, environment)
+        finally:
+            engine.reset()
+            connections["postgres"].close()
