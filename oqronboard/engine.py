@@ -28,7 +28,7 @@ NON_SQL_MODES = ("memory", "redis")
 
 _lock = threading.Lock()
 _config: OqronConfig | None = None
-_durable: DurablePlane | None = None
+_engine: oqronkit.Engine | None = None
 
 
 # -- building the config -------------------------------------------------------------
@@ -156,20 +156,26 @@ def get_config() -> OqronConfig:
     return config
 
 
+def get_engine() -> oqronkit.Engine:
+    """oqronkit's default engine, configured from these settings on first use, so
+    queues declared in apps' ``oqron.py`` and the board's actions share one engine."""
+    global _engine
+    engine = _engine
+    if engine is not None:
+        return engine
+    with _lock:
+        if _engine is None:
+            _engine = oqronkit.configure(get_config())
+        return _engine
+
+
 def get_durable() -> DurablePlane:
     """The process-wide durable plane, opened and started on first use.
 
     Thread-safe: concurrent first calls start one plane. Starting creates the tables
     and refuses a database that still holds the v1 ``oqron_kv`` table.
     """
-    global _durable
-    plane = _durable
-    if plane is not None:
-        return plane
-    with _lock:
-        if _durable is None:
-            _durable = oqronkit.open_durable(get_config(), start=True)
-        return _durable
+    return get_engine().durable
 
 
 def durable_for(project: str, environment: str) -> DurablePlane:
@@ -181,11 +187,11 @@ def durable_for(project: str, environment: str) -> DurablePlane:
 
 def reset() -> None:
     """Close the durable plane and forget the cached config (tests, setting changes)."""
-    global _config, _durable
+    global _config, _engine
     with _lock:
-        plane, _durable, _config = _durable, None, None
-    if plane is not None:
-        plane.close()
+        engine, _engine, _config = _engine, None, None
+    if engine is not None:
+        engine.close()
 
 
 def _on_setting_changed(*, setting: str, **kwargs: Any) -> None:

@@ -127,3 +127,6 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {"oqronkit": {"handlers": ["console"], "level": os.environ.get("OQRON_LOG_LEVEL", "INFO")}},
 }
+
+# Modules that declare queues outside installed apps' oqron.py (runworker --import adds more).
+OQRON_IMPORTS = [m.strip() for m in os.environ.get("OQRON_IMPORTS", "").split(",") if m.strip()]

@@ -1,0 +1,50 @@
+"""``python manage.py runworker``: the worker engine and, under leader election, the
+scheduler-side services. Thin by design: parse options, build the config, discover
+the apps' ``oqron.py`` modules, call the engine's runner."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.utils.module_loading import autodiscover_modules
+
+from oqronkit import OqronError
+from oqronkit.runner import add_worker_arguments, child_argv, import_modules, run_single, supervise
+
+from ... import engine
+
+
+class Command(BaseCommand):
+    help = "Run oqronkit workers for the queues declared in each installed app's oqron.py."
+
+    def add_arguments(self, parser) -> None:  # noqa: ANN001 - Django's CommandParser
+        add_worker_arguments(parser)
+
+    def handle(self, *args, **options) -> None:
+        logging.getLogger("oqronkit").setLevel(options["log_level"].upper())
+        if options["processes"] < 1:
+            raise CommandError("--processes must be at least 1.")
+        if options["processes"] > 1:
+            code = supervise([sys.executable, *child_argv(sys.argv)], options["processes"])
+            if code:
+                raise CommandError(f"a worker process exited with status {code}")
+            return
+        try:
+            config = engine.get_config()
+        except OqronError as exc:
+            raise CommandError(f"Invalid OQRON configuration: {exc}") from exc
+        if config.mode == "memory":
+            raise CommandError(
+                "OQRON mode 'memory' keeps jobs inside one process, so a separate runworker process "
+                "would never see them. Use sqlite (the default), postgres or redis-postgres."
+            )
+        autodiscover_modules("oqron")
+        import_modules([*getattr(settings, "OQRON_IMPORTS", []), *options["imports"]])
+        try:
+            run_single(engine.get_engine(), queues=options["queues"], concurrency=options["concurrency"],
+                       burst=options["burst"], drain_timeout=options["drain_timeout"])
+        except OqronError as exc:
+            raise CommandError(str(exc)) from exc
