@@ -149,16 +149,16 @@ def test_get_config_follows_override_settings(settings):
 
 def test_get_durable_starts_one_plane_across_threads(settings, monkeypatch):
     settings.OQRON = {"MODE": "memory", "PROJECT": "shop"}
-    opened: list[DurablePlane] = []
-    real_open = engine.oqronkit.open_durable
+    opened: list[object] = []
+    real_configure = engine.oqronkit.configure
 
-    def slow_open(config: OqronConfig, *, start: bool = True) -> DurablePlane:
-        time.sleep(0.05)  # widen the window in which a second thread could also open one
-        plane = real_open(config, start=start)
-        opened.append(plane)
-        return plane
+    def slow_configure(config: OqronConfig):
+        time.sleep(0.05)  # widen the window in which a second thread could also configure one
+        made = real_configure(config)
+        opened.append(made)
+        return made
 
-    monkeypatch.setattr(engine.oqronkit, "open_durable", slow_open)
+    monkeypatch.setattr(engine.oqronkit, "configure", slow_configure)
     barrier = threading.Barrier(8)
     planes: list[DurablePlane] = []
 
@@ -172,7 +172,7 @@ def test_get_durable_starts_one_plane_across_threads(settings, monkeypatch):
     for t in threads:
         t.join()
     assert len(opened) == 1
-    assert len(planes) == 8 and all(p is opened[0] for p in planes)
+    assert len(planes) == 8 and all(p is opened[0].durable for p in planes)
     assert planes[0].scope.project == "shop"
 
 

@@ -20,7 +20,7 @@ from ... import engine
 class Command(BaseCommand):
     help = "Run oqronkit workers for the queues declared in each installed app's oqron.py."
 
-    def add_arguments(self, parser) -> None:  # noqa: ANN001 - Django's CommandParser
+    def add_arguments(self, parser) -> None:
         add_worker_arguments(parser)
 
     def handle(self, *args, **options) -> None:
