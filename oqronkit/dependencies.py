@@ -87,7 +87,7 @@ def _kill(durable: DurablePlane, hot: HotPlaneFacade, child: Job, expect: dict, 
     namespace = child.namespace
     if not durable.compare_and_set(namespace, child.id, expect=expect, value=child.to_value()):
         return False
-    child.status, child.dead_reason, child.died_at = "dead", reason, now_ms()
+    child.die(reason, now_ms())
     durable.apply(puts=[RecordWrite(child.namespace, child.id, child.to_value())], deletes=[(namespace, child.id)])
     on_parent_done(durable, hot, child, "dead")
     return True

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -17,7 +19,7 @@ _CAMEL = {
     "last_error": "lastError", "depends_on": "dependsOn", "parent_failure": "parentFailure",
     "pending": "pendingDependencies", "dependents": "dependents", "correlation_id": "correlationId",
     "timeout_ms": "timeoutMs", "cancel_requested": "cancelRequested", "dead_reason": "deadReason",
-    "died_at": "diedAt", "run_id": "currentRunId", "started_at": "startedAt", "blocked_by": "blockedBy",
+    "died_at": "diedAt", "run_id": "currentRunId", "error_fingerprint": "errorFingerprint", "started_at": "startedAt", "blocked_by": "blockedBy",
 }
 
 
@@ -55,6 +57,7 @@ class Job:
     cancel_requested: bool = False
     dead_reason: str | None = None
     died_at: int | None = None
+    error_fingerprint: str | None = None
 
     @property
     def namespace(self) -> str:
@@ -74,8 +77,37 @@ class Job:
                 kwargs[name] = item
         return cls(**kwargs)
 
+    def die(self, reason: str, now: int) -> None:
+        """Mark the job dead (for its dead-letter namespace) with a fingerprint that
+        groups failures of the same kind on the board."""
+        self.status, self.dead_reason, self.died_at = "dead", reason, now
+        self.lease_token = self.worker_id = None
+        error = self.last_error or {"type": "DeadLetter", "message": reason}
+        self.error_fingerprint = error_fingerprint(str(error.get("type", "")), str(error.get("message", "")))
+
     def record_error(self, error: dict[str, Any]) -> None:
         """Keep the last error and a bounded list of every attempt's error."""
         self.last_error = error
         self.errors.append(error)
         del self.errors[:-MAX_ERRORS_KEPT]
+
+
+_VOLATILE = [
+    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I), "<uuid>"),
+    (re.compile(r"\b0x[0-9a-f]+\b|\b[0-9a-f]{12,}\b", re.I), "<hex>"),
+    (re.compile(r"'[^']*'|\"[^\"]*\""), "<str>"),
+    (re.compile(r"\d+(\.\d+)?"), "<n>"),
+]
+
+
+def normalise_message(message: str) -> str:
+    """An error message with ids, numbers and quoted values replaced by placeholders,
+    so "user 42 not found" and "user 7 not found" group together."""
+    for pattern, placeholder in _VOLATILE:
+        message = pattern.sub(placeholder, message)
+    return " ".join(message.split())[:300]
+
+
+def error_fingerprint(kind: str, message: str) -> str:
+    """Exception type plus normalised message, hashed to a short stable key."""
+    return hashlib.sha1(f"{kind}\n{normalise_message(message)}".encode()).hexdigest()[:16]

@@ -213,7 +213,7 @@ class Queue(QueueControl):
                         still.append([queue, parent_id])
             job.pending = still
             if dead and job.parent_failure == "cascade-fail":
-                job.status, job.dead_reason, job.died_at = "dead", f"parent failed: {', '.join(dead)}", now_ms()
+                job.die(f"parent failed: {', '.join(dead)}", now_ms())
             elif dead and job.parent_failure == "block":
                 job.status, job.blocked_by = "blocked", dead
             elif job.pending:

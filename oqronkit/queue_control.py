@@ -108,8 +108,8 @@ class QueueControl:
             # Claimed: the worker's heartbeat sees the request and sets ctx.cancelled.
             engine.hot.kv_set(CANCEL_GROUP, {job_id: reason}, ttl_ms=CANCEL_TTL_MS, now=now_ms())
             return True
-        dead = Job.from_value({**record.value, "status": "dead", "deadReason": reason, "diedAt": now_ms(),
-                               "cancelRequested": True})
+        dead = Job.from_value({**record.value, "cancelRequested": True})
+        dead.die(reason, now_ms())
         engine.durable.apply(puts=[RecordWrite(self.dlq_namespace, job_id, dead.to_value())],
                              deletes=[(self.namespace, job_id)])
         logger.info("job %s/%s cancelled", self.name, job_id, extra={"action": "queue.cancel", "queue": self.name})
@@ -126,7 +126,7 @@ class QueueControl:
         job = Job.from_value(record.value)
         now = now_ms()
         job.status, job.attempts, job.stalls, job.run_at = "waiting", 0, 0, None
-        job.dead_reason = job.died_at = job.lease_token = job.worker_id = job.run_id = None
+        job.dead_reason = job.died_at = job.error_fingerprint = job.lease_token = job.worker_id = job.run_id = None
         job.cancel_requested = False
         job.updated_at = now
         job.status = "waiting-dependencies" if job.pending and not job.blocked_by else job.status

@@ -61,7 +61,7 @@ def mark_stalled(engine: Engine, job: Job, token: int | None, why: str) -> None:
     if job.stalls >= max_stalls or job.attempts >= job.max_attempts:
         reason = (f"stalled {job.stalls} times (max_stalls={max_stalls}): {why}" if job.stalls >= max_stalls
                   else f"{why}; attempts exhausted ({job.attempts} of {job.max_attempts})")
-        job.status, job.dead_reason, job.died_at = "dead", reason, now
+        job.die(reason, now)
         if not engine.durable.compare_and_set(namespace, job.id, expect={"leaseToken": token}, value=None):
             return
         engine.durable.put(f"queue_dlq:{job.queue}", job.id, job.to_value())

@@ -215,8 +215,7 @@ class Finisher:
         run = self._finish(outcome, RUN_STATUS[outcome.kind], reason)
         puts = [run] if run else []
         if inflight.queue.dead_letter or outcome.kind == "cancelled":
-            job.status, job.dead_reason, job.died_at = "dead", reason, now
-            job.lease_token = job.worker_id = None
+            job.die(reason, now)
             puts.append(RecordWrite(f"queue_dlq:{job.queue}", job.id, job.to_value()))
         if outcome.kind == "cancelled":
             engine.hot.kv_delete(CANCEL_GROUP, [job.id])

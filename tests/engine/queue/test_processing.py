@@ -265,3 +265,21 @@ def test_bad_backoff_specs(spec):
 
     with pytest.raises(InvalidJob):
         make_backoff(spec)
+
+
+def test_dead_letters_carry_an_error_fingerprint_that_groups_similar_failures(engine: Engine):
+    from oqronkit.jobs import error_fingerprint, normalise_message
+
+    assert normalise_message("user 42 not found in 'shop-7'") == "user <n> not found in <str>"
+    assert error_fingerprint("KeyError", "user 42") == error_fingerprint("KeyError", "user 7")
+    assert error_fingerprint("KeyError", "user 42") != error_fingerprint("ValueError", "user 42")
+
+    def fail(ctx):
+        raise LookupError(f"order {ctx.data['n']} missing")
+
+    q = engine.queue("fp", handler=fail, retries=0)
+    jobs = q.add_bulk([{"n": 1}, {"n": 2}])
+    with running(engine):
+        wait_until(lambda: engine.durable.count("queue_dlq:fp") == 2)
+    prints = {engine.durable.get("queue_dlq:fp", j.id).value["errorFingerprint"] for j in jobs}
+    assert len(prints) == 1 and None not in prints
