@@ -19,7 +19,8 @@ _CAMEL = {
     "last_error": "lastError", "depends_on": "dependsOn", "parent_failure": "parentFailure",
     "pending": "pendingDependencies", "dependents": "dependents", "correlation_id": "correlationId",
     "timeout_ms": "timeoutMs", "cancel_requested": "cancelRequested", "dead_reason": "deadReason",
-    "died_at": "diedAt", "run_id": "currentRunId", "error_fingerprint": "errorFingerprint", "started_at": "startedAt", "blocked_by": "blockedBy",
+    "died_at": "diedAt", "run_id": "currentRunId", "error_fingerprint": "errorFingerprint",
+    "started_at": "startedAt", "blocked_by": "blockedBy",
 }
 
 

@@ -23,7 +23,7 @@ from .jobs import Job
 from .queue_control import QueueControl
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .engine import Engine, Registry
 
 logger = logging.getLogger(__name__)
 Strategy = Literal["fifo", "lifo", "priority"]
@@ -104,7 +104,7 @@ class Queue(QueueControl):
         return self._engine
 
     @property
-    def registry(self):
+    def registry(self) -> Registry:
         if self._engine is not None:
             return self._engine.registry
         from .engine import default_registry

@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from ..backends.hot_types import Lease, Signal
+from ..backends.hot_types import Lease
 from ..clock import now_ms
 from ..errors import ConfigurationError, OqronError
 from ..jobs import Job
@@ -353,6 +353,3 @@ class WorkerProcess:
             "heartbeatAt": now_ms(), "paused": sorted(self.paused),
         }
 
-
-def requeue_signal(job: Job) -> Signal:
-    return Signal(job.id, job.priority, job.run_at, job.lifo)

@@ -52,8 +52,6 @@ def running(engine: Engine, **options) -> Iterator[WorkerProcess]:
     """A worker process (threads in this process) running until the block ends."""
     options.setdefault("poll_interval", 0.2)
     process = WorkerProcess(engine, **options)
-    if process.services is None and options.get("services", True):
-        pass
     thread = threading.Thread(target=process.run, daemon=True)
     thread.start()
     try:

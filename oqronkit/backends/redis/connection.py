@@ -1,0 +1,109 @@
+"""What both Redis backends share: the client and its pool, driver errors turned into
+ours, the read-retry policy, and the start-up check of the eviction policy."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+import redis
+from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.retry import Retry
+
+from ...errors import BackendUnavailable, ConfigurationError, InvalidRecord
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+CONNECT_TIMEOUT_S = 5.0
+SOCKET_TIMEOUT_S = 10.0
+#: Retries of a read (or of a write that may safely run twice) after a connection error,
+#: with exponential backoff: 0.1 s, 0.2 s, 0.4 s. A Redis restart or failover usually
+#: heals within that; anything longer surfaces as BackendUnavailable, and the worker
+#: pauses claiming until calls succeed again.
+READ_RETRIES = 3
+_BACKOFF_BASE_S = 0.05
+_BACKOFF_CAP_S = 1.0
+
+
+def open_client(url: str, *, connect_timeout: float, socket_timeout: float) -> redis.Redis:
+    """A lazily connecting client: building one never touches the network.
+
+    The pool itself never retries (redis-py's default retries every command three times,
+    which would run a claim or an INCRBY twice after a lost reply); reads opt in through
+    :func:`read_retry`. A pooled connection the server closed (restart, idle timeout) is
+    detected and reopened when it is next checked out.
+    """
+    pool = redis.ConnectionPool.from_url(
+        url,
+        decode_responses=True,
+        socket_connect_timeout=connect_timeout,
+        socket_timeout=socket_timeout,
+        retry=Retry(NoBackoff(), 0),
+    )
+    return redis.Redis(connection_pool=pool)
+
+
+def read_retry(retries: int = READ_RETRIES) -> Retry:
+    """The retry policy of idempotent calls: connection and timeout errors only."""
+    return Retry(ExponentialBackoff(cap=_BACKOFF_CAP_S, base=_BACKOFF_BASE_S), retries)
+
+
+@contextmanager
+def translated(where: str, action: str) -> Iterator[None]:
+    """Driver errors become :class:`BackendUnavailable` (bad input: InvalidRecord)."""
+    try:
+        yield
+    except redis.DataError as exc:
+        raise InvalidRecord(f"Redis refused a value during {action}: {exc}") from exc
+    except redis.RedisError as exc:
+        raise BackendUnavailable(f"Redis at {where} failed during {action}: {exc}") from exc
+
+
+def call(where: str, action: str, fn: Callable[[], T], retry: Retry | None = None) -> T:
+    """Run ``fn`` with driver errors translated, retrying connection errors if given a
+    policy (the failing connection is already dropped by redis-py before each retry)."""
+    with translated(where, action):
+        if retry is None:
+            return fn()
+        return retry.call_with_retry(fn, _ignore)
+
+
+def _ignore(_error: Exception) -> None:
+    return None
+
+
+def check_eviction_policy(client: redis.Redis, where: str, *, enforce: bool) -> None:
+    """Refuse a Redis that may evict keys, unless told to allow it.
+
+    Under any policy but ``noeviction`` Redis drops keys when it runs out of memory, and
+    the volatile-* policies pick keys with a TTL, i.e. locks and leases first. Losing one
+    loses a claim (a job runs twice) or a lock (two leaders). Managed services often
+    disable CONFIG; then the policy cannot be read, which is logged and accepted.
+    """
+    try:
+        found = client.config_get("maxmemory-policy")
+    except redis.ResponseError as exc:  # CONFIG renamed or disabled, or NOPERM under ACLs
+        logger.warning(
+            "cannot read maxmemory-policy of Redis at %s (%s); make sure it is noeviction, "
+            "or evicted keys will lose job claims and locks", where, exc,
+            extra={"action": "redis.eviction_unchecked"},
+        )
+        return
+    policy = found.get("maxmemory-policy", "noeviction")
+    if policy == "noeviction":
+        return
+    message = (
+        f"Redis at {where} has maxmemory-policy {policy!r}; OqronKit needs 'noeviction'. Under "
+        "any other policy Redis evicts keys when memory runs short, and an evicted key loses "
+        "job claims, leases and locks (jobs run twice or stall, two leaders run the "
+        "scheduler). Run `CONFIG SET maxmemory-policy noeviction` (and set it in redis.conf), "
+        "and put caches that should be evicted in another Redis instance. To start anyway, "
+        'set OQRON = {"ALLOW_REDIS_EVICTION": True}.'
+    )
+    if enforce:
+        raise ConfigurationError(message)
+    logger.warning("%s Starting anyway (ALLOW_REDIS_EVICTION).", message,
+                   extra={"action": "redis.eviction_allowed"})

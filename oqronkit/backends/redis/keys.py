@@ -1,0 +1,70 @@
+"""The Redis key layout of both backends, in one place.
+
+Every key starts with the scope prefix ``oqron:<project>:<environment>:``. What follows
+the prefix says which family the key belongs to, and the families can never produce the
+same key text:
+
+=========================================================  ==================================
+``{<p>:<e>:<queue>}:<part>``                               a queue's claim structures
+``lock:<name>``                                            a lock (leader election, ...)
+``counter:{<p>:<e>}:<name>``                               a counter (INCRBY)
+``kv:{<p>:<e>:kv:<group>}:values`` / ``:expiry``           an ephemeral group
+``durable:{<p>:<e>:durable}:<part>``                       the durable store (store.py)
+=========================================================  ==================================
+
+The ``{...}`` hash tag gives every key that one script touches the same Redis Cluster
+slot: a queue's keys share ``{<p>:<e>:<queue>}`` (names of queues may hold anything but
+':' is enough: a hash tag ends at the first '}' and every key of one queue has the same
+text up to it), counters share one slot so MGET reads them at once, and the durable
+store keeps a scope in one slot because apply() and compare_and_set() are atomic across
+its namespaces. Project and environment names hold no ':', '{' or '}' (config.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..types import Scope
+
+
+def scope_prefix(scope: Scope) -> str:
+    return f"oqron:{scope.project}:{scope.environment}:"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueKeys:
+    """The keys (and the wake-up channel) of one queue."""
+
+    ready: str  # zset: job id -> packed (priority, sequence) score
+    delayed: str  # zset: job id -> run_at
+    meta: str  # hash: delayed job id -> "<priority>|<lifo>"
+    leases: str  # hash: job id -> "<token>|<worker>"
+    expiry: str  # zset: job id -> lease expiry
+    seq: str  # string: enqueue sequence
+    token: str  # string: last fencing token
+    channel: str  # pub/sub channel (not a key) the queue's wake-ups go to
+
+
+@lru_cache(maxsize=4096)
+def queue_keys(scope: Scope, queue: str) -> QueueKeys:
+    base = f"{scope_prefix(scope)}{{{scope.project}:{scope.environment}:{queue}}}:"
+    return QueueKeys(*(base + part for part in ("ready", "delayed", "meta", "leases", "expiry", "seq", "token",
+                                                "wake")))
+
+
+def lock_key(scope: Scope, name: str) -> str:
+    return f"{scope_prefix(scope)}lock:{name}"
+
+
+def counter_key(scope: Scope, name: str) -> str:
+    return f"{scope_prefix(scope)}counter:{{{scope.project}:{scope.environment}}}:{name}"
+
+
+def kv_keys(scope: Scope, group: str) -> tuple[str, str]:
+    base = f"{scope_prefix(scope)}kv:{{{scope.project}:{scope.environment}:kv:{group}}}:"
+    return base + "values", base + "expiry"
+
+
+def durable_base(scope: Scope) -> str:
+    return f"{scope_prefix(scope)}durable:{{{scope.project}:{scope.environment}:durable}}:"
