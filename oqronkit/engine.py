@@ -65,6 +65,11 @@ def open_hot_plane(config: OqronConfig) -> HotPlane:
 
         assert config.database_url is not None
         return PostgresHotPlane(config.database_url)
+    if config.mode in ("redis", "redis-postgres"):
+        from .backends.redis import RedisHotPlane
+
+        assert config.redis_url is not None
+        return RedisHotPlane(config.redis_url)
     raise ConfigurationError(f"Mode {config.mode!r} has no hot plane in this version.")
 
 
@@ -127,10 +132,53 @@ class Engine:
                 "Declare it with oqronkit.queue(name) or import the module that does."
             ) from None
 
+    def controller(self, name: str) -> Queue:
+        """The queue ``name`` for control and inspection (pause, retry, counts, ...):
+        the one declared in this process, or else a publisher-only :class:`Queue` on this
+        engine, so tools such as the board can operate queues whose handlers live in
+        other processes. Raises :class:`ConfigurationError` for an invalid name."""
+        declared = self.registry.queues.get(name)
+        if declared is not None:
+            return declared
+        from .queue import Queue
+
+        return Queue(name, engine=self)
+
+    def scoped(self, *, project: str, environment: str) -> Engine:
+        """This engine seen from another (project, environment): the same planes (opened
+        lazily, shared, never closed by the copy) and a registry of its own, so control
+        queues built on it never mix with the queues declared in this process."""
+        return ScopedEngine(self, self.config.with_scope(project=project, environment=environment))
+
     def close(self) -> None:
         for plane in (self._hot, self._durable):
             if plane is not None:
                 plane.close()
+        self._hot = self._durable = None
+
+
+class ScopedEngine(Engine):
+    """An :class:`Engine` view over another engine's planes, in another scope
+    (:meth:`Engine.scoped`). Its planes belong to the parent: closing it closes nothing."""
+
+    def __init__(self, parent: Engine, config: OqronConfig) -> None:
+        super().__init__(config, registry=Registry())
+        self.parent = parent
+
+    @property
+    def durable(self) -> DurablePlane:
+        if self._durable is None:
+            self._durable = self.parent.durable.scoped(project=self.config.project,
+                                                       environment=self.config.environment)
+        return self._durable
+
+    @property
+    def hot(self) -> HotPlaneFacade:
+        if self._hot is None:
+            self._hot = self.parent.hot.scoped(project=self.config.project, environment=self.config.environment)
+        return self._hot
+
+    def close(self) -> None:
         self._hot = self._durable = None
 
 

@@ -46,3 +46,34 @@ def with_search_path(url: str, schema: str) -> str:
 
 def unique_name(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+def require_redis() -> str:
+    """The test Redis URL, after checking Redis answers."""
+    try:
+        import redis
+
+        client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except Exception as exc:  # any failure means "not usable here"
+        service_missing(f"Redis at {REDIS_URL}", exc)
+    return REDIS_URL
+
+
+def drop_redis_project(url: str, project: str) -> int:
+    """Delete every key of one test project (``oqron:<project>:*``): the shared Redis is
+    never flushed, each test removes only what its own scope wrote."""
+    import redis
+
+    pattern = "oqron:" + "".join(f"[{c}]" if c in "*?[]\\" else c for c in project) + ":*"
+    client = redis.Redis.from_url(url)
+    try:
+        doomed = list(client.scan_iter(match=pattern, count=1000))
+        for start in range(0, len(doomed), 1000):
+            client.delete(*doomed[start:start + 1000])
+        return len(doomed)
+    finally:
+        client.close()

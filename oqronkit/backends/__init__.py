@@ -23,7 +23,12 @@ def open_durable_store(config: OqronConfig) -> DurableStore:
 
         assert config.database_url is not None
         return PostgresDurableStore(config.database_url)
+    if config.mode == "redis":
+        from .redis import RedisDurableStore
+
+        assert config.redis_url is not None
+        return RedisDurableStore(config.redis_url)
     raise ConfigurationError(
         f"Mode {config.mode!r} has no durable store in this version; use memory, sqlite, "
-        "postgres or redis-postgres."
+        "postgres, redis or redis-postgres."
     )

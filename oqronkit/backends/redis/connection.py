@@ -75,6 +75,37 @@ def _ignore(_error: Exception) -> None:
     return None
 
 
+#: ZMSCORE (the batch membership test of signal, present and remove) came in 6.2.
+MIN_REDIS = (6, 2)
+
+
+def check_server_version(client: redis.Redis, where: str) -> None:
+    """Refuse a server too old for the scripts (Valkey reports a compatible version)."""
+    try:
+        version = str(client.info("server").get("redis_version", ""))
+    except redis.ResponseError:  # INFO disabled: the scripts will say so if it matters
+        return
+    found = tuple(int(part) for part in version.split(".")[:2] if part.isdigit())
+    if len(found) == 2 and found < MIN_REDIS:
+        raise ConfigurationError(
+            f"Redis at {where} is version {version}; the OqronKit hot plane needs Redis "
+            f"{MIN_REDIS[0]}.{MIN_REDIS[1]} or later (or Valkey)."
+        )
+
+
+def check_pubsub_allowed(client: redis.Redis, where: str) -> None:
+    """Refuse a Redis user that may not PUBLISH: the scripts that make jobs ready publish
+    the wake-ups (Redis 7 ACL users get no channel access unless given some)."""
+    try:
+        client.publish("oqron:startup-check", "")  # nobody listens: a harmless probe
+    except redis.exceptions.NoPermissionError as exc:
+        raise ConfigurationError(
+            f"The Redis user at {where} may not use pub/sub channels ({exc}); the hot plane "
+            "publishes wake-ups on channels named oqron:*. Grant them, e.g. "
+            "`ACL SETUSER <user> resetchannels &oqron:*`."
+        ) from exc
+
+
 def check_eviction_policy(client: redis.Redis, where: str, *, enforce: bool) -> None:
     """Refuse a Redis that may evict keys, unless told to allow it.
 

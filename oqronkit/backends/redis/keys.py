@@ -13,11 +13,12 @@ same key text:
 =========================================================  ==================================
 
 The ``{...}`` hash tag gives every key that one script touches the same Redis Cluster
-slot: a queue's keys share ``{<p>:<e>:<queue>}`` (names of queues may hold anything but
-':' is enough: a hash tag ends at the first '}' and every key of one queue has the same
-text up to it), counters share one slot so MGET reads them at once, and the durable
-store keeps a scope in one slot because apply() and compare_and_set() are atomic across
-its namespaces. Project and environment names hold no ':', '{' or '}' (config.py).
+slot: a queue's keys share ``{<p>:<e>:<queue>}`` (a queue name may hold any character:
+a hash tag ends at the first '}', and every key of one queue has the same text up to
+there; no suffix contains "}:", so two queues never share a key), counters share one
+slot so MGET reads them at once, and the durable store keeps a scope in one slot because
+apply() and compare_and_set() are atomic across its namespaces. Project and environment
+names hold no ':', '{' or '}' (config.py).
 """
 
 from __future__ import annotations

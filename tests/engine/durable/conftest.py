@@ -10,7 +10,7 @@ import pytest
 from oqronkit import DurablePlane
 from oqronkit.backends.memory import MemoryDurableStore
 
-BACKENDS = ["memory", "sqlite", "postgres"]
+BACKENDS = ["memory", "sqlite", "postgres", "redis"]
 
 
 def make_store(name: str, request: pytest.FixtureRequest, tmp_path) -> object:
@@ -20,6 +20,14 @@ def make_store(name: str, request: pytest.FixtureRequest, tmp_path) -> object:
         from oqronkit.backends.sqlite import SQLiteDurableStore
 
         return SQLiteDurableStore(str(tmp_path / "durable.sqlite3"))
+    if name == "redis":
+        from oqronkit.backends.redis import RedisDurableStore
+        from tests.services import drop_redis_project, require_redis
+
+        url = require_redis()
+        project = request.getfixturevalue("scope_names")[0]
+        request.addfinalizer(lambda: drop_redis_project(url, project))  # only this test's keys
+        return RedisDurableStore(url)
     from oqronkit.backends.postgres import PostgresDurableStore
 
     return PostgresDurableStore(request.getfixturevalue("pg_schema_url"))

@@ -10,7 +10,7 @@ import pytest
 from oqronkit.backends.memory_hot import MemoryHotPlane
 from oqronkit.backends.types import Scope
 
-HOT_BACKENDS = ["memory", "sqlite", "postgres"]
+HOT_BACKENDS = ["memory", "sqlite", "postgres", "redis"]
 
 
 def make_hot(name: str, request: pytest.FixtureRequest, tmp_path):
@@ -20,6 +20,14 @@ def make_hot(name: str, request: pytest.FixtureRequest, tmp_path):
         from oqronkit.backends.sqlite_hot import SQLiteHotPlane
 
         return SQLiteHotPlane(str(tmp_path / "hot.sqlite3"))
+    if name == "redis":
+        from oqronkit.backends.redis import RedisHotPlane
+        from tests.services import drop_redis_project, require_redis
+
+        url = require_redis()
+        project = request.getfixturevalue("scope_names")[0]
+        request.addfinalizer(lambda: drop_redis_project(url, project))  # only this test's keys
+        return RedisHotPlane(url)
     from oqronkit.backends.postgres import PostgresHotPlane
 
     return PostgresHotPlane(request.getfixturevalue("pg_schema_url"))

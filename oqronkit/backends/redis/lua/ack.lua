@@ -3,17 +3,23 @@
 --
 -- KEYS[1] leases   hash  oqron:<p>:<e>:{<p>:<e>:<queue>}:leases  job id -> "<token>|<worker>"
 -- KEYS[2] expiry   zset  oqron:<p>:<e>:{<p>:<e>:<queue>}:expiry  job id -> lease expiry (ms)
--- ARGV[1..] pairs: job id, token (integer text)
--- Returns the job ids acknowledged.
+-- ARGV[1] JSON array of [job id, token (integer text)]
+-- Returns JSON: the job ids acknowledged.
 
-local done = {}
-for i = 1, #ARGV, 2 do
-  local id = ARGV[i]
-  local held = redis.call('HGET', KEYS[1], id)
-  if held and lease_token(held) == ARGV[i + 1] then
-    redis.call('HDEL', KEYS[1], id)
-    redis.call('ZREM', KEYS[2], id)
+local pairs_ = cjson.decode(ARGV[1])
+local ids = {}
+for i, pair in ipairs(pairs_) do
+  ids[i] = pair[1]
+end
+local held = read_chunked('HMGET', KEYS[1], ids)
+local seen, done = {}, {}
+for i, pair in ipairs(pairs_) do
+  local id = pair[1]
+  if held[i] and not seen[id] and lease_token(held[i]) == pair[2] then
+    seen[id] = true
     done[#done + 1] = id
   end
 end
-return done
+call_chunked('HDEL', KEYS[1], done)
+call_chunked('ZREM', KEYS[2], done)
+return reply(done)

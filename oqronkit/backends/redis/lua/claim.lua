@@ -14,7 +14,8 @@
 -- ARGV[3] lease expiry (epoch ms)
 -- ARGV[4] worker id
 -- ARGV[5] most due jobs promoted by one call (bounds the script's run time)
--- Returns {job id, token, job id, token, ...} in claim order.
+-- Returns JSON [first token (text), job id, job id, ...] in claim order; the tokens are
+-- consecutive from the first.
 
 local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[5]))
 if #due > 0 then
@@ -32,19 +33,18 @@ end
 local taken = redis.call('ZPOPMIN', KEYS[1], ARGV[2])
 local n = #taken / 2
 if n == 0 then
-  return {}
+  return '[]'
 end
 local first = redis.call('INCRBY', KEYS[7], n) - n + 1
-local leases, expiries, out = {}, {}, {}
+local leases, expiries, out = {}, {}, {exact(first)}
 for i = 1, n do
-  local id, token = taken[2 * i - 1], first + i - 1
+  local id = taken[2 * i - 1]
   leases[#leases + 1] = id
-  leases[#leases + 1] = exact(token) .. '|' .. ARGV[4]
+  leases[#leases + 1] = exact(first + i - 1) .. '|' .. ARGV[4]
   expiries[#expiries + 1] = ARGV[3]
   expiries[#expiries + 1] = id
   out[#out + 1] = id
-  out[#out + 1] = token
 end
 call_chunked('HSET', KEYS[4], leases)
 call_chunked('ZADD', KEYS[5], expiries)
-return out
+return reply(out)

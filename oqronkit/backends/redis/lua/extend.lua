@@ -9,19 +9,29 @@
 -- KEYS[4] expiry   zset    oqron:<p>:<e>:{<p>:<e>:<queue>}:expiry   job id -> lease expiry (ms)
 -- KEYS[5] token    string  oqron:<p>:<e>:{<p>:<e>:<queue>}:token    last fencing token handed out
 -- ARGV[1] new lease expiry (epoch ms)
--- ARGV[2..] pairs: job id, token (integer text)
--- Returns the 1-based positions of the pairs renewed, in order. Pairs are handled one
--- after another, so of two pairs naming one id only the first can be renewed.
+-- ARGV[2] JSON array of [job id, token (integer text)]
+-- Returns JSON: the 1-based positions of the pairs renewed, in order. Pairs are handled
+-- one after another, so of two pairs naming one id only the first can be renewed.
 
-local out = {}
-for i = 2, #ARGV, 2 do
-  local id, token = ARGV[i], ARGV[i + 1]
-  local held = redis.call('HGET', KEYS[3], id)
+local pairs_ = cjson.decode(ARGV[2])
+local ids = {}
+for i, pair in ipairs(pairs_) do
+  ids[i] = pair[1]
+end
+local held = read_chunked('HMGET', KEYS[3], ids)
+local claimed = {}  -- ids settled earlier in this call
+local renew, out = {}, {}
+for i, pair in ipairs(pairs_) do
+  local id, token = pair[1], pair[2]
   local keep = false
-  if held then
-    keep = lease_token(held) == token
+  if claimed[id] then
+    keep = claimed[id] == token
+  elseif held[i] then
+    keep = lease_token(held[i]) == token
+    claimed[id] = lease_token(held[i])
   elseif not redis.call('ZSCORE', KEYS[1], id) and not redis.call('ZSCORE', KEYS[2], id) then
     keep = true
+    claimed[id] = token
     redis.call('HSET', KEYS[3], id, token .. '|')
     local last = tonumber(redis.call('GET', KEYS[5]) or '0')
     if tonumber(token) > last then
@@ -29,8 +39,10 @@ for i = 2, #ARGV, 2 do
     end
   end
   if keep then
-    redis.call('ZADD', KEYS[4], ARGV[1], id)
-    out[#out + 1] = i / 2
+    renew[#renew + 1] = ARGV[1]
+    renew[#renew + 1] = id
+    out[#out + 1] = i
   end
 end
-return out
+call_chunked('ZADD', KEYS[4], renew)
+return reply(out)

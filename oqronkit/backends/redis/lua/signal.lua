@@ -9,40 +9,47 @@
 -- KEYS[5] seq      string  oqron:<p>:<e>:{<p>:<e>:<queue>}:seq      enqueue sequence
 -- ARGV[1] now (epoch ms)
 -- ARGV[2] wake-up channel oqron:<p>:<e>:{<p>:<e>:<queue>}:wake (PUBLISHed, not a key)
--- ARGV[3..] groups of four: job id, priority, run_at (epoch ms, or '' for now), '1' for LIFO
+-- ARGV[3] JSON array of [job id, priority, run_at (epoch ms) or null, lifo (bool)]
 -- Returns the number of jobs made ready. Publishes on the channel when a job became
 -- ready or the earliest due time moved earlier (a waiter sized its sleep from it).
 
 local now = tonumber(ARGV[1])
+local signals = cjson.decode(ARGV[3])
+local ids = {}
+for i, s in ipairs(signals) do
+  ids[i] = s[1]
+end
+local in_ready = read_chunked('ZMSCORE', KEYS[1], ids)
+local in_delayed = read_chunked('ZMSCORE', KEYS[2], ids)
+local in_leases = read_chunked('HMGET', KEYS[4], ids)
 local before = earliest(KEYS[2])
 local seen = {}
-local ids, priorities, lifos = {}, {}, {}
+local ready, priorities, lifos = {}, {}, {}
 local delayed, metas = {}, {}
-for i = 3, #ARGV, 4 do
-  local id = ARGV[i]
-  if not seen[id] and not redis.call('ZSCORE', KEYS[1], id) and not redis.call('ZSCORE', KEYS[2], id)
-      and redis.call('HEXISTS', KEYS[4], id) == 0 then
+for i, s in ipairs(signals) do
+  local id = s[1]
+  if not seen[id] and not in_ready[i] and not in_delayed[i] and not in_leases[i] then
     seen[id] = true
-    local priority, run_at, lifo = tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3] == '1'
-    if run_at ~= '' and tonumber(run_at) > now then
-      delayed[#delayed + 1] = run_at
+    local priority, run_at, lifo = s[2], s[3], s[4]
+    if run_at ~= cjson.null and run_at > now then
+      delayed[#delayed + 1] = exact(run_at)
       delayed[#delayed + 1] = id
       metas[#metas + 1] = id
       metas[#metas + 1] = pack_meta(priority, lifo)
     else
-      ids[#ids + 1] = id
+      ready[#ready + 1] = id
       priorities[#priorities + 1] = priority
       lifos[#lifos + 1] = lifo
     end
   end
 end
-make_ready(KEYS[1], KEYS[5], ids, priorities, lifos)
+make_ready(KEYS[1], KEYS[5], ready, priorities, lifos)
 if #delayed > 0 then
   call_chunked('ZADD', KEYS[2], delayed)
   call_chunked('HSET', KEYS[3], metas)
 end
 local after = earliest(KEYS[2])
-if #ids > 0 or (after and (not before or after < before)) then
-  redis.call('PUBLISH', ARGV[2], #ids)
+if #ready > 0 or (after and (not before or after < before)) then
+  redis.call('PUBLISH', ARGV[2], #ready)
 end
-return #ids
+return #ready

@@ -6,19 +6,25 @@
 -- KEYS[2] expiry   zset  oqron:<p>:<e>:{<p>:<e>:<queue>}:expiry  job id -> lease expiry (ms)
 -- ARGV[1] now (epoch ms)
 -- ARGV[2] limit (> 0)
--- Returns {job id, token, expiry, job id, token, expiry, ...}.
+-- Returns JSON [job id, token, expiry, job id, token, expiry, ...] (numbers as text).
 
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
-local out = {}
+local ids = {}
 for i = 1, #expired, 2 do
-  local id = expired[i]
-  local held = redis.call('HGET', KEYS[1], id)
-  redis.call('ZREM', KEYS[2], id)
-  if held then
-    redis.call('HDEL', KEYS[1], id)
+  ids[#ids + 1] = expired[i]
+end
+if #ids == 0 then
+  return '[]'
+end
+local held = read_chunked('HMGET', KEYS[1], ids)
+local out = {}
+for i, id in ipairs(ids) do
+  if held[i] then
     out[#out + 1] = id
-    out[#out + 1] = tonumber(lease_token(held))
-    out[#out + 1] = tonumber(expired[i + 1])
+    out[#out + 1] = lease_token(held[i])
+    out[#out + 1] = expired[2 * i]
   end
 end
-return out
+call_chunked('HDEL', KEYS[1], ids)
+call_chunked('ZREM', KEYS[2], ids)
+return reply(out)
