@@ -3,7 +3,7 @@ circuit breakers, module logs and custom namespaces."""
 
 from __future__ import annotations
 
-from oqronboard.records import DurableRecord, DurableRecordQuerySet
+from oqronboard.records import DurableManager, DurableRecord, DurableRecordQuerySet
 
 
 class RecordQuerySet(DurableRecordQuerySet):
@@ -21,7 +21,7 @@ class RecordQuerySet(DurableRecordQuerySet):
 class Record(DurableRecord):
     """One row of ``oqron_records`` (read-only; pause or edit through the engine)."""
 
-    objects = RecordQuerySet.as_manager()
+    objects = DurableManager.for_queryset(RecordQuerySet)
 
     class Meta(DurableRecord.Meta):
         managed = False

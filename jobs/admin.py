@@ -1,9 +1,10 @@
-"""The read-only admin list of ``JobRecord``; issue #4 extends it."""
+"""The read-only admin list of ``JobRecord``, with retry and delete actions for dead
+letters (operators only; through the engine)."""
 
 from __future__ import annotations
 
-from oqronboard.admin import register_read_only
+from oqronboard.admin import JobRecordAdmin, register_read_only
 
 from .models import JobRecord
 
-register_read_only(JobRecord)
+register_read_only(JobRecord, JobRecordAdmin)

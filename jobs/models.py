@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from oqronboard.records import DurableRecord, DurableRecordQuerySet
+from oqronboard.records import DurableManager, DurableRecord, DurableRecordQuerySet
 
 
 class JobRecordQuerySet(DurableRecordQuerySet):
@@ -24,7 +24,7 @@ class JobRecordQuerySet(DurableRecordQuerySet):
 class JobRecord(DurableRecord):
     """One row of ``oqron_jobs`` (read-only; retry or delete jobs through the engine)."""
 
-    objects = JobRecordQuerySet.as_manager()
+    objects = DurableManager.for_queryset(JobRecordQuerySet)
 
     class Meta(DurableRecord.Meta):
         managed = False

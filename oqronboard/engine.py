@@ -185,6 +185,13 @@ def durable_for(project: str, environment: str) -> DurablePlane:
     return get_durable().scoped(project=config.project, environment=config.environment)
 
 
+def engine_for(project: str, environment: str) -> oqronkit.Engine:
+    """The engine seen from (project, environment), for the board's actions: the shared
+    planes, a scope validated like the configured one, and a registry of its own, so
+    ``engine_for(...).controller(name)`` operates a queue whose handler lives elsewhere."""
+    return get_engine().scoped(project=project, environment=environment)
+
+
 def reset() -> None:
     """Close the durable plane and forget the cached config (tests, setting changes)."""
     global _config, _engine

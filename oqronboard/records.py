@@ -92,6 +92,28 @@ class DurableRecordQuerySet(models.QuerySet):
         _refuse(self.model, "objects.update_or_create")
 
 
+def durable_alias() -> str:
+    """The alias of the database holding the durable tables: ``default`` unless
+    ``settings.OQRON_DATABASE_ALIAS`` names another (the test suite's Postgres alias)."""
+    from django.conf import settings
+
+    return getattr(settings, "OQRON_DATABASE_ALIAS", "default")
+
+
+class DurableManager(models.Manager):
+    """Reads go to :func:`durable_alias` (``.using()`` still overrides it), so the
+    board's views and the admin read the engine's tables wherever they live, without a
+    database router (which would make Django check migrations on that database too)."""
+
+    def get_queryset(self) -> models.QuerySet:
+        queryset = super().get_queryset()
+        return queryset if self._db else queryset.using(durable_alias())
+
+    @classmethod
+    def for_queryset(cls, queryset_class: type[models.QuerySet]) -> DurableManager:
+        return cls.from_queryset(queryset_class)()
+
+
 class DurableRecord(models.Model):
     """One row of a durable table: ``(project, environment, namespace, id)`` is the
     key, ``value`` the engine's JSON record with the spec's camelCase keys."""
@@ -106,7 +128,7 @@ class DurableRecord(models.Model):
     inserted_at = models.BigIntegerField(help_text="Epoch milliseconds of the first write.")
     expires_at = models.BigIntegerField(null=True, blank=True, help_text="Epoch milliseconds; null: kept.")
 
-    objects = DurableRecordQuerySet.as_manager()
+    objects = DurableManager.for_queryset(DurableRecordQuerySet)
 
     class Meta:
         abstract = True

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from django.utils.csp import CSP
+
 from oqronboard import engine
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -57,6 +59,10 @@ INSTALLED_APPS = [
     "jobs",
     "definitions",
 ]
+# The demo app declares the demo queues in demo/oqron.py; bin/demo sets OQRON_DEMO=1 so
+# `runworker` discovers them. Off by default: a real deployment never consumes them.
+if _env_flag("OQRON_DEMO", False):
+    INSTALLED_APPS.append("demo")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -65,10 +71,28 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Safe by default: every view needs a login unless marked @login_not_required.
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Django's built-in Content-Security-Policy (SECURE_CSP below).
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
 ]
+
+# No inline script or style anywhere: the board's JavaScript and CSS are static files,
+# htmx's own indicator <style> is switched off (templates/base.html, htmx-config).
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "frame-ancestors": [CSP.NONE],
+    "form-action": [CSP.SELF],
+}
 
 ROOT_URLCONF = "oqronboard.urls"
 WSGI_APPLICATION = "oqronboard.wsgi.application"
@@ -84,6 +108,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "oqronboard.context_processors.board",
             ],
         },
     },
@@ -120,6 +145,10 @@ STORAGES = {
 }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# The alias whose database holds the durable tables (oqron_runs, oqron_jobs,
+# oqron_records): the board's unmanaged models read there (oqronboard.records).
+OQRON_DATABASE_ALIAS = "default"
 
 LOGGING = {
     "version": 1,

@@ -18,6 +18,7 @@ from .errors import (
     InvalidJob,
     InvalidNamespace,
     InvalidRecord,
+    InvalidSchedule,
     InvalidState,
     JobNotFound,
     LegacyLayoutDetected,
@@ -25,6 +26,7 @@ from .errors import (
     OqronError,
     RecordTooLarge,
     UnknownQueue,
+    UnknownSchedule,
 )
 from .jobs import Job
 from .namespaces import (
@@ -38,6 +40,7 @@ from .namespaces import (
     table_name_for_namespace,
 )
 from .queue import Queue
+from .scheduler import Cron, Schedule, cron, schedule
 
 
 def open_durable(config: OqronConfig, *, start: bool = True) -> DurablePlane:
@@ -63,12 +66,14 @@ __all__ = [
     "TABLE_NAMES",
     "BackendUnavailable",
     "ConfigurationError",
+    "Cron",
     "Discard",
     "DurablePlane",
     "Engine",
     "InvalidJob",
     "InvalidNamespace",
     "InvalidRecord",
+    "InvalidSchedule",
     "InvalidState",
     "Job",
     "JobNotFound",
@@ -81,15 +86,19 @@ __all__ = [
     "RecordTooLarge",
     "RecordWrite",
     "Registry",
+    "Schedule",
     "StoredRecord",
     "UnknownQueue",
+    "UnknownSchedule",
     "classify_namespace",
     "config_from_env",
     "config_from_mapping",
     "configure",
+    "cron",
     "get_engine",
     "open_durable",
     "queue",
+    "schedule",
     "table_for_kind",
     "table_name_for_namespace",
     "worker",

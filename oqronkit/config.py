@@ -40,6 +40,7 @@ class OqronConfig:
     environment: str = "development"
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     acknowledge_v1_layout: bool = False
+    allow_redis_eviction: bool = False
     run_log_limit: int = 200
     run_timeline_limit: int = 100
 
@@ -56,10 +57,9 @@ class OqronConfig:
                     "'.', '_' or '-', starting with a letter or digit (it is part of Redis "
                     "keys and row scopes)."
                 )
-        if not isinstance(self.acknowledge_v1_layout, bool):
-            raise ConfigurationError(
-                f"OQRON acknowledge_v1_layout must be True or False, got {self.acknowledge_v1_layout!r}."
-            )
+        for flag in ("acknowledge_v1_layout", "allow_redis_eviction"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigurationError(f"OQRON {flag} must be True or False, got {getattr(self, flag)!r}.")
         for name in ("database_url", "redis_url"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):

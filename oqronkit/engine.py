@@ -69,7 +69,7 @@ def open_hot_plane(config: OqronConfig) -> HotPlane:
         from .backends.redis import RedisHotPlane
 
         assert config.redis_url is not None
-        return RedisHotPlane(config.redis_url)
+        return RedisHotPlane(config.redis_url, check_eviction=not config.allow_redis_eviction)
     raise ConfigurationError(f"Mode {config.mode!r} has no hot plane in this version.")
 
 

@@ -59,3 +59,13 @@ class InvalidState(OqronError, RuntimeError):
 
 class Discard(OqronError):
     """Raised inside a handler (or by ``ctx.discard``) to fail the job now, with no retries."""
+
+
+class InvalidSchedule(ConfigurationError):
+    """A cron or schedule definition is invalid (expression, time zone, policy, bound);
+    raised when the definition is declared, with the field and the fix in the message."""
+
+
+class UnknownSchedule(OqronError, LookupError):
+    """No cron or schedule of that name is stored; declare it (``oqronkit.cron`` /
+    ``oqronkit.schedule``) and let a worker start once, or check the name."""

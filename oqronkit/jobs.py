@@ -95,9 +95,9 @@ class Job:
 
 _VOLATILE = [
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I), "<uuid>"),
-    (re.compile(r"\b0x[0-9a-f]+\b|\b[0-9a-f]{12,}\b", re.I), "<hex>"),
     (re.compile(r"'[^']*'|\"[^\"]*\""), "<str>"),
-    (re.compile(r"\d+(\.\d+)?"), "<n>"),
+    # Any word holding a digit is an id, a count or a time: 42, cus_9fA2, 0x1f, 12.5ms.
+    (re.compile(r"[\w.-]*\d[\w.-]*"), "<n>"),
 ]
 
 

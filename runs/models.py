@@ -8,7 +8,7 @@ from django.db import models
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
-from oqronboard.records import DurableRecord, DurableRecordQuerySet
+from oqronboard.records import DurableManager, DurableRecord, DurableRecordQuerySet
 
 
 class RunRecordQuerySet(DurableRecordQuerySet):
@@ -39,7 +39,7 @@ class RunRecordQuerySet(DurableRecordQuerySet):
 class RunRecord(DurableRecord):
     """One row of ``oqron_runs`` (read-only; runs are written by the engine)."""
 
-    objects = RunRecordQuerySet.as_manager()
+    objects = DurableManager.for_queryset(RunRecordQuerySet)
 
     class Meta(DurableRecord.Meta):
         managed = False

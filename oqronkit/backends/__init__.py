@@ -27,7 +27,7 @@ def open_durable_store(config: OqronConfig) -> DurableStore:
         from .redis import RedisDurableStore
 
         assert config.redis_url is not None
-        return RedisDurableStore(config.redis_url)
+        return RedisDurableStore(config.redis_url, check_eviction=not config.allow_redis_eviction)
     raise ConfigurationError(
         f"Mode {config.mode!r} has no durable store in this version; use memory, sqlite, "
         "postgres, redis or redis-postgres."

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..clock import now_ms
 from ..errors import OqronError
+from ..scheduler import Scheduler
 from .reconciler import Reconciler
 from .rescuer import rescue_expired
 from .retention import prune
@@ -34,14 +35,17 @@ class Services:
         reconcile_every: float = 5.0,
         sweep_every: float = 5.0,
         retention_every: float = 60.0,
+        scheduler_every: float = 0.2,
     ) -> None:
         self.engine = engine
         self.worker_id = worker_id
         self.lease_ms = lease_ms
-        self.intervals = {"rescue": rescue_every, "reconcile": reconcile_every, "sweep": sweep_every,
-                          "retention": retention_every}
+        # The scheduler comes first: its slots are time-critical, the other services are not.
+        self.intervals = {"scheduler": scheduler_every, "scheduler-recovery": 1.0, "rescue": rescue_every,
+                          "reconcile": reconcile_every, "sweep": sweep_every, "retention": retention_every}
         self.is_leader = False
         self.reconciler = Reconciler(engine)
+        self.scheduler = Scheduler(engine, worker_id=worker_id)
         self._last: dict[str, float] = {}
 
     def loop(self, stop: threading.Event) -> None:
@@ -58,6 +62,12 @@ class Services:
             logger.info("worker %s %s the leader", self.worker_id, "is now" if leader else "is no longer",
                         extra={"action": "services.leader" if leader else "services.follower"})
             self.is_leader = leader
+            self.scheduler.set_leader(leader)
+        try:
+            self.scheduler.prepare()  # every node stores its declared crons/schedules once (version rules)
+        except OqronError as exc:
+            logger.warning("could not store cron/schedule definitions yet: %s", exc,
+                           extra={"action": "services.scheduler_prepare"})
         if not leader:
             return
         now = time.monotonic()
@@ -67,6 +77,17 @@ class Services:
                 self.run(name)
 
     def run(self, name: str) -> None:
+        if name.startswith("scheduler"):
+            try:
+                if name == "scheduler":
+                    self.scheduler.tick()
+                else:
+                    self.scheduler.recover()
+            except OqronError as exc:  # caught here so the services after it still run
+                logger.warning("%s: %s", name, exc, extra={"action": "services.error"})
+            except Exception:  # a scheduler bug must never stop this loop renewing the lease
+                logger.exception("%s failed", name, extra={"action": "services.scheduler_failed"})
+            return
         queues = self.known_queues()
         if name == "rescue":
             rescue_expired(self.engine, queues)
@@ -86,6 +107,7 @@ class Services:
         return sorted(names)
 
     def resign(self) -> None:
+        self.scheduler.shutdown()
         if self.is_leader:
             try:
                 self.engine.hot.release_lock(LEADER_LOCK, self.worker_id)

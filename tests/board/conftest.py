@@ -85,9 +85,15 @@ def _shared(
 ) -> Iterator[SharedDatabase]:
     project, environment = scope_names
     settings.OQRON = {"MODE": mode, "DATABASE_URL": url, "PROJECT": project, "ENVIRONMENT": environment}
+    # The board's views and admin read the durable tables through this alias.
+    settings.OQRON_DATABASE_ALIAS = alias
     with django_db_blocker.unblock():
         try:
             yield SharedDatabase(alias, engine.get_durable(), project, environment)
         finally:
             engine.reset()
             connections["postgres"].close()
+
+
+# The board fixture (two logged-in clients over shared_db) lives with the seed helpers.
+from tests.board.seed import board  # noqa: E402, F401

@@ -193,3 +193,36 @@ def test_reset_closes_the_plane(settings):
     first = engine.get_durable()
     engine.reset()
     assert engine.get_durable() is not first
+
+
+# -- the board's engine helpers (oqronkit.Engine.scoped / .controller) ----------------
+
+
+def test_engine_for_acts_in_another_scope_without_a_handler(settings):
+    settings.OQRON = {"MODE": "memory", "PROJECT": "home"}
+    shop = engine.engine_for("shop", "production")
+    assert (shop.config.project, shop.config.environment) == ("shop", "production")
+    queue = shop.controller("emails")
+    assert queue.fn is None and queue.engine is shop
+    job = queue.add({"n": 1})
+    assert shop.durable.get("queue_job:emails", job.id) is not None
+    assert engine.get_durable().get("queue_job:emails", job.id) is None  # the configured scope is untouched
+    assert shop.hot.depths("emails", 0).ready + shop.hot.depths("emails", 10**13).ready >= 1
+    queue.pause()
+    assert engine.durable_for("shop", "production").get("queue", "emails").value["paused"] is True
+    # The scoped engine shares the planes: closing it closes nothing.
+    shop.close()
+    assert engine.get_durable().store is shop.parent.durable.store
+    assert engine.get_engine().registry.queues.get("emails") is not queue  # its own registry
+
+
+def test_controller_returns_the_declared_queue_when_there_is_one(settings):
+    settings.OQRON = {"MODE": "memory"}
+    from oqronkit import Engine, Registry
+
+    local = Engine(engine.get_config(), registry=Registry())
+    declared = local.queue("emails", handler=lambda ctx: None)
+    assert local.controller("emails") is declared
+    with pytest.raises(ConfigurationError):
+        local.controller("bad:name")
+    local.close()

@@ -50,10 +50,11 @@ def test_home_shows_the_engine_configuration(admin_client, settings):
 
 def test_home_shows_a_configuration_problem_instead_of_failing(admin_client, settings):
     settings.OQRON = {"MODE": "bogus"}
-    response = admin_client.get(reverse("home"))
-    assert response.status_code == 200
-    assert b"The engine is not ready" in response.content
-    assert b"OQRON mode &#x27;bogus&#x27;" in response.content
+    for url in (reverse("home"), reverse("runs"), reverse("dead-letters")):
+        response = admin_client.get(url)
+        assert response.status_code == 503  # said plainly, never a traceback
+        assert b"The engine is not ready" in response.content
+        assert b"OQRON mode &#x27;bogus&#x27;" in response.content
 
 
 def test_home_never_shows_a_database_password(admin_client, settings, monkeypatch):

@@ -13,7 +13,7 @@ import pytest
 from oqronkit import Engine, OqronConfig, Registry
 from oqronkit.worker import WorkerProcess
 
-MODES = ["memory", "sqlite", "postgres"]
+MODES = ["memory", "sqlite", "postgres", "redis-postgres", "redis"]
 
 
 def make_config(mode: str, request: pytest.FixtureRequest, tmp_path, project: str) -> OqronConfig:
@@ -21,7 +21,14 @@ def make_config(mode: str, request: pytest.FixtureRequest, tmp_path, project: st
         return OqronConfig(mode="memory", database_url=None, project=project)
     if mode == "sqlite":
         return OqronConfig(mode="sqlite", database_url=f"sqlite:///{tmp_path / 'oqron.sqlite3'}", project=project)
-    return OqronConfig(mode="postgres", database_url=request.getfixturevalue("pg_schema_url"), project=project)
+    from tests.services import require_redis
+
+    if mode == "redis":
+        return OqronConfig(mode="redis", database_url=None, redis_url=require_redis(), project=project)
+    pg_url = request.getfixturevalue("pg_schema_url")
+    if mode == "redis-postgres":
+        return OqronConfig(mode="redis-postgres", database_url=pg_url, redis_url=require_redis(), project=project)
+    return OqronConfig(mode="postgres", database_url=pg_url, project=project)
 
 
 @pytest.fixture(params=MODES)
@@ -36,6 +43,10 @@ def engine(mode: str, request: pytest.FixtureRequest, tmp_path, scope_names) -> 
         yield eng
     finally:
         eng.close()
+        if mode.startswith("redis"):
+            from tests.services import drop_redis_project
+
+            drop_redis_project(eng.config.redis_url or "", scope_names[0])
 
 
 def wait_until(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.02) -> None:

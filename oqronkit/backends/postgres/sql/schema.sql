@@ -89,3 +89,33 @@ CREATE INDEX IF NOT EXISTS oqron_runs_message_published_idx
 
 -- Jobs of one queue by status (waiting / active / ...).
 CREATE INDEX IF NOT EXISTS oqron_jobs_status_idx ON oqron_jobs (project, environment, namespace, (value->>'status'));
+
+-- The board's lists (issue 4): every sort it runs is served by one of these.
+-- Runs of one job (a job's attempts side by side) and of one worker, newest first.
+CREATE INDEX IF NOT EXISTS oqron_runs_job_started_idx
+    ON oqron_runs (project, environment, (value->>'jobId'), ((value->>'startedAt')::numeric), id COLLATE "C");
+CREATE INDEX IF NOT EXISTS oqron_runs_worker_started_idx
+    ON oqron_runs (project, environment, (value->>'workerId'), ((value->>'startedAt')::numeric), id COLLATE "C");
+-- Jobs of one queue and status by creation time (jobs page; oldest waiting job). The
+-- cast is guarded: unlike runs, job rows are not refused for a non-numeric createdAt.
+CREATE INDEX IF NOT EXISTS oqron_jobs_status_created_idx
+    ON oqron_jobs (project, environment, namespace, (value->>'status'),
+                   (CASE WHEN jsonb_typeof(value->'createdAt') = 'number' THEN (value->>'createdAt')::numeric END),
+                   id COLLATE "C");
+-- Dead letters by death time: of one queue, of every queue, and of one error
+-- fingerprint (the groups); partial, so live jobs never pay for them.
+CREATE INDEX IF NOT EXISTS oqron_jobs_dlq_died_idx
+    ON oqron_jobs (project, environment, namespace,
+                   (CASE WHEN jsonb_typeof(value->'diedAt') = 'number' THEN (value->>'diedAt')::numeric END),
+                   id COLLATE "C")
+    WHERE record_kind = 'dlq';
+CREATE INDEX IF NOT EXISTS oqron_jobs_dlq_all_died_idx
+    ON oqron_jobs (project, environment,
+                   (CASE WHEN jsonb_typeof(value->'diedAt') = 'number' THEN (value->>'diedAt')::numeric END),
+                   id COLLATE "C")
+    WHERE record_kind = 'dlq';
+CREATE INDEX IF NOT EXISTS oqron_jobs_dlq_fingerprint_idx
+    ON oqron_jobs (project, environment, (value->>'errorFingerprint'),
+                   (CASE WHEN jsonb_typeof(value->'diedAt') = 'number' THEN (value->>'diedAt')::numeric END),
+                   id COLLATE "C")
+    WHERE record_kind = 'dlq';

@@ -72,4 +72,24 @@ CREATE INDEX IF NOT EXISTS oqron_runs_module_idx ON oqron_runs
 CREATE INDEX IF NOT EXISTS oqron_runs_started_idx ON oqron_runs
     (project, environment, namespace, json_extract(value, '$.startedAt'), id);
 
+-- The board's lists (issue 4): every sort it runs is served by one of these.
+-- Runs of one job (a job's attempts side by side) and of one worker, newest first.
+CREATE INDEX IF NOT EXISTS oqron_runs_job_idx ON oqron_runs
+    (project, environment, json_extract(value, '$.jobId'), json_extract(value, '$.startedAt'), id);
+CREATE INDEX IF NOT EXISTS oqron_runs_worker_idx ON oqron_runs
+    (project, environment, json_extract(value, '$.workerId'), json_extract(value, '$.startedAt'), id);
+-- Jobs of one queue and status by creation time (jobs page; oldest waiting job).
+CREATE INDEX IF NOT EXISTS oqron_jobs_status_created_idx ON oqron_jobs
+    (project, environment, namespace, json_extract(value, '$.status'), json_extract(value, '$.createdAt'), id);
+-- Dead letters by death time: of one queue, of every queue, and of one error
+-- fingerprint (the groups); partial, so live jobs never pay for them. Queries spell
+-- record_kind = 'dlq' as a literal: SQLite ignores a partial index for a bound value.
+CREATE INDEX IF NOT EXISTS oqron_jobs_dlq_died_idx ON oqron_jobs
+    (project, environment, namespace, json_extract(value, '$.diedAt'), id) WHERE record_kind = 'dlq';
+CREATE INDEX IF NOT EXISTS oqron_jobs_dlq_all_died_idx ON oqron_jobs
+    (project, environment, json_extract(value, '$.diedAt'), id) WHERE record_kind = 'dlq';
+CREATE INDEX IF NOT EXISTS oqron_jobs_dlq_fingerprint_idx ON oqron_jobs
+    (project, environment, json_extract(value, '$.errorFingerprint'), json_extract(value, '$.diedAt'), id)
+    WHERE record_kind = 'dlq';
+
 COMMIT;

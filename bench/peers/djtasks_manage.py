@@ -1,0 +1,12 @@
+"""``manage.py`` of the django-tasks bench project (``migrate``, ``db_worker``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if __name__ == "__main__":
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "djtasks_settings")
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line(sys.argv)

@@ -1,0 +1,50 @@
+"""A worker for our engine built from ``WorkerProcess`` directly, for what the CLI
+cannot say: ``--no-record-runs`` (``WorkerProcess(record_runs=False)``).
+
+Usage: ``python oqron_worker.py [--no-record-runs] [--concurrency N] [--no-services]`` with the
+``OQRON_*`` variables set, like ``python -m oqronkit worker --import oqron_tasks``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+
+import oqron_tasks
+
+from oqronkit import get_engine
+from oqronkit.worker import WorkerProcess
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--no-record-runs", dest="record_runs", action="store_false")
+    parser.add_argument("--concurrency", type=int, default=None)
+    parser.add_argument("--no-services", dest="services", action="store_false",
+                        help="diagnostics: no leader services (reconciler, rescuer, ...) in this process")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    engine = get_engine()
+    process = WorkerProcess(engine, queues=[oqron_tasks.bench.name], concurrency=args.concurrency,
+                            record_runs=args.record_runs, services=args.services)
+    signals = {"count": 0}
+
+    def on_signal(_signum: int, _frame: object) -> None:
+        signals["count"] += 1
+        if signals["count"] > 1:
+            os._exit(1)
+        process.request_stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        process.run()
+    finally:
+        engine.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,771 @@
+"""Job-queue throughput: our engine (sqlite and postgres modes) against Procrastinate and
+django-tasks-db, on the workload of ``shared/reference/peer-bench.md``.
+
+N no-op jobs with payload ``{"i": i, "to": "user-i@example.com"}``; every system's task
+body is one Redis ``INCR`` on a completion counter (``bench/peers/common.py``), which the
+harness polls. Per system and repeat, with clean state before every phase:
+
+1. single enqueue: one call per job, ``--single-n`` jobs;
+2. bulk enqueue: ``add_bulk`` / ``batch_defer`` in chunks of ``--chunk`` (django-tasks has
+   no bulk API: its single enqueue of N is reported there, marked ``*``);
+3. processing: ONE worker process on the N bulk-enqueued jobs, timed from spawn until
+   N tasks ran, and from the first completion (start-up excluded);
+4. latency: ``--latency-n`` jobs ``--latency-gap`` apart into an idle worker; each task
+   pushes ``start - enqueue time`` (the enqueue time travels in the payload);
+5. our engine: every job left exactly one completed run record (none with recording off).
+
+The peers run in their own virtualenv (``bench/.peers-venv``, created on first use from
+``bench/requirements-peers.txt``). Figures are medians of ``--repeat`` interleaved runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS = ROOT / "bench" / "peers"
+PEERS_VENV = ROOT / "bench" / ".peers-venv"
+PEERS_REQUIREMENTS = ROOT / "bench" / "requirements-peers.txt"
+OUR_PYTHON = sys.executable
+ALL_SYSTEMS = ("oqron-sqlite", "oqron-postgres", "oqron-postgres-norec", "procrastinate", "django-tasks")
+BASELINE = "procrastinate"
+
+
+class BenchError(Exception):
+    """A phase (or the set-up) failed; the message says why."""
+
+
+# -- small helpers ---------------------------------------------------------------------
+
+
+def with_database(url: str, name: str) -> str:
+    """``url`` pointing at database ``name``."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]
+
+
+def tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def peak_rss_mib(pid: int) -> float | None:
+    """The process's peak resident set (VmHWM), in MiB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+# -- the harness context -----------------------------------------------------------------
+
+
+@dataclass
+class Bench:
+    """Servers, options and scratch space shared by every system."""
+
+    pg_url: str
+    redis_url: str
+    args: argparse.Namespace
+    scratch: Path
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+    counter: int = 0
+    fresh_databases: set[str] = field(default_factory=set)
+
+    def redis(self) -> Any:
+        import redis
+
+        return redis.Redis.from_url(self.redis_url)
+
+    def pg(self, database: str) -> Any:
+        import psycopg
+
+        return psycopg.connect(with_database(self.pg_url, database), autocommit=True, connect_timeout=5)
+
+    def next_tag(self, system: str, phase: str) -> str:
+        self.counter += 1
+        return f"{system}-{phase}-{self.run_id}-{self.counter}"
+
+    def recreate_database(self, name: str) -> None:
+        """Drop and create ``name`` (once per invocation: later calls do nothing)."""
+        if name in self.fresh_databases:
+            return
+        self.fresh_databases.add(name)
+        with self.pg(urlsplit(self.pg_url).path.lstrip("/") or "postgres") as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+    def truncate(self, database: str, prefix: str, *, required: bool = True) -> None:
+        """Empty every public table named ``prefix*`` and checkpoint, so the next
+        phase starts from clean tables and no earlier WAL is flushed during it."""
+        with self.pg(database) as conn:
+            names = [r[0] for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename LIKE %s",
+                (prefix.replace("_", r"\_") + "%",)).fetchall()]
+            if required and not names:
+                raise BenchError(f"no table named {prefix}* in database {database}: cannot reset its state")
+            if names:
+                conn.execute("TRUNCATE " + ", ".join(f'"{n}"' for n in names) + " RESTART IDENTITY CASCADE")
+            conn.execute("CHECKPOINT")
+
+
+def check_servers(bench: Bench) -> None:
+    """Fail early, and clearly, when Postgres or Redis is not there."""
+    try:
+        bench.redis().ping()
+    except Exception as exc:
+        raise BenchError(f"Redis at {bench.redis_url} is not answering ({exc}); start it or pass --redis-url.") from exc
+    try:
+        with bench.pg(urlsplit(bench.pg_url).path.lstrip("/") or "postgres") as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:
+        raise BenchError(f"PostgreSQL at {bench.pg_url} is not answering ({exc}); start it or pass --pg-url.") from exc
+
+
+# -- systems -------------------------------------------------------------------------------
+
+
+@dataclass
+class Phase:
+    """One phase's clean state: the environment its processes get and its Redis keys."""
+
+    tag: str
+    env: dict[str, str]
+    project: str | None = None
+    sqlite_path: Path | None = None
+
+
+class System:
+    """How to set up, reset, feed and run one job system."""
+
+    name = ""
+    setting = ""
+    has_bulk = True
+    python = OUR_PYTHON
+    driver = ""
+
+    def prepare(self, bench: Bench) -> None:
+        """Once per invocation: databases and schema."""
+
+    def fresh(self, bench: Bench, phase_name: str) -> Phase:
+        """Clean state for one phase."""
+        raise NotImplementedError
+
+    def worker_argv(self, bench: Bench) -> list[str]:
+        raise NotImplementedError
+
+    def verify(self, bench: Bench, phase: Phase, n: int) -> str | None:
+        """Check what the processing phase left behind; None when nothing to check."""
+        return None
+
+    def base_env(self, bench: Bench, tag: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OQRON_", "DJANGO_", "PYTHON"))}
+        env.update({"BENCH_REDIS_URL": bench.redis_url, "BENCH_KEY": f"oqbench:{tag}",
+                    "PYTHONPATH": str(PEERS), "PYTHONUNBUFFERED": "1"})
+        return env
+
+
+class OqronSystem(System):
+    """Our engine in ``sqlite`` or ``postgres`` mode, run recording on or off."""
+
+    database = "oqron_bench"
+
+    def __init__(self, mode: str, *, record_runs: bool = True, concurrency: int | None = None) -> None:
+        self.mode = mode
+        self.record_runs = record_runs
+        self.concurrency = concurrency
+        self.name = f"oqron-{mode}" + ("" if record_runs else "-norec")
+        self.driver = str(PEERS / "oqron_driver.py")
+        conc = f"--concurrency {concurrency}" if concurrency else "concurrency 5 (the Queue default)"
+        if record_runs:
+            self.setting = f"python -m oqronkit worker, 1 process, {conc}"
+        else:
+            self.setting = f"bench/peers/oqron_worker.py --no-record-runs, 1 process, {conc}"
+
+    def prepare(self, bench: Bench) -> None:
+        if self.mode == "postgres":
+            bench.recreate_database(self.database)
+
+    def fresh(self, bench: Bench, phase_name: str) -> Phase:
+        tag = bench.next_tag(self.name, phase_name)
+        env = self.base_env(bench, tag)
+        env["PYTHONPATH"] = f"{PEERS}{os.pathsep}{ROOT}"
+        env.update({"OQRON_MODE": self.mode, "OQRON_PROJECT": f"bench-{tag}", "OQRON_ENVIRONMENT": "bench"})
+        phase = Phase(tag, env, project=env["OQRON_PROJECT"])
+        if self.mode == "sqlite":
+            phase.sqlite_path = bench.scratch / f"{tag}.sqlite3"
+            env["OQRON_DATABASE_URL"] = f"sqlite:///{phase.sqlite_path}"
+        else:
+            bench.truncate(self.database, "oqron_", required=False)  # the engine creates them
+            env["OQRON_DATABASE_URL"] = with_database(bench.pg_url, self.database)
+        return phase
+
+    def worker_argv(self, bench: Bench) -> list[str]:
+        extra = ["--concurrency", str(self.concurrency)] if self.concurrency else []
+        if self.record_runs:
+            return [OUR_PYTHON, "-m", "oqronkit", "worker", "--import", "oqron_tasks", "--queues", "bench",
+                    "--log-level", "warning", *extra]
+        return [OUR_PYTHON, str(PEERS / "oqron_worker.py"), "--no-record-runs", *extra]
+
+    def verify(self, bench: Bench, phase: Phase, n: int) -> str | None:
+        runs, jobs, completed, left = self._count(bench, phase)
+        expected = n if self.record_runs else 0
+        if runs == jobs == completed == expected and left == 0:
+            return f"ok ({runs} runs)"
+        return f"MISMATCH: {runs} runs for {jobs} jobs, {completed} completed, {left} jobs left (want {expected})"
+
+    def _count(self, bench: Bench, phase: Phase) -> tuple[int, int, int, int]:
+        """(run records, distinct jobs among them, completed runs, jobs left in oqron_jobs)."""
+        runs_sql = ("SELECT count(*), count(DISTINCT {job}), count(*) FILTER (WHERE {status} = 'completed') "
+                    "FROM oqron_runs WHERE project = {p} AND environment = 'bench' AND namespace = 'runs'")
+        jobs_sql = "SELECT count(*) FROM oqron_jobs WHERE project = {p} AND environment = 'bench'"
+        if phase.sqlite_path is not None:
+            fmt = {"job": "json_extract(value, '$.jobId')", "status": "json_extract(value, '$.status')", "p": "?"}
+            with contextlib.closing(sqlite3.connect(phase.sqlite_path)) as conn:
+                row = conn.execute(runs_sql.format(**fmt), (phase.project,)).fetchone()
+                left = conn.execute(jobs_sql.format(**fmt), (phase.project,)).fetchone()[0]
+            return (*row, left)
+        fmt = {"job": "value->>'jobId'", "status": "value->>'status'", "p": "%s"}
+        with bench.pg(self.database) as conn:
+            row = conn.execute(runs_sql.format(**fmt), (phase.project,)).fetchone()
+            left = conn.execute(jobs_sql.format(**fmt), (phase.project,)).fetchone()[0]
+        return (*row, left)
+
+
+class ProcrastinateSystem(System):
+    """Procrastinate 3.x, ``worker --concurrency 10``, LISTEN/NOTIFY."""
+
+    name = "procrastinate"
+    setting = "procrastinate worker --concurrency 10 (sync task in threads), LISTEN/NOTIFY"
+    database = "oqron_bench_procrastinate"
+
+    def __init__(self) -> None:
+        self.python = str(PEERS_VENV / "bin" / "python")
+        self.driver = str(PEERS / "procrastinate_driver.py")
+
+    def _env(self, bench: Bench, tag: str) -> dict[str, str]:
+        env = self.base_env(bench, tag)
+        env["BENCH_PG_URL"] = with_database(bench.pg_url, self.database)
+        return env
+
+    def prepare(self, bench: Bench) -> None:
+        bench.recreate_database(self.database)
+        run_checked([str(PEERS_VENV / "bin" / "procrastinate"), "--app=procrastinate_app.app", "schema", "--apply"],
+                    self._env(bench, "setup"), timeout=120, what="procrastinate schema --apply")
+
+    def fresh(self, bench: Bench, phase_name: str) -> Phase:
+        tag = bench.next_tag(self.name, phase_name)
+        bench.truncate(self.database, "procrastinate_")
+        return Phase(tag, self._env(bench, tag))
+
+    def worker_argv(self, bench: Bench) -> list[str]:
+        return [str(PEERS_VENV / "bin" / "procrastinate"), "--app=procrastinate_app.app", "--log-level", "warning",
+                "worker", "--concurrency", "10"]
+
+
+class DjangoTasksSystem(System):
+    """django-tasks + django-tasks-db, ``manage.py db_worker`` with its defaults."""
+
+    name = "django-tasks"
+    setting = "manage.py db_worker (1 task at a time, 1 s idle poll)"
+    has_bulk = False
+    database = "oqron_bench_djtasks"
+
+    def __init__(self) -> None:
+        self.python = str(PEERS_VENV / "bin" / "python")
+        self.driver = str(PEERS / "djtasks_driver.py")
+
+    def _env(self, bench: Bench, tag: str) -> dict[str, str]:
+        env = self.base_env(bench, tag)
+        env.update({"BENCH_PG_URL": with_database(bench.pg_url, self.database),
+                    "DJANGO_SETTINGS_MODULE": "djtasks_settings"})
+        return env
+
+    def prepare(self, bench: Bench) -> None:
+        bench.recreate_database(self.database)
+        run_checked([self.python, str(PEERS / "djtasks_manage.py"), "migrate", "-v", "0"],
+                    self._env(bench, "setup"), timeout=120, what="django-tasks migrate")
+
+    def fresh(self, bench: Bench, phase_name: str) -> Phase:
+        tag = bench.next_tag(self.name, phase_name)
+        bench.truncate(self.database, "django_tasks_database_")
+        return Phase(tag, self._env(bench, tag))
+
+    def worker_argv(self, bench: Bench) -> list[str]:
+        return [self.python, str(PEERS / "djtasks_manage.py"), "db_worker", "-v", "0"]
+
+
+def build_systems(names: list[str], concurrency: int | None) -> list[System]:
+    table: dict[str, Any] = {
+        "oqron-sqlite": lambda: OqronSystem("sqlite", concurrency=concurrency),
+        "oqron-postgres": lambda: OqronSystem("postgres", concurrency=concurrency),
+        "oqron-postgres-norec": lambda: OqronSystem("postgres", record_runs=False, concurrency=concurrency),
+        "procrastinate": ProcrastinateSystem,
+        "django-tasks": DjangoTasksSystem,
+    }
+    return [table[name]() for name in names]
+
+
+# -- processes --------------------------------------------------------------------------
+
+
+def run_checked(argv: list[str], env: dict[str, str], *, timeout: float, what: str) -> str:
+    """Run a command to completion; its stdout, or a BenchError with its stderr."""
+    try:
+        done = subprocess.run(argv, env=env, cwd=PEERS, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        raise BenchError(f"{what}: no result within {timeout:.0f} s") from exc
+    if done.returncode != 0:
+        raise BenchError(f"{what} exited with {done.returncode}:\n{(done.stderr or done.stdout)[-2000:]}")
+    return done.stdout
+
+
+def run_driver(system: System, phase: Phase, args: list[str], *, timeout: float) -> dict[str, Any]:
+    """Run the system's producer once and parse the JSON line it prints."""
+    out = run_checked([system.python, system.driver, *args], phase.env, timeout=timeout,
+                      what=f"{system.name} {' '.join(args)}")
+    try:
+        return json.loads(out.strip().splitlines()[-1])
+    except (IndexError, ValueError) as exc:
+        raise BenchError(f"{system.name} driver printed no result: {out[-500:]!r}") from exc
+
+
+class Worker:
+    """One worker process in its own process group, logging to a file; stopped with
+    SIGTERM (drain) and, failing that, SIGKILL of its group."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], log: Path, *, stop_timeout: float) -> None:
+        self.argv, self.env, self.log, self.stop_timeout = argv, env, log, stop_timeout
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.spawned_at = 0.0
+
+    def __enter__(self) -> Worker:
+        with open(self.log, "ab") as out:
+            self.spawned_at = time.time()
+            self.proc = subprocess.Popen(self.argv, env=self.env, cwd=PEERS, stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def check_alive(self) -> None:
+        assert self.proc is not None
+        code = self.proc.poll()
+        if code is not None:
+            raise BenchError(f"worker exited early with {code}; log {self.log}:\n{tail(self.log)}")
+
+    def peak_rss(self) -> float | None:
+        return peak_rss_mib(self.proc.pid) if self.proc is not None else None
+
+    def stop(self) -> int | None:
+        """Graceful stop; returns the exit code (None when it had to be killed)."""
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return proc.returncode if proc else None
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        try:
+            return proc.wait(timeout=self.stop_timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+            return None
+
+
+def wait_for_count(bench: Bench, worker: Worker, key: str, target: int, *, stall: float, limit: float) -> None:
+    """Poll the completion counter until ``target``; fail on a dead worker, on no
+    progress for ``stall`` seconds or after ``limit`` seconds."""
+    r = bench.redis()
+    started = last_change = time.monotonic()
+    seen = -1
+    while True:
+        count = int(r.get(key) or 0)
+        now = time.monotonic()
+        if count >= target:
+            return
+        if count != seen:
+            seen, last_change = count, now
+        worker.check_alive()
+        if now - last_change > stall or now - started > limit:
+            raise BenchError(f"{count}/{target} tasks ran after {now - started:.0f} s (stalled or too slow); "
+                             f"worker log {worker.log}:\n{tail(worker.log)}")
+        time.sleep(0.02)
+
+
+def wait_for_key(bench: Bench, key: str, timeout: float = 10.0) -> float:
+    r = bench.redis()
+    deadline = time.monotonic() + timeout
+    while (value := r.get(key)) is None:
+        if time.monotonic() > deadline:
+            raise BenchError(f"the task never stamped {key}")
+        time.sleep(0.005)
+    return float(value)
+
+
+def drop_keys(bench: Bench, phase: Phase) -> None:
+    from common import keys  # bench/peers is on sys.path (see main)
+
+    bench.redis().delete(*keys(phase.env["BENCH_KEY"]).values())
+
+
+# -- phases -----------------------------------------------------------------------------------
+
+
+def phase_enqueue(bench: Bench, system: System, *, mode: str, n: int) -> dict[str, Any]:
+    """Time ``n`` enqueues (single calls, or bulk chunks where the system has them)."""
+    phase = system.fresh(bench, f"enqueue-{mode}")
+    try:
+        return run_driver(system, phase, ["enqueue", "--mode", mode, "--n", str(n), "--chunk",
+                                          str(bench.args.chunk)], timeout=60 + n / 50)
+    finally:
+        drop_keys(bench, phase)
+
+
+def phase_process(bench: Bench, system: System, n: int) -> dict[str, Any]:
+    """Bulk-enqueue ``n`` jobs (timed), then time one worker process running them."""
+    from common import keys
+
+    phase = system.fresh(bench, "process")
+    names = keys(phase.env["BENCH_KEY"])
+    result: dict[str, Any] = {}
+    try:
+        enq = run_driver(system, phase, ["enqueue", "--mode", "bulk", "--n", str(n), "--chunk",
+                                         str(bench.args.chunk)], timeout=60 + n / 50)
+        result["bulk"] = enq["rate"]
+        result["bulk_is_single"] = enq["mode"] != "bulk"
+        env = {**phase.env, "BENCH_TARGET": str(n)}
+        log = bench.scratch / f"{phase.tag}.log"
+        with Worker(system.worker_argv(bench), env, log, stop_timeout=bench.args.stop_timeout) as worker:
+            wait_for_count(bench, worker, names["done"], n, stall=bench.args.stall_timeout, limit=60 + n / 5)
+            last = wait_for_key(bench, names["last"])
+            first = wait_for_key(bench, names["first"])
+            result["rss_mib"] = worker.peak_rss()
+            code = worker.stop()
+        result["process"] = n / (last - worker.spawned_at)
+        result["process_excl_startup"] = (n - 1) / (last - first) if last > first else None
+        result["first_after_s"] = first - worker.spawned_at
+        ran = int(bench.redis().get(names["done"]) or 0)
+        notes = [f"{ran} tasks ran for {n} jobs"] if ran != n else []
+        if code not in (0, -signal.SIGTERM):
+            notes.append(f"worker stopped with exit code {code} (None: killed after --stop-timeout)")
+        if notes:
+            result["notes"] = notes
+        result["runs_check"] = system.verify(bench, phase, n)
+        return result
+    finally:
+        drop_keys(bench, phase)
+
+
+def phase_latency(bench: Bench, system: System) -> dict[str, Any]:
+    """p50/p99 of enqueue-to-start over ``--latency-n`` jobs spaced ``--latency-gap``."""
+    from common import keys
+
+    n = bench.args.latency_n
+    phase = system.fresh(bench, "latency")
+    names = keys(phase.env["BENCH_KEY"])
+    try:
+        env = {**phase.env, "BENCH_TARGET": str(n + 1)}
+        log = bench.scratch / f"{phase.tag}.log"
+        with Worker(system.worker_argv(bench), env, log, stop_timeout=bench.args.stop_timeout) as worker:
+            out = run_driver(system, phase, ["latency", "--n", str(n), "--gap", str(bench.args.latency_gap)],
+                             timeout=90 + n * bench.args.latency_gap * 3)
+            wait_for_count(bench, worker, names["done"], n + 1, stall=bench.args.stall_timeout, limit=120)
+        values = [float(v) * 1000 for v in bench.redis().lrange(names["latency"], 0, -1)]
+        if len(values) != n:
+            raise BenchError(f"{len(values)} latency samples, expected {n}")
+        return {"lat_p50": percentile(values, 50), "lat_p99": percentile(values, 99),
+                "enqueue_call_ms": out.get("enqueue_call_ms_p50")}
+    finally:
+        drop_keys(bench, phase)
+
+
+def run_system(bench: Bench, system: System) -> dict[str, Any]:
+    """All phases of one system once; a failed phase is recorded, the rest still run."""
+    result: dict[str, Any] = {"load_before": os.getloadavg()[0]}
+    steps = [
+        ("single", lambda: {"single": phase_enqueue(bench, system, mode="single", n=bench.args.single_n)["rate"]}),
+        ("process", lambda: phase_process(bench, system, bench.args.n)),
+        ("latency", lambda: phase_latency(bench, system)),
+    ]
+    for label, step in steps:
+        try:
+            result.update(step())
+        except BenchError as exc:
+            result.setdefault("errors", []).append(f"{label}: {exc}")
+            print(f"  ! {system.name} {label} failed: {exc}", file=sys.stderr, flush=True)
+    result["load_after"] = os.getloadavg()[0]
+    return result
+
+
+# -- peers' virtualenv ----------------------------------------------------------------------
+
+
+def ensure_peers_venv(python: str) -> None:
+    """Create bench/.peers-venv from requirements-peers.txt when it is missing."""
+    if (PEERS_VENV / "bin" / "procrastinate").exists() and (PEERS_VENV / "bin" / "python").exists():
+        return
+    print(f"creating {PEERS_VENV} with {python} (one-off) ...", flush=True)
+    env = {**os.environ, "PYENV_VERSION": os.environ.get("PYENV_VERSION", "3.13.0")}
+    run_checked([python, "-m", "venv", str(PEERS_VENV)], env, timeout=300, what="python -m venv")
+    run_checked([str(PEERS_VENV / "bin" / "pip"), "install", "-q", "-r", str(PEERS_REQUIREMENTS)], env,
+                timeout=900, what="pip install -r bench/requirements-peers.txt")
+
+
+# -- report -------------------------------------------------------------------------------
+
+
+def fmt(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def collect(runs: list[dict[str, Any]], key: str) -> list[float]:
+    return [r[key] for r in runs if r.get(key) is not None]
+
+
+def summary(results: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Medians per system and metric, plus every run's value."""
+    metrics = ("single", "bulk", "process", "process_excl_startup", "lat_p50", "lat_p99", "rss_mib",
+               "enqueue_call_ms", "first_after_s", "load_before", "load_after")
+    out: dict[str, dict[str, Any]] = {}
+    for name, runs in results.items():
+        row: dict[str, Any] = {m: median(collect(runs, m)) for m in metrics}
+        row["all"] = {m: collect(runs, m) for m in metrics}
+        row["bulk_is_single"] = any(r.get("bulk_is_single") for r in runs)
+        row["runs_check"] = [r.get("runs_check") for r in runs if r.get("runs_check")]
+        row["errors"] = [e for r in runs for e in r.get("errors", []) + r.get("notes", [])]
+        out[name] = row
+    return out
+
+
+def print_table(systems: list[System], med: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
+    print(f"\nMedians of {args.repeat} run(s); N = {args.n:,} (processing, bulk), single enqueue on "
+          f"{args.single_n:,}, latency {args.latency_n} jobs {args.latency_gap * 1000:.0f} ms apart.\n")
+    head = ("system", "enqueue single/s", "enqueue bulk/s", "process/s", "process/s excl start-up",
+            "latency p50 ms", "latency p99 ms", "peak RSS MiB", "run records")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for system in systems:
+        row = med[system.name]
+        bulk = fmt(row["bulk"]) + (" *" if row["bulk_is_single"] else "")
+        checks = row["runs_check"]
+        check = "-" if not checks else ("ok" if all(c.startswith("ok") for c in checks) else "; ".join(checks))
+        cells = (system.name, fmt(row["single"]), bulk, fmt(row["process"]), fmt(row["process_excl_startup"]),
+                 fmt(row["lat_p50"], 1), fmt(row["lat_p99"], 1), fmt(row["rss_mib"]), check)
+        print("| " + " | ".join(cells) + " |")
+    if any(med[s.name]["bulk_is_single"] for s in systems):
+        print("\n* no bulk API: single enqueue of N jobs, one call each.")
+    print("\nWorker settings (one process each):")
+    for system in systems:
+        print(f"  {system.name:22} {system.setting}")
+    print("\nEvery run (in order):")
+    for system in systems:
+        all_ = med[system.name]["all"]
+        parts = [f"{m} " + " / ".join(fmt(v, 1 if m.startswith("lat") else 0) for v in all_[m])
+                 for m in ("single", "bulk", "process", "process_excl_startup", "lat_p50", "lat_p99") if all_[m]]
+        print(f"  {system.name:22} " + "; ".join(parts))
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def print_load(med: dict[str, dict[str, Any]]) -> None:
+    """Warn when something else kept the machine busy (the figures are then noisier)."""
+    loads = [v for row in med.values() for m in ("load_before", "load_after") for v in row["all"][m]]
+    if not loads:
+        return
+    cores = os.cpu_count() or 1
+    note = "" if max(loads) <= cores else f"  (above {cores} cores: other processes competed; expect noise)"
+    print(f"\n1-min load average around each system's run: max {max(loads):.1f}, median "
+          f"{statistics.median(loads):.1f}{note}")
+
+
+def print_ratios(systems: list[System], med: dict[str, dict[str, Any]]) -> None:
+    if BASELINE not in med:
+        return
+    base = med[BASELINE]
+    print(f"\nRatios against {BASELINE} (x > 1: faster than {BASELINE}):")
+    print("| system | single enqueue | bulk enqueue (vs batch_defer) | process | process excl start-up | "
+          "latency p50 (theirs/ours) |")
+    print("|---|---|---|---|---|---|")
+    for system in systems:
+        if system.name == BASELINE:
+            continue
+        row = med[system.name]
+        cells = [ratio(row["single"], base["single"]), ratio(row["bulk"], base["bulk"]),
+                 ratio(row["process"], base["process"]), ratio(row["process_excl_startup"],
+                                                                base["process_excl_startup"]),
+                 ratio(base["lat_p50"], row["lat_p50"])]
+        print(f"| {system.name} | " + " | ".join(f"{fmt(c, 2)}x" if c is not None else "-" for c in cells) + " |")
+
+
+def targets(med: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(target, measured, PASS/FAIL/n/a) for the issue's four targets."""
+    pg, base, off = med.get("oqron-postgres"), med.get(BASELINE), med.get("oqron-postgres-norec")
+    out = []
+
+    def verdict(ok: bool | None) -> str:
+        return "n/a" if ok is None else ("PASS" if ok else "FAIL")
+
+    r = ratio(pg and pg["process"], base and base["process"])
+    out.append(("postgres-mode processing >= 3x Procrastinate", f"{fmt(r, 2)}x", verdict(None if r is None
+                                                                                          else r >= 3)))
+    r = ratio(pg and pg["bulk"], base and base["bulk"])
+    out.append(("add_bulk (postgres) >= 1.5x batch_defer", f"{fmt(r, 2)}x", verdict(None if r is None
+                                                                                     else r >= 1.5)))
+    p50 = pg and pg["lat_p50"]
+    out.append(("latency p50 < 5 ms (postgres mode)", f"{fmt(p50, 1)} ms", verdict(None if p50 is None
+                                                                                    else p50 < 5)))
+    cost = None
+    if pg and off and pg["process"] and off["process"]:
+        cost = 1 - pg["process"] / off["process"]
+    out.append(("run recording on vs off costs < 10% (postgres)",
+                "-" if cost is None else f"{cost * 100:.1f}%", verdict(None if cost is None else cost < 0.10)))
+    return out
+
+
+def print_targets(med: dict[str, dict[str, Any]]) -> None:
+    print("\nTargets:")
+    for name, measured, result in targets(med):
+        print(f"  {result:4}  {name:50} {measured}")
+
+
+def print_problems(med: dict[str, dict[str, Any]]) -> bool:
+    problems = [(n, e) for n, row in med.items() for e in row["errors"]]
+    problems += [(n, c) for n, row in med.items() for c in row["runs_check"] if not c.startswith("ok")]
+    for name, text in problems:
+        print(f"  PROBLEM {name}: {text}")
+    return bool(problems)
+
+
+# -- main -------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=20_000, help="jobs for bulk enqueue and processing")
+    parser.add_argument("--single-n", type=int, default=2_000, help="jobs for single enqueue")
+    parser.add_argument("--latency-n", type=int, default=200)
+    parser.add_argument("--latency-gap", type=float, default=0.02, help="seconds between latency jobs")
+    parser.add_argument("--chunk", type=int, default=1_000, help="jobs per bulk call")
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved runs per system; medians reported")
+    parser.add_argument("--systems", default=",".join(ALL_SYSTEMS),
+                        help=f"comma-separated subset of {', '.join(ALL_SYSTEMS)}")
+    parser.add_argument("--quick", action="store_true", help="smoke run: N 2000, single 300, latency 50, repeat 1")
+    parser.add_argument("--oqron-concurrency", type=int, default=None,
+                        help="override our queue's concurrency (default: the Queue default, 5)")
+    parser.add_argument("--pg-url", default=os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"),
+                        help="a maintenance database URL; the bench creates oqron_bench* databases next to it")
+    parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument("--peers-python", default="python3.13", help="interpreter that creates bench/.peers-venv")
+    parser.add_argument("--stall-timeout", type=float, default=60.0,
+                        help="fail a phase after this many seconds without progress")
+    parser.add_argument("--stop-timeout", type=float, default=30.0, help="SIGTERM grace before SIGKILL")
+    parser.add_argument("--json", type=Path, default=None, help="also write every run's figures here")
+    parser.add_argument("--keep-logs", action="store_true", help="keep worker logs and SQLite files")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.n, args.single_n, args.latency_n, args.repeat = 2_000, 300, 50, 1
+    names = [s.strip() for s in args.systems.split(",") if s.strip()]
+    unknown = sorted(set(names) - set(ALL_SYSTEMS))
+    if unknown:
+        parser.error(f"unknown system(s): {', '.join(unknown)}; choose from {', '.join(ALL_SYSTEMS)}")
+    args.system_names = names
+    return args
+
+
+def run(args: argparse.Namespace) -> int:
+    scratch = Path(tempfile.mkdtemp(prefix="oqron-bench-"))
+    bench = Bench(args.pg_url, args.redis_url, args, scratch)
+    systems = build_systems(args.system_names, args.oqron_concurrency)
+    failed = True
+    try:
+        check_servers(bench)
+        if any(isinstance(s, ProcrastinateSystem | DjangoTasksSystem) for s in systems):
+            ensure_peers_venv(args.peers_python)
+        for system in systems:
+            system.prepare(bench)
+        results: dict[str, list[dict[str, Any]]] = {s.name: [] for s in systems}
+        for rep in range(args.repeat):
+            for system in systems:
+                print(f"run {rep + 1}/{args.repeat}: {system.name} ...", flush=True)
+                began = time.monotonic()
+                results[system.name].append(run_system(bench, system))
+                print(f"  done in {time.monotonic() - began:.0f} s: " + json.dumps(
+                    {k: (round(v, 2) if isinstance(v, float) else v) for k, v in results[system.name][-1].items()
+                     if k != "errors"}), flush=True)
+        med = summary(results)
+        print_table(systems, med, args)
+        print_load(med)
+        print_ratios(systems, med)
+        print_targets(med)
+        failed = print_problems(med)
+        if args.json is not None:
+            args.json.write_text(json.dumps({"args": {k: v for k, v in vars(args).items() if k != "json"},
+                                             "runs": results, "medians": med}, indent=1, default=str))
+        return 1 if failed else 0
+    finally:
+        if args.keep_logs or failed:
+            print(f"\nworker logs and scratch files: {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    sys.path.insert(0, str(PEERS))  # common.py: the Redis key names
+    # SIGTERM to the harness unwinds like Ctrl-C, so every worker is stopped on the way out.
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return run(args)
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; workers stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,53 @@
+"""Queries over oqron_records: definitions, control state, and the audit log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from oqronboard.scope import BoardScope
+
+from .models import Record
+
+QUEUE_CONTROL = "queue"
+DEFINITION_KINDS = ("definition", "control")
+MAX_DEFINITIONS = 500
+
+
+def records_of(scope: BoardScope) -> QuerySet[Record]:
+    return Record.objects.scoped(scope.project, scope.environment)
+
+
+def definitions(scope: BoardScope, *, limit: int = MAX_DEFINITIONS) -> list[Record]:
+    """Every definition and control record (kind index), by kind, namespace and id."""
+    return list(
+        records_of(scope).of_kind(*DEFINITION_KINDS).only("namespace", "record_kind", "id", "value", "inserted_at")
+        .order_by("record_kind", "namespace", "id")[:limit]
+    )
+
+
+def queue_controls(scope: BoardScope) -> dict[str, dict[str, Any]]:
+    """Each queue's control record (paused, concurrency, handler...) by queue name: a
+    primary-key prefix read of the ``queue`` namespace."""
+    rows = records_of(scope).filter(namespace=QUEUE_CONTROL).order_by("id").values_list("id", "value")[:1000]
+    return {name: value if isinstance(value, dict) else {} for name, value in rows}
+
+
+def queue_control(scope: BoardScope, name: str) -> dict[str, Any] | None:
+    row = records_of(scope).filter(namespace=QUEUE_CONTROL, id=name).values_list("value", flat=True).first()
+    return row if isinstance(row, dict) else None
+
+
+def audit_entries(
+    scope: BoardScope, namespace: str, *, before: str | None = None, limit: int = 50
+) -> tuple[list[dict], str | None]:
+    """Audit records of ``namespace`` newest first (ids start with the time), keyset
+    paged on the id: a backward walk of the primary key."""
+    qs = records_of(scope).filter(namespace=namespace)
+    if before:
+        qs = qs.filter(id__lt=before)
+    rows = [v for v in qs.order_by("-id").values_list("value", flat=True)[: limit + 1] if isinstance(v, dict)]
+    if len(rows) <= limit:
+        return rows, None
+    return rows[:limit], str(rows[limit - 1].get("id", ""))

@@ -1,0 +1,93 @@
+"""The demo's queues, discovered by ``manage.py runworker`` (``OQRON_DEMO=1`` installs
+this app; ``bin/demo`` sets it).
+
+- ``emails``: quick, fails about one time in four (an SMTP error), retried twice:
+  failed runs, retries and some dead letters.
+- ``payments``: fails in a few distinct ways (a declined card, a gateway timeout, a
+  missing field): dead letters that group by error fingerprint.
+- ``reports``: slow (about 20 s), reports progress and logs as it goes: the live
+  progress bar.
+- ``thumbnails``: fast and almost always fine: throughput.
+- ``demo-ticker``: keeps the demo alive, adding a handful of jobs every few seconds for
+  an hour (:func:`demo.workload.tick`).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+import oqronkit
+
+FAST_RETRY = {"type": "fixed", "delay": 2}
+
+emails = oqronkit.queue("emails", concurrency=4, retries=2, backoff=FAST_RETRY)
+payments = oqronkit.queue("payments", concurrency=3, retries=1, backoff=FAST_RETRY)
+reports = oqronkit.queue("reports", concurrency=2, retries=1, backoff=FAST_RETRY, lease=60)
+thumbnails = oqronkit.queue("thumbnails", concurrency=4, retries=2, backoff=FAST_RETRY)
+ticker = oqronkit.queue("demo-ticker", concurrency=1, retries=0)
+
+
+@emails.handler
+def send_email(ctx: Any) -> dict[str, Any]:
+    time.sleep(random.uniform(0.1, 0.8))
+    if random.random() < 0.25:
+        server = random.choice(["mx1", "mx2", "mx3"])
+        raise ConnectionError(f"SMTP server {server}.example.com refused the connection (421 try again later)")
+    ctx.log("info", f"delivered to {ctx.data.get('to')}")
+    return {"delivered": True, "to": ctx.data.get("to")}
+
+
+class CardDeclined(Exception):
+    pass
+
+
+class GatewayTimeout(Exception):
+    pass
+
+
+@payments.handler
+def charge(ctx: Any) -> dict[str, Any]:
+    time.sleep(random.uniform(0.2, 1.0))
+    data = ctx.data
+    if "card" not in data:
+        raise KeyError("card")
+    amount = data.get("amount", 0)
+    if amount % 13 == 0:
+        raise CardDeclined(f"card ending {data['card'][-4:]} declined for {amount} EUR (do not honour)")
+    if random.random() < 0.15:
+        raise GatewayTimeout(f"payment gateway did not answer within {random.randint(10, 30)} s")
+    ctx.log("info", f"charged {amount} EUR")
+    return {"charged": amount, "currency": "EUR"}
+
+
+@reports.handler
+def build_report(ctx: Any) -> dict[str, Any]:
+    steps = int(ctx.data.get("steps", 20))
+    for step in range(steps):
+        if ctx.cancelled:
+            ctx.log("warning", f"stopped at section {step} (cancelled)")
+            return {"sections": step, "stopped": True}
+        time.sleep(1.0)
+        ctx.progress(100 * (step + 1) / steps, f"section {step + 1} of {steps}")
+        if step % 4 == 0:
+            ctx.log("info", f"rendered section {step + 1}")
+    if random.random() < 0.2:
+        raise RuntimeError("the PDF renderer crashed while writing the appendix")
+    return {"sections": steps, "pages": steps * 3}
+
+
+@thumbnails.handler
+def make_thumbnail(ctx: Any) -> dict[str, Any]:
+    time.sleep(random.uniform(0.05, 0.3))
+    if random.random() < 0.03:
+        raise OSError(f"cannot identify image file {ctx.data.get('image')!r}")
+    return {"width": 160, "height": 120}
+
+
+@ticker.handler
+def tick(ctx: Any) -> dict[str, Any]:
+    from .workload import tick as add_work
+
+    return add_work(ctx.data)

@@ -1,0 +1,50 @@
+"""The demo workload: an initial burst, then a little more every few seconds."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+TICK_SECONDS = 5
+TICKS = 720  # an hour of new work
+
+
+def seed() -> dict[str, int]:
+    """The first burst of demo jobs, and a fresh ticker (a previous one is drained)."""
+    from .oqron import ticker
+
+    counts = add_batch(emails=25, payments=15, reports=3, thumbnails=30)
+    ticker.drain()
+    ticker.add({"n": 0}, delay=TICK_SECONDS)
+    return counts
+
+
+def tick(data: dict[str, Any]) -> dict[str, Any]:
+    """One tick: a few more jobs, then the next tick (until ``TICKS``)."""
+    from .oqron import ticker
+
+    n = int(data.get("n", 0))
+    counts = add_batch(emails=random.randint(1, 4), payments=random.randint(0, 3),
+                       reports=1 if n % 6 == 0 else 0, thumbnails=random.randint(2, 6))
+    if n + 1 < TICKS:
+        ticker.add({"n": n + 1}, delay=TICK_SECONDS)
+    return {"tick": n, **counts}
+
+
+def add_batch(*, emails: int, payments: int, reports: int, thumbnails: int) -> dict[str, int]:
+    from . import oqron
+
+    people = ["ada", "grace", "linus", "barbara", "ken", "margaret", "dennis", "frances"]
+    oqron.emails.add_bulk([{"to": f"{random.choice(people)}@example.com", "template": "welcome"}
+                           for _ in range(emails)])
+    payment_jobs = []
+    for _ in range(payments):
+        amount = random.choice([13, 26, 20, 35, 49, 52, 99, 120])  # multiples of 13 are declined
+        job: dict[str, Any] = {"amount": amount, "order": random.randint(1000, 9999)}
+        if random.random() > 0.1:
+            job["card"] = f"4242 4242 4242 {random.randint(1000, 9999)}"
+        payment_jobs.append(job)
+    oqron.payments.add_bulk(payment_jobs)
+    oqron.reports.add_bulk([{"report": "monthly-sales", "steps": random.choice([15, 20, 25])} for _ in range(reports)])
+    oqron.thumbnails.add_bulk([{"image": f"photos/{random.randint(1, 999)}.jpg"} for _ in range(thumbnails)])
+    return {"emails": emails, "payments": payments, "reports": reports, "thumbnails": thumbnails}

@@ -1,0 +1,188 @@
+"""Job and dead-letter queries of the board's pages, each served by an oqron_jobs index.
+
+- jobs of a queue and status, newest first: ``oqron_jobs_status_created_idx``;
+- dead letters newest first: ``oqron_jobs_dlq_died_idx`` (one queue),
+  ``oqron_jobs_dlq_all_died_idx`` (every queue), ``oqron_jobs_dlq_fingerprint_idx``
+  (one error group); these are partial indexes, hence :class:`KindIs`;
+- dead-letter depth per queue: the spec's dashboard query, on ``oqron_jobs_kind_idx``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, Max, Min, QuerySet
+
+from oqronboard.expressions import JsonNumber, JsonText, KindIs, RowBefore, RowKey
+from oqronboard.scope import BoardScope
+from runs.queries import PAGE_SIZE, encode_cursor
+
+from .models import JobRecord
+
+JOB_STATUSES = ("waiting", "delayed", "active", "waiting-dependencies", "blocked")
+DEAD_PREFIX = "queue_dlq:"
+JOB_PREFIX = "queue_job:"
+# Counts the hot plane does not keep are counted up to this, then shown as "1000+".
+COUNT_CAP = 1000
+
+
+def jobs_of(scope: BoardScope) -> QuerySet[JobRecord]:
+    return JobRecord.objects.scoped(scope.project, scope.environment)
+
+
+def _dead_fields() -> dict[str, Any]:
+    return {
+        "status": JsonText("status"), "died": JsonText("diedAt"), "attempts": JsonText("attempts"),
+        "reason": JsonText("deadReason"), "fingerprint": JsonText("errorFingerprint"),
+        "error_type": JsonText("lastError", "type"), "error_message": JsonText("lastError", "message"),
+        "created": JsonText("createdAt"),
+    }
+
+
+def _job_fields() -> dict[str, Any]:
+    return {
+        "status": JsonText("status"), "created": JsonText("createdAt"), "run_at": JsonText("runAt"),
+        "attempts": JsonText("attempts"), "max_attempts": JsonText("maxAttempts"), "priority": JsonText("priority"),
+        "worker": JsonText("workerId"), "run": JsonText("currentRunId"),
+        "error_message": JsonText("lastError", "message"),
+    }
+
+
+def _page(qs: QuerySet, key: str, limit: int) -> tuple[list[dict], str | None]:
+    rows = list(qs[: limit + 1])
+    for row in rows:
+        for name in ("died", "created", "run_at", "attempts", "max_attempts", "priority"):
+            if row.get(name) is not None:
+                try:
+                    row[name] = int(float(row[name]))
+                except (TypeError, ValueError):
+                    row[name] = None
+        row["queue"] = row["namespace"].partition(":")[2]
+    if len(rows) <= limit:
+        return rows, None
+    rows = rows[:limit]
+    last = rows[-1]
+    return rows, encode_cursor(last[key] or 0, last["id"])
+
+
+def queue_jobs(
+    scope: BoardScope, queue: str, status: str, *, cursor: tuple[int, str] | None = None, limit: int = PAGE_SIZE
+) -> tuple[list[dict], str | None]:
+    """Jobs of one queue in one status, newest first."""
+    created = JsonNumber("createdAt")
+    qs = (
+        jobs_of(scope).filter(namespace=JOB_PREFIX + queue)
+        .alias(f_status=JsonText("status"), created_key=created)
+        .filter(f_status=status, created_key__isnull=False)
+    )
+    if cursor is not None:
+        qs = qs.filter(created_key__lte=cursor[0]).filter(RowBefore(JsonNumber("createdAt"), RowKey(), *cursor))
+    qs = qs.order_by(JsonNumber("createdAt").desc(), RowKey().desc()).values("id", "namespace", **_job_fields())
+    return _page(qs, "created", limit)
+
+
+@dataclass(frozen=True)
+class DeadFilters:
+    queue: str = ""
+    fingerprint: str = ""
+    search: str = ""
+    # Only dead letters that died at or before this instant (the page's render time).
+    died_before: int | None = None
+    cursor: tuple[int, str] | None = None
+
+
+def dead_queryset(scope: BoardScope, filters: DeadFilters) -> QuerySet[JobRecord]:
+    """Dead letters matching ``filters``, newest death first (not yet sliced)."""
+    qs = jobs_of(scope).filter(KindIs("dlq")).alias(died_key=JsonNumber("diedAt")).filter(died_key__isnull=False)
+    if filters.queue:
+        qs = qs.filter(namespace=DEAD_PREFIX + filters.queue)
+    if filters.fingerprint:
+        qs = qs.alias(f_fp=JsonText("errorFingerprint")).filter(f_fp=filters.fingerprint)
+    if filters.search:
+        qs = qs.alias(f_message=JsonText("lastError", "message")).filter(f_message__icontains=filters.search)
+    if filters.died_before is not None:
+        qs = qs.filter(died_key__lte=filters.died_before)
+    if filters.cursor is not None:
+        qs = qs.filter(died_key__lte=filters.cursor[0]).filter(RowBefore(JsonNumber("diedAt"), RowKey(),
+                                                                          *filters.cursor))
+    return qs.order_by(JsonNumber("diedAt").desc(), RowKey().desc())
+
+
+def dead_list(scope: BoardScope, filters: DeadFilters, *, limit: int = PAGE_SIZE) -> tuple[list[dict], str | None]:
+    """One page of dead letters, newest death first."""
+    return _page(dead_queryset(scope, filters).values("id", "namespace", **_dead_fields()), "died", limit)
+
+
+def dead_targets(scope: BoardScope, filters: DeadFilters, *, limit: int) -> list[tuple[str, str]]:
+    """``(queue, job id)`` of up to ``limit`` dead letters matching ``filters``."""
+    rows = dead_queryset(scope, filters).values_list("namespace", "id")[:limit]
+    return [(namespace.partition(":")[2], job_id) for namespace, job_id in rows]
+
+
+def dead_export_rows(scope: BoardScope, filters: DeadFilters, *, limit: int) -> Any:
+    """The dead letters to export, streamed from the database in chunks."""
+    return dead_queryset(scope, filters).values("id", "namespace", **_dead_fields())[:limit].iterator(chunk_size=500)
+
+
+def dlq_depths(scope: BoardScope) -> dict[str, int]:
+    """Dead-letter depth per queue, the spec's dashboard query::
+
+        SELECT namespace, count(*) FROM oqron_jobs
+        WHERE project = ... AND environment = ... AND record_kind = 'dlq' GROUP BY namespace
+    """
+    rows = jobs_of(scope).filter(KindIs("dlq")).values("namespace").annotate(n=Count("*")).order_by()
+    return {row["namespace"].partition(":")[2]: row["n"] for row in rows}
+
+
+def dead_groups(scope: BoardScope, *, queue: str = "", limit: int = 50) -> list[dict[str, Any]]:
+    """Dead letters grouped by error fingerprint (type plus normalised message): count,
+    first and last seen, a sample type and message; most recent group first."""
+    qs = jobs_of(scope).filter(KindIs("dlq"))
+    if queue:
+        qs = qs.filter(namespace=DEAD_PREFIX + queue)
+    rows = (
+        qs.values(fingerprint=JsonText("errorFingerprint"))
+        .annotate(
+            count=Count("*"), first=Min(JsonNumber("diedAt")), last=Max(JsonNumber("diedAt")),
+            error_type=Max(JsonText("lastError", "type")), message=Max(JsonText("lastError", "message")),
+            queues=Count("namespace", distinct=True), queue=Max("namespace"),
+        )
+        .order_by("-last")[:limit]
+    )
+    groups = []
+    for row in rows:
+        row["first"] = int(row["first"]) if row["first"] is not None else None
+        row["last"] = int(row["last"]) if row["last"] is not None else None
+        row["queue"] = (row["queue"] or "").partition(":")[2]
+        groups.append(row)
+    return groups
+
+
+def get_job(scope: BoardScope, queue: str, job_id: str) -> JobRecord | None:
+    """A job (or its dead letter) by queue and id: primary-key reads."""
+    return (
+        jobs_of(scope).filter(namespace__in=[JOB_PREFIX + queue, DEAD_PREFIX + queue], id=job_id)
+        .only("namespace", "id", "value").order_by("namespace").first()
+    )
+
+
+def find_jobs(scope: BoardScope, job_id: str, queues: list[str]) -> list[JobRecord]:
+    """Jobs or dead letters with this id in any of ``queues`` (primary-key reads)."""
+    if not queues:
+        return []
+    namespaces = [p + q for q in queues for p in (JOB_PREFIX, DEAD_PREFIX)]
+    return list(jobs_of(scope).filter(namespace__in=namespaces, id=job_id).only("namespace", "id", "value")[:20])
+
+
+def capped_count(qs: QuerySet, cap: int = COUNT_CAP) -> tuple[int, bool]:
+    """``(count, more)``: counts at most ``cap`` rows, so a count is never unbounded."""
+    count = qs.order_by()[: cap + 1].count()
+    return min(count, cap), count > cap
+
+
+def pending_counts(scope: BoardScope, queue: str) -> dict[str, tuple[int, bool]]:
+    """Capped counts of the statuses the hot plane does not count."""
+    base = jobs_of(scope).filter(namespace=JOB_PREFIX + queue).alias(f_status=JsonText("status"))
+    return {status: capped_count(base.filter(f_status=status)) for status in ("waiting-dependencies", "blocked")}
+

@@ -1,0 +1,35 @@
+"""Template context for every board page: scope, switcher, role and live settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import DatabaseError
+from django.http import HttpRequest
+
+from oqronkit import OqronError
+
+from . import live
+from .roles import is_operator
+from .scope import BoardScope, known_scopes
+
+
+def board(request: HttpRequest) -> dict[str, Any]:
+    scope: BoardScope | None = getattr(request, "scope", None)
+    interval = live.poll_interval(request)
+
+    def scopes() -> list[BoardScope]:
+        # Called only by templates that render the switcher (full pages, not fragments).
+        try:
+            return known_scopes(scope)
+        except (OqronError, DatabaseError):
+            return [scope] if scope is not None else []
+
+    return {
+        "board_scope": scope,
+        "board_scopes": scopes,
+        "is_operator": is_operator(getattr(request, "user", None)),
+        "poll_interval": interval,
+        "poll_choices": live.POLL_CHOICES,
+        "poll_trigger": live.poll_trigger(interval),
+    }

@@ -1,0 +1,47 @@
+"""Validating a page's GET filters: a bad value is a :class:`~oqronboard.pages.BadFilter`
+(400 with a message), never a 500 and never a silently ignored filter."""
+
+from __future__ import annotations
+
+from django import forms
+
+from oqronkit.clock import now_ms
+
+from .pages import BadFilter
+
+HOUR_MS = 3600 * 1000
+WINDOWS = {"1h": HOUR_MS, "6h": 6 * HOUR_MS, "24h": 24 * HOUR_MS, "7d": 7 * 24 * HOUR_MS, "30d": 30 * 24 * HOUR_MS}
+DEFAULT_WINDOW = "24h"
+
+
+def clean_or_400(form: forms.Form) -> dict:
+    """The form's cleaned data, or :class:`BadFilter` naming every bad field."""
+    if form.is_valid():
+        return form.cleaned_data
+    problems = []
+    for field, errors in form.errors.items():
+        text = " ".join(errors)
+        if field in form.fields:
+            text = f"{form.fields[field].label or field}: {text}"
+        problems.append(text)
+    raise BadFilter("Bad filter value. " + "; ".join(problems))
+
+
+def window_start(window: str, *, now: int | None = None) -> int:
+    """The epoch-ms start of a named window (``24h``...) ending now."""
+    return (now_ms() if now is None else now) - WINDOWS[window]
+
+
+class WindowField(forms.ChoiceField):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(choices=[(w, w) for w in WINDOWS], required=False, **kwargs)
+
+    def clean(self, value: object) -> str:
+        return super().clean(value) or DEFAULT_WINDOW
+
+
+class TextFilter(forms.CharField):
+    """Free text of bounded length (Django already refuses NUL characters)."""
+
+    def __init__(self, max_length: int = 200, **kwargs: object) -> None:
+        super().__init__(max_length=max_length, required=False, strip=True, **kwargs)

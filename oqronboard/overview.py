@@ -1,0 +1,178 @@
+"""The overview's numbers: per queue depths, dead letters, oldest waiting job, the last
+hour's throughput and failure rate, run counts by status, and the live workers.
+
+Three SQL queries, all indexed and bounded (the queue control records with each
+queue's oldest waiting job as an index probe; the spec's dead-letter depth query; the
+last hour of runs, one index range), plus the hot plane's depths and heartbeats.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import OuterRef, Subquery, Value
+from django.db.models.functions import Concat
+
+from definitions.models import Record
+from jobs.models import JobRecord
+from jobs.queries import JOB_PREFIX, dlq_depths
+from oqronkit import OqronError
+from oqronkit.clock import now_ms
+from runs.queries import last_hour_counts
+
+from .charts import Chart, stacked_bars
+from .expressions import JsonNumber, JsonText
+from .scope import BoardScope
+
+logger = logging.getLogger(__name__)
+HOUR_MS = 3600 * 1000
+BUCKET_MS = 5 * 60 * 1000
+BUCKETS = HOUR_MS // BUCKET_MS
+WORKERS_GROUP = "workers"  # heartbeats (oqronkit.worker.heartbeat)
+QUEUE_MODULES = ("queue", "worker")
+
+
+@dataclass
+class QueueRow:
+    name: str
+    paused: bool = False
+    waiting: int | None = None
+    delayed: int | None = None
+    active: int | None = None
+    dead: int = 0
+    oldest_waiting_at: int | None = None
+    completed: int = 0
+    failed: int = 0
+    workers: int = 0
+    concurrency: int | None = None
+    chart: Chart | None = None
+
+    @property
+    def failure_rate(self) -> float | None:
+        finished = self.completed + self.failed
+        return 100.0 * self.failed / finished if finished else None
+
+    @property
+    def unattended(self) -> bool:
+        """Work is waiting and no live worker consumes this queue."""
+        return self.workers == 0 and not self.paused and bool(self.waiting or self.delayed or self.active)
+
+
+@dataclass
+class Overview:
+    now: int
+    queues: list[QueueRow]
+    workers: list[dict[str, Any]]
+    status_counts: dict[str, int]
+    hot_problem: str = ""
+    chart: Chart | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def no_workers(self) -> bool:
+        return not self.workers and not self.hot_problem
+
+
+def queue_states(scope: BoardScope) -> dict[str, dict[str, Any]]:
+    """Each queue's control record and the createdAt of its oldest waiting job, in one
+    query: the ``queue`` control rows, each with an index probe into oqron_jobs."""
+    oldest = (
+        JobRecord.objects.scoped(scope.project, scope.environment)
+        .filter(namespace=_job_namespace(OuterRef("id")))
+        .alias(f_status=JsonText("status"), created_key=JsonNumber("createdAt"))
+        .filter(f_status="waiting", created_key__isnull=False)
+        .order_by(JsonNumber("createdAt"))
+        .values_list(JsonNumber("createdAt"))[:1]
+    )
+    rows = (
+        Record.objects.scoped(scope.project, scope.environment).filter(namespace="queue")
+        .annotate(oldest=Subquery(oldest)).order_by("id").values_list("id", "value", "oldest")[:1000]
+    )
+    return {name: {"control": value if isinstance(value, dict) else {}, "oldest": _int(oldest_at)}
+            for name, value, oldest_at in rows}
+
+
+def _job_namespace(queue: Any) -> Concat:
+    return Concat(Value(JOB_PREFIX), queue)
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return None if value is None else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def live_workers(scope: BoardScope, now: int) -> list[dict[str, Any]]:
+    """Workers whose heartbeat has not lapsed (the hot plane's ``workers`` group)."""
+    workers = []
+    for worker_id, raw in scope.engine.hot.kv_all(WORKERS_GROUP, now).items():
+        try:
+            info = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(info, dict):
+            info.setdefault("id", worker_id)
+            workers.append(info)
+    return sorted(workers, key=lambda w: str(w.get("id")))
+
+
+def build(scope: BoardScope) -> Overview:
+    now = now_ms()
+    states = queue_states(scope)
+    dead = dlq_depths(scope)
+    # BUCKETS five-minute buckets, the last one still filling: (55, 60] minutes back.
+    first_bucket = now // BUCKET_MS - (BUCKETS - 1)
+    counts = last_hour_counts(scope, since=first_bucket * BUCKET_MS, bucket_ms=BUCKET_MS)
+    per_queue: dict[str, list[list[int]]] = defaultdict(lambda: [[0, 0] for _ in range(BUCKETS)])
+    status_counts: dict[str, int] = defaultdict(int)
+    overall = [[0, 0] for _ in range(BUCKETS)]
+    for row in counts:
+        status_counts[row["status"] or "unknown"] += row["count"]
+        index = row["bucket"] - first_bucket
+        if not 0 <= index < BUCKETS or row["status"] not in ("completed", "failed"):
+            continue
+        column = 0 if row["status"] == "completed" else 1
+        overall[index][column] += row["count"]
+        if row["module"] in QUEUE_MODULES and row["name"]:
+            per_queue[row["name"]][index][column] += row["count"]
+    names = sorted(set(states) | set(dead) | set(per_queue))
+    overview = Overview(now=now, queues=[], workers=[], status_counts=dict(sorted(status_counts.items())))
+    try:
+        overview.workers = live_workers(scope, now)
+        hot = scope.engine.hot
+        depths = {name: hot.depths(name, now) for name in names}
+    except OqronError as exc:
+        overview.hot_problem = str(exc)
+        depths = {}
+    consumers: dict[str, int] = defaultdict(int)
+    for worker in overview.workers:
+        for name in (worker.get("queues") or {}):
+            consumers[name] += 1
+    labels = [_bucket_label(i) for i in range(BUCKETS)]
+    for name in names:
+        state = states.get(name, {})
+        control = state.get("control", {})
+        buckets = [(b[0], b[1]) for b in per_queue[name]] if name in per_queue else [(0, 0)] * BUCKETS
+        depth = depths.get(name)
+        row = QueueRow(
+            name=name, paused=bool(control.get("paused")), dead=dead.get(name, 0),
+            oldest_waiting_at=state.get("oldest"), workers=consumers.get(name, 0),
+            concurrency=control.get("concurrency") if isinstance(control.get("concurrency"), int) else None,
+            completed=sum(b[0] for b in buckets), failed=sum(b[1] for b in buckets),
+            chart=stacked_bars(list(buckets), labels=labels),
+        )
+        if depth is not None:
+            row.waiting, row.delayed, row.active = depth.ready, depth.delayed, depth.active
+        overview.queues.append(row)
+    overview.chart = stacked_bars([(b[0], b[1]) for b in overall], labels=labels, width=480, height=80, gap=2)
+    return overview
+
+
+def _bucket_label(index: int) -> str:
+    start = (BUCKETS - 1 - index) * BUCKET_MS // 60000
+    return "the last 5 minutes" if start == 0 else f"{start + 5}-{start} minutes ago"

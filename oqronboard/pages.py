@@ -1,0 +1,100 @@
+"""What every board view shares: the login and SQL-plane checks, the request's scope,
+bad filters answered with 400, and the htmx response helpers.
+
+A board view is ``@board_view`` and, when it changes state, also ``@require_POST`` and
+``@operator_required`` (:mod:`oqronboard.roles`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from oqronkit import ConfigurationError, OqronError
+
+from . import engine
+from .scope import BoardScope, current_scope
+
+logger = logging.getLogger(__name__)
+REFRESH_EVENT = "board:refresh"
+# htmx stops polling an element when its response has this status (a run that ended).
+STOP_POLLING = 286
+
+
+class BadFilter(ValueError):
+    """A filter, cursor or form value the board cannot use: answered with 400."""
+
+
+def board_view(view: Callable[..., HttpResponse] | None = None, *, needs_sql: bool = True) -> Any:
+    """Decorate a board view: login required, the engine configured, a SQL durable
+    plane (unless ``needs_sql=False``), ``request.scope`` set, and :class:`BadFilter`
+    answered with 400 and its message instead of a 500."""
+
+    def decorate(fn: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @login_required
+        @wraps(fn)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            try:
+                config = engine.get_config()
+            except ConfigurationError as exc:
+                return render(request, "oqronboard/not_ready.html", {"problem": str(exc)}, status=503)
+            if needs_sql and config.mode in engine.NON_SQL_MODES:
+                return render(request, "oqronboard/needs_sql.html", {"config": config})
+            request.scope = current_scope(request)  # type: ignore[attr-defined]
+            try:
+                if needs_sql:
+                    engine.get_durable()  # opened once per process: creates the tables on first use
+                return fn(request, *args, **kwargs)
+            except BadFilter as exc:
+                return bad_request(request, str(exc))
+            except OqronError as exc:
+                # The engine refused bad input (400) or a backend is down (503): say so, never 500.
+                logger.warning("board view %s: %s", fn.__name__, exc, extra={"action": "board.engine_error"})
+                if isinstance(exc, ValueError):
+                    return bad_request(request, str(exc))
+                return render(request, "oqronboard/not_ready.html", {"problem": str(exc)}, status=503)
+
+        return wrapper
+
+    return decorate(view) if view is not None else decorate
+
+
+def scope_of(request: HttpRequest) -> BoardScope:
+    return request.scope  # type: ignore[attr-defined]
+
+
+def bad_request(request: HttpRequest, message: str) -> HttpResponse:
+    template = "oqronboard/bad_request.html#message" if getattr(request, "htmx", False) else \
+        "oqronboard/bad_request.html"
+    return render(request, template, {"message": message}, status=400)
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    return bool(getattr(request, "htmx", False))
+
+
+def refresh_others(response: HttpResponse) -> HttpResponse:
+    """Tell every live panel of the page to refresh now (after an action)."""
+    response["HX-Trigger"] = REFRESH_EVENT
+    return response
+
+
+def safe_next(request: HttpRequest, fallback: str) -> str:
+    """The form's ``next`` when it is a safe local URL, else ``fallback``."""
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                                  require_https=request.is_secure()):
+        return target
+    return fallback
+
+
+def back(request: HttpRequest, fallback: str) -> HttpResponse:
+    """Redirect to the form's ``next`` when it is a safe local URL, else ``fallback``."""
+    return redirect(safe_next(request, fallback))

@@ -1,0 +1,108 @@
+"""Filters for the board's templates: epoch milliseconds, durations, JSON.
+
+Every filter returns plain text: Django's autoescaping then escapes whatever came from a
+payload, a log line or an error (nothing here is marked safe).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from django import template
+
+from oqronkit.clock import now_ms
+
+register = template.Library()
+
+
+def _ms(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+@register.filter
+def ms_time(value: Any) -> str:
+    """Epoch ms as ``2026-12-02 14:31:05 UTC`` ("" when absent)."""
+    ms = _ms(value)
+    if ms is None:
+        return ""
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return str(value)
+
+
+@register.filter
+def ms_iso(value: Any) -> str:
+    """Epoch ms as ISO 8601, for ``<time datetime=...>``."""
+    ms = _ms(value)
+    if ms is None:
+        return ""
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+    except (OverflowError, OSError, ValueError):
+        return ""
+
+
+@register.filter
+def duration(value: Any) -> str:
+    """Milliseconds as ``850 ms``, ``12.3 s``, ``4m 05s``, ``2h 03m`` or ``3d 4h``."""
+    ms = _ms(value)
+    if ms is None:
+        return ""
+    ms = max(ms, 0)
+    if ms < 1000:
+        return f"{ms} ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, sec = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {sec:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h {minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h"
+
+
+@register.filter
+def ago(value: Any) -> str:
+    """How long before now an epoch-ms instant was (``3m 05s ago``)."""
+    ms = _ms(value)
+    if ms is None:
+        return ""
+    delta = now_ms() - ms
+    return f"in {duration(-delta)}" if delta < 0 else f"{duration(delta)} ago"
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    """Indented JSON text (escaped by the template like any other text)."""
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+@register.filter
+def percent(value: Any) -> str:
+    try:
+        return f"{float(value):.0f}%"
+    except (TypeError, ValueError):
+        return ""
+
+
+@register.filter
+def get_item(mapping: Any, key: Any) -> Any:
+    """``mapping|get_item:key`` (None when absent)."""
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None

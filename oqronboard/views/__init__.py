@@ -1,0 +1,1 @@
+"""The board shell's views: overview, project/environment switcher, audit, id jump."""

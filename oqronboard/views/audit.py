@@ -1,0 +1,29 @@
+"""The audit page: every operator action, newest first."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django import forms
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from definitions.queries import audit_entries
+
+from ..audit import AUDIT_NAMESPACE
+from ..filters import TextFilter, clean_or_400
+from ..pages import board_view, is_htmx, scope_of
+
+
+class AuditForm(forms.Form):
+    before = TextFilter(max_length=40, label="before")
+
+
+@board_view
+def audit(request: HttpRequest) -> HttpResponse:
+    data = clean_or_400(AuditForm(request.GET))
+    rows, next_before = audit_entries(scope_of(request), AUDIT_NAMESPACE, before=data["before"] or None)
+    context = {"rows": rows, "next_query": urlencode({"before": next_before}) if next_before else ""}
+    if is_htmx(request) and data["before"]:
+        return render(request, "oqronboard/audit.html#rows", context)
+    return render(request, "oqronboard/audit.html", context)

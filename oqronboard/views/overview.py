@@ -1,0 +1,36 @@
+"""The overview: the first page an operator sees during an incident."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from oqronkit import OqronError
+from oqronkit.config import redact_url
+
+from .. import engine
+from ..overview import build
+from ..pages import board_view, is_htmx, scope_of
+
+
+@board_view(needs_sql=False)
+def home(request: HttpRequest) -> HttpResponse:
+    """Queues, dead letters, the last hour and the workers; ``?panel=live`` renders
+    just the live panel for htmx. Without a SQL durable plane it says what is missing."""
+    config = engine.get_config()
+    context: dict[str, object] = {
+        "config": config, "problem": "",
+        "database": redact_url(config.database_url) if config.database_url else "none",
+        "needs_sql": config.mode in engine.NON_SQL_MODES,
+    }
+    try:
+        engine.get_durable()
+        if not context["needs_sql"]:
+            context["overview"] = build(scope_of(request))
+    except OqronError as exc:
+        # Shown, not raised: a misconfigured engine must not hide the board's own
+        # diagnostics (manage.py check reports the same message as oqron.E001).
+        context["problem"] = str(exc)
+    if is_htmx(request) and request.GET.get("panel") == "live":
+        return render(request, "oqronboard/overview.html#live", context)
+    return render(request, "oqronboard/overview.html", context)

@@ -1,0 +1,22 @@
+"""The project/environment switcher."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_POST
+
+from ..pages import BadFilter, back, board_view
+from ..scope import SESSION_KEY, BoardScope, known_scopes
+
+
+@require_POST
+@board_view
+def switch_scope(request: HttpRequest) -> HttpResponse:
+    """Look at another (project, environment) that the database knows of."""
+    chosen = BoardScope.parse(request.POST.get("scope", ""))
+    if chosen is None or chosen not in known_scopes():
+        raise BadFilter("Unknown project/environment: pick one from the list.")
+    request.session[SESSION_KEY] = chosen.key
+    messages.info(request, f"Now showing {chosen.project} / {chosen.environment}.")
+    return back(request, "/")

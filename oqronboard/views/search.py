@@ -1,0 +1,39 @@
+"""The id jump box: a run id or a job id takes you to its page."""
+
+from __future__ import annotations
+
+from django import forms
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+from definitions.queries import queue_controls
+from jobs.queries import dlq_depths, find_jobs
+from runs.queries import get_run
+
+from ..filters import TextFilter, clean_or_400
+from ..pages import board_view, scope_of
+
+
+class JumpForm(forms.Form):
+    id = TextFilter(max_length=200, label="id")
+
+
+@board_view
+def jump(request: HttpRequest) -> HttpResponse:
+    """Redirect to the run, or the job, with this id; list the matches when a job id
+    exists in several queues; 404 with a message when nothing has it."""
+    wanted = clean_or_400(JumpForm(request.GET))["id"]
+    if not wanted:
+        return redirect("home")
+    scope = scope_of(request)
+    if get_run(scope, wanted) is not None:
+        return redirect("run", run_id=wanted)
+    queues = sorted(set(queue_controls(scope)) | set(dlq_depths(scope)))
+    jobs = find_jobs(scope, wanted, queues)
+    if len(jobs) == 1:
+        return redirect("job", queue=jobs[0].namespace.partition(":")[2], job_id=wanted)
+    matches = [(j.namespace.partition(":")[2], reverse("job", args=[j.namespace.partition(":")[2], wanted]))
+               for j in jobs]
+    return render(request, "oqronboard/jump.html", {"wanted": wanted, "matches": matches},
+                  status=200 if matches else 404)

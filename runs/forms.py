@@ -1,0 +1,37 @@
+"""The run lists' filters (every one a bookmarkable GET parameter)."""
+
+from __future__ import annotations
+
+from django import forms
+
+from oqronboard.filters import TextFilter, WindowField, clean_or_400, window_start
+from oqronkit.runs import RUN_STATUSES
+
+from .queries import RunFilters, decode_cursor
+
+MODULES = ("queue", "worker", "cron", "schedule", "webhook")
+
+
+class RunFilterForm(forms.Form):
+    status = forms.ChoiceField(choices=[("", "any status")] + [(s, s) for s in RUN_STATUSES], required=False)
+    module = forms.ChoiceField(choices=[("", "any module")] + [(m, m) for m in MODULES], required=False)
+    name = TextFilter(max_length=100, label="name")
+    worker = TextFilter(label="worker")
+    job = TextFilter(label="job id")
+    window = WindowField(label="window")
+    q = TextFilter(label="error message contains")
+    cursor = TextFilter(max_length=400, label="cursor")
+
+
+def run_filters(params: object, *, status: str | None = None, now: int | None = None) -> tuple[RunFilters, dict]:
+    """Validated :class:`RunFilters` from GET ``params`` (``status`` forces one, for
+    the failed-runs page), and the cleaned values to echo in the form."""
+    data = clean_or_400(RunFilterForm(params))
+    if status is not None:
+        data["status"] = status
+    filters = RunFilters(
+        since=window_start(data["window"], now=now), status=data["status"], module=data["module"],
+        name=data["name"], worker=data["worker"], job=data["job"], search=data["q"],
+        cursor=decode_cursor(data["cursor"]) if data["cursor"] else None,
+    )
+    return filters, data

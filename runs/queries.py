@@ -1,0 +1,142 @@
+"""The run queries of the board's pages, each served by one of oqron_runs' indexes.
+
+A list is always bounded by a time window on ``startedAt`` (default: the last 24 h)
+and sorted newest first on ``(startedAt, id)``, the trailing columns of every run
+index; a filter on status, name, module, worker or job picks the index whose leading
+expression it pins. Pages are keyset pages: the cursor is the last row's
+``(startedAt, id)``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, Func, QuerySet, Value
+from django.db.models.functions import Floor
+
+from oqronboard.expressions import JsonText, RowBefore, RowKey, RunStarted
+from oqronboard.pages import BadFilter
+from oqronboard.scope import BoardScope
+
+from .models import RunRecord
+
+RUN_NAMESPACE = "runs"
+PAGE_SIZE = 50
+
+
+def list_fields() -> dict[str, JsonText]:
+    """The columns a list row shows, read as text from the JSON: a list never decodes a
+    run's logs, input or output."""
+    return {
+        "name": JsonText("name"), "module": JsonText("module"), "status": JsonText("status"),
+        "started": JsonText("startedAt"), "duration": JsonText("durationMs"), "worker": JsonText("workerId"),
+        "attempts": JsonText("attempts"), "job": JsonText("jobId"), "error_type": JsonText("error", "type"),
+        "error_message": JsonText("error", "message"), "progress": JsonText("progressPercent"),
+    }
+
+
+@dataclass(frozen=True)
+class RunFilters:
+    """Validated filters of a run list (see :mod:`runs.forms`)."""
+
+    since: int
+    until: int | None = None
+    status: str = ""
+    module: str = ""
+    name: str = ""
+    worker: str = ""
+    job: str = ""
+    search: str = ""
+    cursor: tuple[int, str] | None = None
+
+
+def runs_of(scope: BoardScope) -> QuerySet[RunRecord]:
+    return RunRecord.objects.scoped(scope.project, scope.environment)
+
+
+def run_list(scope: BoardScope, filters: RunFilters, *, limit: int = PAGE_SIZE) -> tuple[list[dict], str | None]:
+    """One page of runs, newest first, and the next page's cursor (None at the end)."""
+    qs = runs_of(scope)
+    indexed = False
+    for key, value in (("status", filters.status), ("name", filters.name), ("module", filters.module),
+                       ("workerId", filters.worker), ("jobId", filters.job)):
+        if value:
+            qs = qs.alias(**{f"f_{key}": JsonText(key)}).filter(**{f"f_{key}": value})
+            indexed = True
+    if not indexed:
+        # The unfiltered list walks (project, environment, namespace, startedAt, id).
+        qs = qs.filter(namespace=RUN_NAMESPACE)
+    qs = qs.alias(started=RunStarted()).filter(started__gte=filters.since)
+    if filters.until is not None:
+        qs = qs.filter(started__lt=filters.until)
+    if filters.search:
+        qs = qs.alias(f_message=JsonText("error", "message")).filter(f_message__icontains=filters.search)
+    if filters.cursor is not None:
+        # The plain bound lets SQLite start its index walk at the cursor too.
+        qs = qs.filter(started__lte=filters.cursor[0]).filter(RowBefore(RunStarted(), RowKey(), *filters.cursor))
+    rows = list(
+        qs.order_by(RunStarted().desc(), RowKey().desc()).values("id", **list_fields())[: limit + 1]
+    )
+    for row in rows:
+        _numbers(row, "started", "duration", "attempts", "progress")
+    if len(rows) <= limit:
+        return rows, None
+    rows = rows[:limit]
+    last = rows[-1]
+    return rows, encode_cursor(last["started"], last["id"])
+
+
+def job_runs(scope: BoardScope, job_id: str, *, limit: int = 25) -> list[dict]:
+    """The latest runs of one job, newest first (the jobId index)."""
+    rows, _ = run_list(scope, RunFilters(since=0, job=job_id), limit=limit)
+    return rows
+
+
+def get_run(scope: BoardScope, run_id: str) -> RunRecord | None:
+    """A run by id: a primary-key read."""
+    return runs_of(scope).filter(namespace=RUN_NAMESPACE, id=run_id).only("id", "value").first()
+
+
+def last_hour_counts(scope: BoardScope, *, since: int, bucket_ms: int) -> list[dict[str, Any]]:
+    """Runs started since ``since``, counted per (name, module, status, bucket): one
+    range scan of (project, environment, namespace, startedAt)."""
+    bucket = Floor(Func(RunStarted(), Value(bucket_ms), template="(%(expressions)s)", arg_joiner=" / "))
+    rows = (
+        runs_of(scope).filter(namespace=RUN_NAMESPACE)
+        .alias(started=RunStarted()).filter(started__gte=since)
+        .values(name=JsonText("name"), module=JsonText("module"), status=JsonText("status"), bucket=bucket)
+        .annotate(count=Count("*")).order_by()
+    )
+    return [{**row, "bucket": int(row["bucket"])} for row in rows]
+
+
+def _numbers(row: dict, *keys: str) -> None:
+    for key in keys:
+        value = row.get(key)
+        if value is None:
+            continue
+        try:
+            number = float(value)
+            row[key] = int(number) if number.is_integer() else number
+        except (TypeError, ValueError):
+            row[key] = None
+
+
+def encode_cursor(key: Any, row_id: str) -> str:
+    raw = json.dumps([key, row_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[int, str]:
+    """A cursor made by :func:`encode_cursor`; :class:`BadFilter` when malformed."""
+    try:
+        raw = base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode())
+        key, row_id = json.loads(raw)
+        if isinstance(key, bool) or not isinstance(key, int | float) or not isinstance(row_id, str):
+            raise ValueError(cursor)
+    except (ValueError, TypeError) as exc:
+        raise BadFilter("The page cursor is malformed; start again from the first page.") from exc
+    return key, row_id

@@ -1,0 +1,113 @@
+"""Run pages: the run list (and the failed-runs list), run detail and its live panel."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlencode
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from jobs.queries import get_job
+from oqronboard.filters import WINDOWS
+from oqronboard.pages import STOP_POLLING, board_view, is_htmx, scope_of
+from oqronkit import OqronError
+from oqronkit.clock import now_ms
+
+from .forms import RunFilterForm, run_filters
+from .queries import get_run, job_runs, run_list
+
+OVERLAY_GROUP = "runs"  # the worker's live overlay of running runs (oqronkit.worker.finisher)
+QUEUE_MODULES = ("queue", "worker")
+
+
+@board_view
+def runs(request: HttpRequest) -> HttpResponse:
+    """Every run in the window, newest first, with the filters as GET parameters."""
+    return _list(request, failed=False)
+
+
+@board_view
+def failed_runs(request: HttpRequest) -> HttpResponse:
+    """The incident view: failed runs only, newest first."""
+    return _list(request, failed=True)
+
+
+def _list(request: HttpRequest, *, failed: bool) -> HttpResponse:
+    filters, data = run_filters(request.GET, status="failed" if failed else None)
+    rows, next_cursor = run_list(scope_of(request), filters)
+    query = {k: v for k, v in request.GET.items() if k != "cursor" and v}
+    context = {
+        "rows": rows, "filters": data, "failed": failed,
+        "next_query": urlencode({**query, "cursor": next_cursor}) if next_cursor else "",
+        "page_title": "Failed runs" if failed else "Runs",
+        "status_choices": RunFilterForm.base_fields["status"].choices,
+        "module_choices": RunFilterForm.base_fields["module"].choices, "windows": list(WINDOWS),
+    }
+    if is_htmx(request) and filters.cursor is not None:
+        return render(request, "runs/list.html#rows", context)  # "load more": just the next rows
+    return render(request, "runs/list.html", context)
+
+
+def _run_or_404(request: HttpRequest, run_id: str):
+    run = get_run(scope_of(request), run_id)
+    if run is None:
+        raise Http404("No run with this id in this project and environment.")
+    return run
+
+
+@board_view
+def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
+    """One run in full, with every run of its job side by side (three queries)."""
+    scope = scope_of(request)
+    run = _run_or_404(request, run_id)
+    value = run.value if isinstance(run.value, dict) else {}
+    job_id = value.get("jobId")
+    siblings = job_runs(scope, job_id) if isinstance(job_id, str) and job_id else []
+    job = None
+    queue = value.get("name") if value.get("module") in QUEUE_MODULES else None
+    if isinstance(job_id, str) and job_id and isinstance(queue, str) and queue:
+        job = get_job(scope, queue, job_id)
+    job_status = None
+    if job is not None:
+        job_status = "dead" if job.namespace.startswith("queue_dlq:") else (job.value or {}).get("status")
+    context = {"run": value, "run_id": run.id, "siblings": siblings, "job_status": job_status, "queue": queue}
+    context.update(_live(request, run.id, value))
+    return render(request, "runs/detail.html", context)
+
+
+@board_view
+def run_live(request: HttpRequest, run_id: str) -> HttpResponse:
+    """The live panel of a run: progress and latest logs while it runs; once it ended,
+    its final state with status 286 so htmx stops polling."""
+    run = _run_or_404(request, run_id)
+    value = run.value if isinstance(run.value, dict) else {}
+    context = {"run": value, "run_id": run.id, **_live(request, run.id, value)}
+    response = render(request, "runs/detail.html#live", context)
+    if not context["running"]:
+        response.status_code = STOP_POLLING
+    return response
+
+
+def _live(request: HttpRequest, run_id: str, value: dict) -> dict:
+    """Progress, label and recent logs: the hot plane's overlay when the worker
+    published one (fresher), the durable record otherwise."""
+    running = value.get("status") == "running"
+    progress, label, logs = value.get("progressPercent"), value.get("progressLabel"), value.get("logs") or []
+    overlay_error = ""
+    if running:
+        try:
+            raw = scope_of(request).engine.hot.kv_get(OVERLAY_GROUP, [run_id], now_ms())
+            overlay = json.loads(next(iter(raw.values()))) if raw else None
+        except (OqronError, ValueError) as exc:
+            overlay, overlay_error = None, str(exc)
+        if isinstance(overlay, dict):
+            progress = overlay.get("progressPercent", progress)
+            label = overlay.get("progressLabel") or label
+            logs = overlay.get("logs") or logs
+    try:
+        percent = max(0.0, min(100.0, float(progress or 0)))
+    except (TypeError, ValueError):
+        percent = 0.0
+    return {"running": running, "percent": round(percent, 1), "progress_label": label,
+            "live_logs": logs[-20:] if isinstance(logs, list) else [], "overlay_error": overlay_error}

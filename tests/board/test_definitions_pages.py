@@ -1,0 +1,52 @@
+"""The definitions page and pausing / resuming queues through the engine."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from tests.board.seed import Board, queue_control
+
+
+def test_every_definition_and_control_record(board: Board):
+    queue_control(board.plane, "emails", paused=True)
+    queue_control(board.plane, "sms")
+    board.plane.put("worker", "sms", {"name": "sms", "queue": "sms", "concurrency": 2, "handler": "app.sms"})
+    board.plane.put("cron", "nightly", {"expression": "0 3 * * *"})
+    board.plane.put("audit", "0000000000001-x", {"action": "retry"})  # a custom record: not a definition
+    body = board.viewer.get(reverse("definitions")).content.decode()
+    for hook in ('data-testid="namespace-queue"', 'data-testid="namespace-worker"', 'data-testid="namespace-cron"',
+                 'data-testid="paused-emails"', 'data-testid="running-sms"', "0 3 * * *", "app.handlers.emails"):
+        assert hook in body, hook
+    assert "namespace-audit" not in body
+    panel = board.viewer.get(reverse("definitions"), {"panel": "list"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in panel and 'data-testid="namespace-cron"' in panel
+
+
+def test_pause_and_resume_a_queue(board: Board):
+    queue_control(board.plane, "emails")
+    page = board.operator.get(reverse("definitions")).content.decode()
+    assert 'data-testid="pause-emails"' in page and 'data-testid="resume-emails"' not in page
+
+    response = board.operator.post(reverse("queue-pause", args=["emails"]), HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and response["HX-Trigger"] == "board:refresh"
+    body = response.content.decode()
+    assert 'data-testid="resume-emails"' in body and 'data-testid="paused-emails"' in body and "<html" not in body
+    assert board.scope.queue("emails").is_paused()
+    assert board.plane.get("queue", "emails").value["handler"] == "app.handlers.emails"  # the rest is kept
+
+    response = board.operator.post(reverse("queue-resume", args=["emails"]), {"next": "/jobs/emails/"})
+    assert response.status_code == 302 and response["Location"] == "/jobs/emails/"
+    assert not board.scope.queue("emails").is_paused()
+    actions = sorted(r.value["action"] for r in board.plane.list("audit").records)
+    assert actions == ["pause", "resume"]
+
+
+def test_pausing_a_queue_no_worker_registered_yet(board: Board):
+    board.operator.post(reverse("queue-pause", args=["fresh"]))
+    assert board.plane.get("queue", "fresh").value["paused"] is True
+
+
+def test_an_offsite_next_is_ignored(board: Board):
+    queue_control(board.plane, "emails")
+    response = board.operator.post(reverse("queue-pause", args=["emails"]), {"next": "https://evil.example/"})
+    assert response["Location"] == reverse("definitions")

@@ -1,0 +1,197 @@
+"""Runs, failed runs and run detail, on SQLite and Postgres."""
+
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from django.urls import reverse
+
+from oqronkit.clock import now_ms
+from tests.board.seed import MINUTE, Board, dead_job, error, put_jobs, put_runs, run_value
+
+HOUR = 60 * MINUTE
+
+
+def run_ids(body: str) -> list[str]:
+    return re.findall(r'data-run-id="([^"]+)"', body)
+
+
+def seed_mixed(board: Board) -> None:
+    now = now_ms()
+    put_runs(board.plane, [
+        run_value("r-ok", started=now - 1 * MINUTE, worker="w-a", job_id="j1"),
+        run_value("r-fail", status="failed", started=now - 2 * MINUTE, error=error("user 42 not found"),
+                  worker="w-b", job_id="j2"),
+        run_value("r-cron", name="nightly", module="cron", started=now - 3 * MINUTE, worker="w-a"),
+        run_value("r-smtp", status="failed", started=now - 4 * MINUTE, error=error("SMTP refused", "ConnectionError"),
+                  name="mailer"),
+        run_value("r-old", status="failed", started=now - 30 * HOUR, error=error("ancient")),
+    ])
+    board.plane.put("topic_msg:orders", "m1", {"publishedAt": now})  # same table, never a run
+
+
+def test_runs_newest_first_within_24_hours(board: Board):
+    seed_mixed(board)
+    body = board.viewer.get(reverse("runs")).content.decode()
+    assert run_ids(body) == ["r-ok", "r-fail", "r-cron", "r-smtp"]
+    assert 'data-testid="runs-table"' in body and 'aria-current="page"' in body
+    wider = board.viewer.get(reverse("runs"), {"window": "7d"}).content.decode()
+    assert run_ids(wider)[-1] == "r-old"
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"status": "failed"}, ["r-fail", "r-smtp"]),
+        ({"name": "nightly"}, ["r-cron"]),
+        ({"module": "cron"}, ["r-cron"]),
+        ({"worker": "w-a"}, ["r-ok", "r-cron"]),
+        ({"job": "j2"}, ["r-fail"]),
+        ({"q": "smtp"}, ["r-smtp"]),
+        ({"q": "USER 42"}, ["r-fail"]),
+        ({"status": "failed", "name": "mailer"}, ["r-smtp"]),
+        ({"status": "failed", "window": "30d", "q": "ancient"}, ["r-old"]),
+    ],
+)
+def test_every_filter_is_a_bookmarkable_get_parameter(board: Board, params, expected):
+    seed_mixed(board)
+    response = board.viewer.get(reverse("runs"), params)
+    assert response.status_code == 200
+    assert run_ids(response.content.decode()) == expected
+
+
+def test_failed_runs_page(board: Board):
+    seed_mixed(board)
+    body = board.viewer.get(reverse("failed-runs")).content.decode()
+    assert run_ids(body) == ["r-fail", "r-smtp"]
+    assert body.count('data-testid="failed-run-row"') == 2
+    assert "user 42 not found" in body and "ConnectionError" in body
+    assert 'id="nav-failed"' in body
+    # The failed page ignores a status parameter: it always lists failures.
+    assert run_ids(board.viewer.get(reverse("failed-runs"), {"status": "completed"}).content.decode()) == \
+        ["r-fail", "r-smtp"]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"status": "exploded"}, {"window": "99y"}, {"module": "nope"}, {"cursor": "!!not-a-cursor"},
+     {"cursor": "WyJ4Il0"}, {"name": "x" * 101}, {"q": "a\x00b"}, {"worker": "w" * 201}],
+    ids=["status", "window", "module", "cursor", "cursor-shape", "name-length", "nul", "worker-length"],
+)
+def test_bad_filter_values_answer_400_with_a_message(board: Board, params):
+    for url in (reverse("runs"), reverse("failed-runs")):
+        response = board.viewer.get(url, params)
+        assert response.status_code == 400, (url, params)
+        body = response.content.decode()
+        assert 'data-testid="bad-request"' in body and "Bad" in body
+
+
+def test_keyset_pages_walk_every_run_once(board: Board):
+    now = now_ms()
+    # 120 runs, some sharing a start time, so the id breaks ties.
+    put_runs(board.plane, [run_value(f"run-{i:03d}", started=now - (i // 3) * 1000) for i in range(120)])
+    seen: list[str] = []
+    url, params = reverse("runs"), {}
+    for _page in range(5):
+        body = board.viewer.get(url, params).content.decode()
+        seen += run_ids(body)
+        more = re.search(r'data-testid="load-more"', body)
+        if not more:
+            break
+        query = re.search(r'href="\?([^"]+)" hx-get', body).group(1).replace("&amp;", "&")
+        params = {k: v[0] for k, v in parse_qs(query).items()}
+    # Newest start first; equal starts by id, descending: each page starts where the last ended.
+    assert seen == [f"run-{3 * group + k:03d}" for group in range(40) for k in (2, 1, 0)]
+
+
+def test_load_more_answers_htmx_with_rows_only(board: Board):
+    now = now_ms()
+    put_runs(board.plane, [run_value(f"run-{i:03d}", started=now - i * 1000) for i in range(60)])
+    first = board.viewer.get(reverse("runs")).content.decode()
+    query = re.search(r'href="\?([^"]+)" hx-get', first).group(1).replace("&amp;", "&")
+    response = board.viewer.get(reverse("runs") + "?" + query, HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert "<html" not in body and "<tr" in body
+    assert run_ids(body) == [f"run-{i:03d}" for i in range(50, 60)]
+    assert "load-more" not in body
+
+
+def test_run_detail_shows_the_whole_story(board: Board):
+    now = now_ms()
+    put_jobs(board.plane, [dead_job("emails", "j1", message="timeout talking to smtp")])
+    put_runs(board.plane, [
+        run_value("a1", status="failed", job_id="j1", attempts=1, started=now - 3 * MINUTE, error=error("first")),
+        run_value("a2", status="failed", job_id="j1", attempts=2, started=now - 2 * MINUTE, input={"to": "x@y.z"},
+                  error=error("second"), logs=[("info", "connecting"), ("error", "gave up")]),
+        run_value("other", job_id="j9", started=now - MINUTE),
+    ])
+    response = board.viewer.get(reverse("run", args=["a2"]))
+    assert response.status_code == 200
+    body = response.content.decode()
+    for text in ("x@y.z", "second", "Traceback (most recent call last)", "connecting", "gave up", "worker-1",
+                 'data-testid="run-timeline"', "waiting", "attempt 2", "1.5 s", "the job is dead"):
+        assert text in body, text
+    # Every run of the job side by side, this one marked; another job's run is not there.
+    attempts = re.search(r'data-testid="job-runs">(.*?)</section>', body, re.S).group(1)
+    assert "/runs/a1/" in attempts and "/runs/a2/" in attempts and "/runs/other/" not in attempts
+    assert 'class="attempt current" href="/runs/a2/"' in attempts
+    assert 'href="/jobs/emails/j1/"' in body
+    assert 'data-poll' not in body.split('id="run-live"')[1].split(">")[0]  # an ended run does not poll
+
+
+def test_unknown_run_is_404(board: Board):
+    assert board.viewer.get(reverse("run", args=["missing"])).status_code == 404
+    assert board.viewer.get(reverse("run-live", args=["missing"])).status_code == 404
+
+
+def test_a_running_run_polls_its_live_panel_until_it_ends(board: Board):
+    put_runs(board.plane, [run_value("live-1", status="running", progress=10.0)])
+    page = board.viewer.get(reverse("run", args=["live-1"])).content.decode()
+    panel = page.split('id="run-live"')[1].split(">")[0]
+    assert "data-poll" in panel and 'hx-get="/runs/live-1/live/"' in panel and "every 5s" in panel
+    assert 'hx-sync="this:drop"' in panel
+    assert 'data-testid="progress"' in page and 'aria-valuenow="10.0"' in page
+
+    # The worker's hot overlay is fresher than the durable record.
+    board.scope.engine.hot.kv_set("runs", {"live-1": json.dumps({
+        "id": "live-1", "status": "running", "progressPercent": 62.5, "progressLabel": "step 5 of 8",
+        "logs": [{"level": "info", "msg": "halfway", "ts": now_ms()}]})}, ttl_ms=60_000, now=now_ms())
+    live = board.viewer.get(reverse("run-live", args=["live-1"]), HTTP_HX_REQUEST="true")
+    assert live.status_code == 200
+    body = live.content.decode()
+    assert "<html" not in body
+    assert 'aria-valuenow="62.5"' in body and "step 5 of 8" in body and "halfway" in body
+
+    put_runs(board.plane, [run_value("live-1", status="completed")])
+    ended = board.viewer.get(reverse("run-live", args=["live-1"]), HTTP_HX_REQUEST="true")
+    assert ended.status_code == 286  # htmx stops polling
+    assert 'data-testid="run-ended"' in ended.content.decode() and 'aria-valuenow="100.0"' in ended.content.decode()
+
+
+def test_a_run_without_a_job(board: Board):
+    put_runs(board.plane, [run_value("cron-1", name="nightly", module="cron")])
+    body = board.viewer.get(reverse("run", args=["cron-1"])).content.decode()
+    assert "nightly" in body and "All runs of this job" not in body
+
+
+def test_the_jump_box_finds_runs_and_jobs(board: Board):
+    put_runs(board.plane, [run_value("r-1")])
+    board.plane.put("queue", "emails", {"name": "emails", "paused": False})
+    put_jobs(board.plane, [dead_job("emails", "job-7")])
+    assert board.viewer.get(reverse("jump"), {"id": "r-1"})["Location"] == "/runs/r-1/"
+    assert board.viewer.get(reverse("jump"), {"id": "job-7"})["Location"] == "/jobs/emails/job-7/"
+    missing = board.viewer.get(reverse("jump"), {"id": "nope"})
+    assert missing.status_code == 404 and b"No run or job" in missing.content
+    assert board.viewer.get(reverse("jump"), {"id": "x" * 300}).status_code == 400
+
+
+def test_job_ids_with_slashes_link_and_resolve(board: Board):
+    board.plane.put("queue", "emails", {"name": "emails", "paused": False})
+    put_jobs(board.plane, [dead_job("emails", "order/42")])
+    body = board.operator.get(reverse("dead-letters")).content.decode()
+    assert 'href="/jobs/emails/order/42/"' in body
+    assert board.viewer.get("/jobs/emails/order/42/").status_code == 200
+    assert urlparse(reverse("job-action", args=["emails", "order/42", "retry"])).path == "/jobs/emails/order/42/retry/"

@@ -1,0 +1,40 @@
+"""Run inside the live board's Django (``manage.py shell -c``): the two users, and the
+workload enqueued through the engine's public API."""
+
+from __future__ import annotations
+
+from tests.browser.harness import PASSWORDS
+
+# Operators are the members of this group, which ``migrate`` creates holding the
+# ``oqronboard.operate`` permission (oqronboard/roles.py); viewers are everyone else.
+OPERATORS_GROUP = "operators"
+
+
+def create_users() -> None:
+    """``operator`` (in the operators group: may act) and ``viewer`` (may only look)."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    users = get_user_model()
+    for name in ("operator", "viewer"):
+        if not users.objects.filter(username=name).exists():
+            users.objects.create_user(name, f"{name}@example.com", PASSWORDS[name])
+    group = Group.objects.filter(name=OPERATORS_GROUP).first()
+    if group is None:
+        raise RuntimeError(f"migrate did not create the {OPERATORS_GROUP!r} group the board's roles rely on")
+    users.objects.get(username="operator").groups.add(group)
+
+
+def enqueue(*, flaky: int = 0, steady: int = 0, slow: int = 0) -> None:
+    """Jobs for the test queues (see ``tests/browser/workload/oqron.py``)."""
+    from oqronboard import engine
+    from tests.browser.workload import oqron
+
+    engine.get_engine()  # the default engine, configured from the settings
+    for queue, items in (
+        (oqron.flaky, [{"order": 4100 + n, "customer": f"cus-{n:03d}"} for n in range(flaky)]),
+        (oqron.steady, [{"to": f"user{n}@example.com", "template": "receipt"} for n in range(steady)]),
+        (oqron.slow, [{"report": "monthly-sales", "batch": n} for n in range(slow)]),
+    ):
+        if items:
+            queue.add_bulk(items)

@@ -1,0 +1,1 @@
+"""A tiny Django app whose ``oqron.py`` declares the queues the browser tests drive."""

@@ -1,0 +1,67 @@
+"""Queues for the browser tests and the screenshots, discovered by ``runworker``.
+
+* ``reports`` (slow): a long job reporting progress every half second, so a run detail
+  page always has a live progress bar to watch;
+* ``payments`` (flaky): fails on a job's first execution (no retries, so it is dead-
+  lettered at once) and succeeds when retried from the dead-letter queue, so a retry
+  removes it from the DLQ for good;
+* ``emails`` (steady): quick jobs that complete, so the lists are not only failures.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import oqronkit
+
+SLOW_STEPS = int(os.environ.get("BROWSER_SLOW_STEPS", "240"))
+SLOW_STEP_S = 0.5
+
+slow = oqronkit.queue("reports", concurrency=2, retries=0, lease=10)
+flaky = oqronkit.queue("payments", concurrency=4, retries=0)
+steady = oqronkit.queue("emails", concurrency=4, retries=1)
+
+
+@slow.handler
+def crunch(ctx: Any) -> dict[str, Any]:
+    """Advance a progress bar step by step; stop early when cancelled or shut down."""
+    steps = int((ctx.data or {}).get("steps", SLOW_STEPS))
+    for step in range(1, steps + 1):
+        if ctx.cancelled:
+            return {"stopped_at": step}
+        time.sleep(SLOW_STEP_S)
+        ctx.progress(100 * step / steps, f"step {step} of {steps}")
+        if step % 10 == 0:
+            ctx.log("info", f"crunched {step} of {steps} chunks")
+    return {"steps": steps}
+
+
+def _seen_dir() -> Path:
+    """Where the flaky handler remembers the jobs it already failed once."""
+    path = Path(os.environ.get("BROWSER_FLAKY_DIR", "/tmp/oqron-browser-flaky"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@flaky.handler
+def charge(ctx: Any) -> dict[str, Any]:
+    """Fail the first time a job runs, succeed on any later run (a retry)."""
+    marker = _seen_dir() / ctx.job_id
+    if not marker.exists():
+        marker.touch()
+        order = (ctx.data or {}).get("order", 0)
+        ctx.log("warning", f"charging order {order}")
+        if order % 4 == 3:
+            raise ValueError(f"card of customer '{(ctx.data or {}).get('customer')}' expired in 2024")
+        raise ConnectionError(f"payment gateway refused order {order}: 503 Service Unavailable")
+    return {"charged": True}
+
+
+@steady.handler
+def deliver(ctx: Any) -> dict[str, Any]:
+    ctx.progress(50)
+    ctx.log("info", f"delivered {ctx.data}")
+    return {"delivered": True}
