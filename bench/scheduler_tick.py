@@ -112,8 +112,9 @@ def main() -> int:
     print(f"  ticks that fire: {len(firing)} of {len(ticks)}, {per_tick:.0f} runs each; CPU mean {mean:.1f} ms, "
           f"median {statistics.median(cpu):.1f} ms, p95 {cpu[int(len(cpu) * 0.95) - 1]:.1f} ms, max {cpu[-1]:.1f} ms")
     if with_gc:
-        print(f"  ({len(with_gc)} tick(s) ran a full garbage collection of the process heap (on the memory engine "
-              f"it holds every record): {', '.join(f'{t:.0f}' for t in with_gc)} ms; not counted above)")
+        where = " (the memory engine keeps every record in it)" if args.mode == "memory" else ""
+        print(f"  ({len(with_gc)} tick(s) ran a full garbage collection of the process heap{where}: "
+              f"{', '.join(f'{t:.0f}' for t in with_gc)} ms; not counted above)")
     print(f"  per fire: {mean / per_tick:.2f} ms CPU (claim, pointer, handler, final run)")
     print(f"  over all {len(ticks)} ticks: mean {statistics.fmean(t[0] for t in ticks):.1f} ms; "
           f"idle tick (nothing due): {statistics.fmean(idle) * 1000:.0f} us")

@@ -181,7 +181,11 @@ class WorkerProcess:
 
     def forget(self, inflight: Inflight) -> None:
         with self._lock:
-            self._inflight[inflight.job.queue].pop(inflight.job.id, None)
+            group = self._inflight[inflight.job.queue]
+            # A retried job can be claimed again before its previous attempt is settled:
+            # forget only this attempt, never the newer one under the same job id.
+            if group.get(inflight.job.id) is inflight:
+                del group[inflight.job.id]
             self._lock.notify_all()
 
     def hook(self, inflight: Inflight, name: str, payload: Any) -> None:
