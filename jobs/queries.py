@@ -9,10 +9,12 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Max, Min, QuerySet
+from django.db import connections
+from django.db.models import Count, QuerySet
 
 from oqronboard.expressions import JsonNumber, JsonText, KindIs, RowBefore, RowKey
 from oqronboard.scope import BoardScope
@@ -135,27 +137,77 @@ def dlq_depths(scope: BoardScope) -> dict[str, int]:
     return {row["namespace"].partition(":")[2]: row["n"] for row in rows}
 
 
+_GROUPS_SQL = """
+WITH RECURSIVE fps(fp) AS (
+    SELECT (SELECT {fp} FROM oqron_jobs WHERE {where} AND {fp} IS NOT NULL ORDER BY {fp} LIMIT 1)
+    UNION ALL
+    SELECT (SELECT {fp} FROM oqron_jobs WHERE {where} AND {fp} > fps.fp ORDER BY {fp} LIMIT 1)
+    FROM fps WHERE fps.fp IS NOT NULL
+), groups AS (
+    SELECT fps.fp AS fp,
+        (SELECT count(*) || ',' || count(DISTINCT namespace) || ',' || max(namespace)
+         FROM oqron_jobs WHERE {where} AND {fp} = fps.fp) AS stats,
+        (SELECT {died} FROM oqron_jobs WHERE {where} AND {fp} = fps.fp ORDER BY {died} LIMIT 1) AS first_seen,
+        (SELECT {died} FROM oqron_jobs WHERE {where} AND {fp} = fps.fp ORDER BY {died} DESC LIMIT 1) AS last_seen,
+        (SELECT {error} FROM oqron_jobs WHERE {where} AND {fp} = fps.fp ORDER BY {died} DESC LIMIT 1) AS error
+    FROM fps WHERE fps.fp IS NOT NULL
+)
+SELECT fp, stats, first_seen, last_seen, error FROM groups WHERE stats IS NOT NULL
+ORDER BY last_seen DESC LIMIT {limit}
+"""
+_GROUP_EXPRESSIONS = {
+    "postgresql": {
+        "fp": "(value->>'errorFingerprint')",
+        "died": "(CASE WHEN jsonb_typeof(value->'diedAt') = 'number' THEN (value->>'diedAt')::numeric END)",
+        "error": "((value->'lastError')::text)",
+    },
+    "sqlite": {
+        "fp": "json_extract(value, '$.errorFingerprint')",
+        "died": "json_extract(value, '$.diedAt')",
+        "error": "json_extract(value, '$.lastError')",
+    },
+}
+
+
 def dead_groups(scope: BoardScope, *, queue: str = "", limit: int = 50) -> list[dict[str, Any]]:
     """Dead letters grouped by error fingerprint (type plus normalised message): count,
-    first and last seen, a sample type and message; most recent group first."""
-    qs = jobs_of(scope).filter(KindIs("dlq"))
+    first and last seen, the latest failure's type and message; most recent group first.
+
+    One statement, served by ``oqron_jobs_dlq_fingerprint_idx`` alone for the grouping:
+    a skip scan finds each distinct fingerprint with one index probe, then per group a
+    count over its index range (no JSON is decoded for it), first and last seen from
+    the ends of that range and the latest row's error. Grouping every dead letter
+    with ``GROUP BY`` instead decodes the JSON of every row (hundreds of ms at 20k).
+    Dead letters without a fingerprint are not grouped.
+    """
+    connection = connections[jobs_of(scope).db]
+    expressions = _GROUP_EXPRESSIONS.get(connection.vendor)
+    if expressions is None:
+        raise NotImplementedError(f"dead_groups: no SQL for {connection.vendor}")
+    where = "project = %s AND environment = %s AND record_kind = 'dlq'"
+    params: list[Any] = [scope.project, scope.environment]
     if queue:
-        qs = qs.filter(namespace=DEAD_PREFIX + queue)
-    rows = (
-        qs.values(fingerprint=JsonText("errorFingerprint"))
-        .annotate(
-            count=Count("*"), first=Min(JsonNumber("diedAt")), last=Max(JsonNumber("diedAt")),
-            error_type=Max(JsonText("lastError", "type")), message=Max(JsonText("lastError", "message")),
-            queues=Count("namespace", distinct=True), queue=Max("namespace"),
-        )
-        .order_by("-last")[:limit]
-    )
+        where += " AND namespace = %s"
+        params.append(DEAD_PREFIX + queue)
+    sql = _GROUPS_SQL.format(where=where, limit=int(limit), **expressions)
+    # Every subquery repeats ``where``: 2 in fps, 4 in groups.
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params * 6)
+        rows = cursor.fetchall()
     groups = []
-    for row in rows:
-        row["first"] = int(row["first"]) if row["first"] is not None else None
-        row["last"] = int(row["last"]) if row["last"] is not None else None
-        row["queue"] = (row["queue"] or "").partition(":")[2]
-        groups.append(row)
+    for fingerprint, stats, first, last, error in rows:
+        count, queues, namespace = str(stats).split(",", 2)
+        try:
+            error = json.loads(error) if isinstance(error, str) else error
+        except ValueError:
+            error = None
+        error = error if isinstance(error, dict) else {}
+        groups.append({
+            "fingerprint": fingerprint, "count": int(count), "queues": int(queues),
+            "queue": namespace.partition(":")[2],
+            "first": int(first) if first is not None else None, "last": int(last) if last is not None else None,
+            "error_type": error.get("type"), "message": error.get("message"),
+        })
     return groups
 
 

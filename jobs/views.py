@@ -39,16 +39,22 @@ def queue_jobs_page(request: HttpRequest, queue: str) -> HttpResponse:
     check_queue(queue)
     scope = scope_of(request)
     data = clean_or_400(JobListForm(request.GET))
-    status = data["status"] or "waiting"
     cursor = decode_cursor(data["cursor"]) if data["cursor"] else None
+    counts = None
+    if data["status"]:
+        status = data["status"]
+    else:
+        # No tab chosen: open the first one with jobs (waiting when all are empty).
+        counts = _counts(request, queue)
+        status = next((s for s in JOB_STATUSES if _nonzero(counts["counts"].get(s))), "waiting")
     context: dict = {"queue": queue, "status": status, "statuses": JOB_STATUSES}
     if is_htmx(request) and request.GET.get("panel") == "counts":
-        return render(request, "jobs/queue.html#counts", {**context, **_counts(request, queue)})
+        return render(request, "jobs/queue.html#counts", {**context, **(counts or _counts(request, queue))})
     rows, next_cursor = queue_jobs(scope, queue, status, cursor=cursor)
     context.update(rows=rows, next_query=urlencode({"status": status, "cursor": next_cursor}) if next_cursor else "")
     if is_htmx(request) and cursor is not None:
         return render(request, "jobs/queue.html#rows", context)
-    context.update(_counts(request, queue))
+    context.update(counts or _counts(request, queue))
     context["control"] = queue_control(scope, queue) or {"paused": False}
     return render(request, "jobs/queue.html", context)
 
@@ -67,6 +73,12 @@ def _counts(request: HttpRequest, queue: str) -> dict:
     for status, (count, more) in pending_counts(scope, queue).items():
         counts[status] = f"{count}+" if more else count
     return {"counts": counts, "hot_problem": problem}
+
+
+def _nonzero(count: object) -> bool:
+    if isinstance(count, str):  # "1000+"
+        return True
+    return isinstance(count, int) and count > 0
 
 
 def _job_or_404(request: HttpRequest, queue: str, job_id: str):

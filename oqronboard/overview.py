@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db.models import OuterRef, Subquery, Value
 from django.db.models.functions import Concat
 
@@ -69,6 +70,7 @@ class Overview:
     workers: list[dict[str, Any]]
     status_counts: dict[str, int]
     hot_problem: str = ""
+    hidden: list[str] = field(default_factory=list)
     chart: Chart | None = None
     problems: list[str] = field(default_factory=list)
 
@@ -121,7 +123,12 @@ def live_workers(scope: BoardScope, now: int) -> list[dict[str, Any]]:
     return sorted(workers, key=lambda w: str(w.get("id")))
 
 
-def build(scope: BoardScope) -> Overview:
+def internal_queues() -> set[str]:
+    """Queues the overview hides (``OQRON_INTERNAL_QUEUES``; the Jobs page lists them)."""
+    return set(getattr(settings, "OQRON_INTERNAL_QUEUES", ()))
+
+
+def build(scope: BoardScope, *, include_internal: bool = True) -> Overview:
     now = now_ms()
     states = queue_states(scope)
     dead = dlq_depths(scope)
@@ -141,11 +148,14 @@ def build(scope: BoardScope) -> Overview:
         if row["module"] in QUEUE_MODULES and row["name"]:
             per_queue[row["name"]][index][column] += row["count"]
     names = sorted(set(states) | set(dead) | set(per_queue))
-    overview = Overview(now=now, queues=[], workers=[], status_counts=dict(sorted(status_counts.items())))
+    hidden = [] if include_internal else sorted(set(names) & internal_queues())
+    names = [name for name in names if name not in hidden]
+    overview = Overview(now=now, queues=[], workers=[], status_counts=dict(sorted(status_counts.items())),
+                        hidden=hidden)
     try:
         overview.workers = live_workers(scope, now)
         hot = scope.engine.hot
-        depths = {name: hot.depths(name, now) for name in names}
+        depths = hot.depths_many(names, now)
     except OqronError as exc:
         overview.hot_problem = str(exc)
         depths = {}

@@ -159,3 +159,9 @@ LOGGING = {
 
 # Modules that declare queues outside installed apps' oqron.py (runworker --import adds more).
 OQRON_IMPORTS = [m.strip() for m in os.environ.get("OQRON_IMPORTS", "").split(",") if m.strip()]
+
+# Queues the overview leaves out (the engine's own housekeeping, the demo's ticker); the
+# Jobs page still lists them. Comma-separated in OQRON_INTERNAL_QUEUES.
+OQRON_INTERNAL_QUEUES = [
+    q.strip() for q in os.environ.get("OQRON_INTERNAL_QUEUES", "demo-ticker").split(",") if q.strip()
+]

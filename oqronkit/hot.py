@@ -82,6 +82,17 @@ class HotPlaneFacade:
     def depths(self, queue: str, now: int) -> QueueDepths:
         return self._call("hot.depths", self.plane.depths, queue, now)
 
+    def depths_many(self, queues: Sequence[str], now: int) -> dict[str, QueueDepths]:
+        """:meth:`depths` of each of ``queues``: one call when the backend has a batched
+        ``depths_many`` (Postgres), one per queue otherwise."""
+        if not queues:
+            return {}
+        batched = getattr(self.plane, "depths_many", None)
+        if batched is None:
+            return {queue: self.depths(queue, now) for queue in queues}
+        found = self._call("hot.depths_many", batched, list(queues), now)
+        return {queue: found.get(queue, QueueDepths(0, 0, 0)) for queue in queues}
+
     def next_due(self, queue: str) -> int | None:
         return self._call("hot.next_due", self.plane.next_due, queue)
 

@@ -29,6 +29,11 @@ def run_filters(params: object, *, status: str | None = None, now: int | None = 
     data = clean_or_400(RunFilterForm(params))
     if status is not None:
         data["status"] = status
+    # A free-text search reads every candidate row's error message, so it is bounded to
+    # one status (the status index): failed runs unless the operator picked another.
+    data["search_status_implied"] = bool(data["q"] and not data["status"])
+    if data["search_status_implied"]:
+        data["status"] = "failed"
     filters = RunFilters(
         since=window_start(data["window"], now=now), status=data["status"], module=data["module"],
         name=data["name"], worker=data["worker"], job=data["job"], search=data["q"],

@@ -82,7 +82,7 @@ def run_live(request: HttpRequest, run_id: str) -> HttpResponse:
     its final state with status 286 so htmx stops polling."""
     run = _run_or_404(request, run_id)
     value = run.value if isinstance(run.value, dict) else {}
-    context = {"run": value, "run_id": run.id, **_live(request, run.id, value)}
+    context = {"run": value, "run_id": run.id, "ended_live": True, **_live(request, run.id, value)}
     response = render(request, "runs/detail.html#live", context)
     if not context["running"]:
         response.status_code = STOP_POLLING
@@ -105,9 +105,14 @@ def _live(request: HttpRequest, run_id: str, value: dict) -> dict:
             progress = overlay.get("progressPercent", progress)
             label = overlay.get("progressLabel") or label
             logs = overlay.get("logs") or logs
+    if not running and value.get("status") == "completed":
+        progress = 100
     try:
         percent = max(0.0, min(100.0, float(progress or 0)))
     except (TypeError, ValueError):
         percent = 0.0
+    started = value.get("startedAt")
+    elapsed = now_ms() - int(started) if running and isinstance(started, int | float) else None
     return {"running": running, "percent": round(percent, 1), "progress_label": label,
+            "has_progress": running or percent > 0, "elapsed": elapsed,
             "live_logs": logs[-20:] if isinstance(logs, list) else [], "overlay_error": overlay_error}

@@ -39,6 +39,18 @@ def ms_time(value: Any) -> str:
 
 
 @register.filter
+def ms_short(value: Any) -> str:
+    """Epoch ms as ``12-02 14:31:05`` (UTC; list cells, with :func:`ms_time` as title)."""
+    ms = _ms(value)
+    if ms is None:
+        return ""
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return str(value)
+
+
+@register.filter
 def ms_iso(value: Any) -> str:
     """Epoch ms as ISO 8601, for ``<time datetime=...>``."""
     ms = _ms(value)

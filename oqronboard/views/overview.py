@@ -26,7 +26,7 @@ def home(request: HttpRequest) -> HttpResponse:
     try:
         engine.get_durable()
         if not context["needs_sql"]:
-            context["overview"] = build(scope_of(request))
+            context["overview"] = build(scope_of(request), include_internal=False)
     except OqronError as exc:
         # Shown, not raised: a misconfigured engine must not hide the board's own
         # diagnostics (manage.py check reports the same message as oqron.E001).

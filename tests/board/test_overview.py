@@ -39,7 +39,7 @@ def test_queues_with_depths_dead_letters_and_the_last_hour(board: Board):
     body = board.viewer.get(reverse("home")).content.decode()
     emails = row(body, "emails")
     assert 'data-testid="waiting-emails">4<' in emails  # hot plane: the durable-only job is not signalled
-    assert '<td class="num">1</td>' in emails  # delayed
+    assert '<td data-label="Delayed" class="num">1</td>' in emails  # delayed
     assert "paused" in emails and 'data-testid="overview-dead-emails"' in emails
     assert re.search(r'overview-dead-emails"[^>]*>1<', emails)
     assert "1h 30m ago" in emails  # the oldest waiting job

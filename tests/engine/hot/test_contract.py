@@ -148,6 +148,22 @@ def test_depths(hot, scope):
     assert (d.ready, d.delayed, d.active) == (2, 0, 1)
 
 
+def test_depths_of_several_queues_at_once(hot, scope):
+    """The facade's depths_many: batched where the backend has it, per queue otherwise,
+    with the same numbers as depths() and zeros for an empty queue."""
+    from oqronkit.hot import HotPlaneFacade
+
+    hot.signal(scope, "q", [Signal("a"), Signal("b"), Signal("c", run_at=NOW + 100)], NOW)
+    hot.claim(scope, "q", worker_id="w", limit=1, lease_ms=LEASE, now=NOW)
+    hot.signal(scope, "r", [Signal("x")], NOW)
+    hot.signal(Scope(scope.project, scope.environment + "-other"), "q", [Signal("elsewhere")], NOW)
+    facade = HotPlaneFacade(hot, project=scope.project, environment=scope.environment)
+    many = facade.depths_many(["q", "r", "empty"], NOW)
+    assert {name: (d.ready, d.delayed, d.active) for name, d in many.items()} == {
+        "q": (1, 1, 1), "r": (1, 0, 0), "empty": (0, 0, 0)}
+    assert facade.depths_many([], NOW) == {}
+
+
 def test_concurrent_claimers_never_share_a_job(hot, scope):
     hot.signal(scope, "q", [Signal(f"j{i}") for i in range(200)], NOW)
     got: list[list[str]] = []
