@@ -296,7 +296,14 @@ class WorkerProcess:
             return
         from ..durable import RecordWrite
 
-        engine.durable.put_many(RecordWrite(i.job.namespace, i.job.id, i.job.to_value()) for i in started)
+        # Checked before the write (so a slow read never overwrites the state of a job
+        # another worker holds now) and after it (the write may have been slow too).
+        started = self._still_leased(queue, started)
+        if started:
+            engine.durable.put_many(RecordWrite(i.job.namespace, i.job.id, i.job.to_value()) for i in started)
+            started = self._still_leased(queue, started)
+        if not started:
+            return
         with self._lock:
             for inflight in started:
                 self._inflight[queue.name][inflight.job.id] = inflight
@@ -305,6 +312,33 @@ class WorkerProcess:
         self.finisher.started(started)
         for inflight in started:
             self.executor.submit(inflight)
+
+    def _still_leased(self, queue: Queue, started: list[Inflight]) -> list[Inflight]:
+        """The attempts whose lease is still ours, renewed if the durable reads and
+        writes before them were slow.
+
+        Between the claim and here the durable plane may have stalled (a Postgres
+        restart blocks a pool checkout for up to its timeout). A lease can lapse
+        meanwhile and the rescuer hand the job to another worker: starting it then
+        would run it twice at the same time. So when more than a third of the lease has
+        gone (the heartbeat's renewal period), renew first and start only the jobs
+        whose lease was renewed. The others are left alone: the rescuer or the new
+        holder owns them, and the durable state we just wrote is settled by the
+        rescuer/reconciler (a stall) or overwritten by the new holder.
+        """
+        now = now_ms()
+        if all(now - (i.lease.expires_at - queue.lease_ms) < queue.lease_ms / 3 for i in started):
+            return started  # the usual case: no extra round trip
+        kept = {le.job_id: le for le in self.engine.hot.extend(queue.name, [i.lease for i in started],
+                                                               lease_ms=queue.lease_ms, now=now)}
+        lost = [i for i in started if i.job.id not in kept]
+        if lost:
+            logger.warning("%d job(s) of %s lost their lease while the durable plane was slow; not starting them",
+                           len(lost), queue.name, extra={"action": "worker.lease_lapsed_before_start"})
+        for inflight in started:
+            if inflight.job.id in kept:
+                inflight.lease = kept[inflight.job.id]
+        return [i for i in started if i.job.id in kept]
 
     def publish_overlay(self, inflights: list[Inflight]) -> None:
         """Write running runs through to the hot plane for the board's live view."""
