@@ -8,8 +8,9 @@ harness polls. Per system and repeat, with clean state before every phase:
 1. single enqueue: one call per job, ``--single-n`` jobs;
 2. bulk enqueue: ``add_bulk`` / ``batch_defer`` in chunks of ``--chunk`` (django-tasks has
    no bulk API: its single enqueue of N is reported there, marked ``*``);
-3. processing: ONE worker process on the N bulk-enqueued jobs, timed from spawn until
-   N tasks ran, and from the first completion (start-up excluded);
+3. processing: ``ANALYZE`` (as autovacuum would have by then; ``--no-analyze`` skips it),
+   then ONE worker process on the N bulk-enqueued jobs, timed from spawn until N tasks
+   ran, and from the first completion (start-up excluded); the counter must end at N;
 4. latency: ``--latency-n`` jobs ``--latency-gap`` apart into an idle worker; each task
    pushes ``start - enqueue time`` (the enqueue time travels in the payload);
 5. our engine: every job left exactly one completed run record (none with recording off).
@@ -172,6 +173,7 @@ class System:
 
     name = ""
     setting = ""
+    database: str | None = None  # the Postgres database it uses, if any
     has_bulk = True
     python = OUR_PYTHON
     driver = ""
@@ -185,6 +187,13 @@ class System:
 
     def worker_argv(self, bench: Bench) -> list[str]:
         raise NotImplementedError
+
+    def analyze(self, bench: Bench) -> None:
+        """Refresh planner statistics after the bulk enqueue, as autovacuum would in a
+        running deployment (the reset's TRUNCATE leaves none; see ``--no-analyze``)."""
+        if self.database:
+            with bench.pg(self.database) as conn:
+                conn.execute("ANALYZE")
 
     def verify(self, bench: Bench, phase: Phase, n: int) -> str | None:
         """Check what the processing phase left behind; None when nothing to check."""
@@ -200,22 +209,25 @@ class System:
 class OqronSystem(System):
     """Our engine in ``sqlite`` or ``postgres`` mode, run recording on or off."""
 
-    database = "oqron_bench"
-
-    def __init__(self, mode: str, *, record_runs: bool = True, concurrency: int | None = None) -> None:
+    def __init__(self, mode: str, *, record_runs: bool = True, concurrency: int | None = None,
+                 services: bool = True) -> None:
         self.mode = mode
+        self.database = "oqron_bench" if mode == "postgres" else None
         self.record_runs = record_runs
         self.concurrency = concurrency
+        self.services = services
         self.name = f"oqron-{mode}" + ("" if record_runs else "-norec")
         self.driver = str(PEERS / "oqron_driver.py")
         conc = f"--concurrency {concurrency}" if concurrency else "concurrency 5 (the Queue default)"
-        if record_runs:
+        if record_runs and services:
             self.setting = f"python -m oqronkit worker, 1 process, {conc}"
         else:
-            self.setting = f"bench/peers/oqron_worker.py --no-record-runs, 1 process, {conc}"
+            flags = " ".join(f for f, on in (("--no-record-runs", not record_runs), ("--no-services", not services))
+                             if on)
+            self.setting = f"bench/peers/oqron_worker.py {flags}, 1 process, {conc}"
 
     def prepare(self, bench: Bench) -> None:
-        if self.mode == "postgres":
+        if self.database:
             bench.recreate_database(self.database)
 
     def fresh(self, bench: Bench, phase_name: str) -> Phase:
@@ -234,10 +246,12 @@ class OqronSystem(System):
 
     def worker_argv(self, bench: Bench) -> list[str]:
         extra = ["--concurrency", str(self.concurrency)] if self.concurrency else []
-        if self.record_runs:
+        if self.record_runs and self.services:
             return [OUR_PYTHON, "-m", "oqronkit", "worker", "--import", "oqron_tasks", "--queues", "bench",
                     "--log-level", "warning", *extra]
-        return [OUR_PYTHON, str(PEERS / "oqron_worker.py"), "--no-record-runs", *extra]
+        flags = [f for f, on in (("--no-record-runs", not self.record_runs), ("--no-services", not self.services))
+                 if on]
+        return [OUR_PYTHON, str(PEERS / "oqron_worker.py"), *flags, *extra]
 
     def verify(self, bench: Bench, phase: Phase, n: int) -> str | None:
         runs, jobs, completed, left = self._count(bench, phase)
@@ -327,11 +341,12 @@ class DjangoTasksSystem(System):
         return [self.python, str(PEERS / "djtasks_manage.py"), "db_worker", "-v", "0"]
 
 
-def build_systems(names: list[str], concurrency: int | None) -> list[System]:
+def build_systems(names: list[str], concurrency: int | None, services: bool = True) -> list[System]:
+    ours = {"concurrency": concurrency, "services": services}
     table: dict[str, Any] = {
-        "oqron-sqlite": lambda: OqronSystem("sqlite", concurrency=concurrency),
-        "oqron-postgres": lambda: OqronSystem("postgres", concurrency=concurrency),
-        "oqron-postgres-norec": lambda: OqronSystem("postgres", record_runs=False, concurrency=concurrency),
+        "oqron-sqlite": lambda: OqronSystem("sqlite", **ours),
+        "oqron-postgres": lambda: OqronSystem("postgres", **ours),
+        "oqron-postgres-norec": lambda: OqronSystem("postgres", record_runs=False, **ours),
         "procrastinate": ProcrastinateSystem,
         "django-tasks": DjangoTasksSystem,
     }
@@ -467,6 +482,8 @@ def phase_process(bench: Bench, system: System, n: int) -> dict[str, Any]:
                                          str(bench.args.chunk)], timeout=60 + n / 50)
         result["bulk"] = enq["rate"]
         result["bulk_is_single"] = enq["mode"] != "bulk"
+        if bench.args.analyze:
+            system.analyze(bench)
         env = {**phase.env, "BENCH_TARGET": str(n)}
         log = bench.scratch / f"{phase.tag}.log"
         with Worker(system.worker_argv(bench), env, log, stop_timeout=bench.args.stop_timeout) as worker:
@@ -524,7 +541,9 @@ def run_system(bench: Bench, system: System) -> dict[str, Any]:
     for label, step in steps:
         try:
             result.update(step())
-        except BenchError as exc:
+        except Exception as exc:  # one broken phase must not lose the others' figures
+            if not isinstance(exc, BenchError):
+                exc = BenchError(f"{type(exc).__name__}: {exc}")
             result.setdefault("errors", []).append(f"{label}: {exc}")
             print(f"  ! {system.name} {label} failed: {exc}", file=sys.stderr, flush=True)
     result["load_after"] = os.getloadavg()[0]
@@ -691,6 +710,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="smoke run: N 2000, single 300, latency 50, repeat 1")
     parser.add_argument("--oqron-concurrency", type=int, default=None,
                         help="override our queue's concurrency (default: the Queue default, 5)")
+    parser.add_argument("--oqron-no-services", action="store_true",
+                        help="diagnostics: our workers run without leader services (reconciler, rescuer, ...)")
+    parser.add_argument("--no-analyze", dest="analyze", action="store_false",
+                        help="skip ANALYZE between bulk enqueue and processing (planner statistics stay empty "
+                             "after the reset's TRUNCATE)")
     parser.add_argument("--pg-url", default=os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"),
                         help="a maintenance database URL; the bench creates oqron_bench* databases next to it")
     parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"))
@@ -714,7 +738,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def run(args: argparse.Namespace) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="oqron-bench-"))
     bench = Bench(args.pg_url, args.redis_url, args, scratch)
-    systems = build_systems(args.system_names, args.oqron_concurrency)
+    systems = build_systems(args.system_names, args.oqron_concurrency, services=not args.oqron_no_services)
     failed = True
     try:
         check_servers(bench)
