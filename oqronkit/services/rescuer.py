@@ -38,6 +38,14 @@ def rescue_one(engine: Engine, queue: str, lease: Lease) -> None:
         return  # completed or cancelled meanwhile
     job = Job.from_value(record.value)
     now = now_ms()
+    if job.status in ("waiting", "delayed") and job.lease_token is None:
+        # Claimed, then its worker died before the active state was written behind:
+        # still a stalled attempt, so a job that kills its worker cannot loop forever.
+        # (A worker dying in the instant between storing a retry and releasing its
+        # lease also lands here and counts one stall too many: rare and harmless.)
+        job.attempts += 1
+        mark_stalled(engine, job, None, "lease expired before the attempt was recorded (worker lost?)")
+        return
     if job.status != "active" or job.lease_token != lease.token:
         # The job moved on (its worker stored the next state but died before releasing
         # it): signal whatever the durable plane says.

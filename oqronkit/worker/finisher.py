@@ -48,6 +48,9 @@ class Finisher:
         # Writes that failed while the durable plane was away; retried on every flush.
         self._pending_runs: list[RecordWrite] = []
         self._pending_deletes: list[tuple[str, str]] = []
+        # Jobs' "active" state (attempt, lease token), written behind like the runs: a
+        # fast job completes before the flush and its active state is never written.
+        self._pending_jobs: dict[tuple[str, str], RecordWrite] = {}
         self.max_buffered_runs = 50_000
 
     # -- called from other threads ----------------------------------------------------
@@ -57,6 +60,8 @@ class Finisher:
             for inflight in inflights:
                 self.running_runs[inflight.run["id"]] = inflight
                 self._dirty.add(inflight.run["id"])
+                job = inflight.job
+                self._pending_jobs[(job.namespace, job.id)] = RecordWrite(job.namespace, job.id, job.to_value())
 
     def submit(self, outcome: Outcome) -> None:
         self.outcomes.put(outcome)
@@ -96,7 +101,7 @@ class Finisher:
         writes = list(self._pending_runs)
         if self.process.record_runs:
             writes += [RecordWrite("runs", i.run["id"], i.run_snapshot()) for i in dirty]
-        if writes or self._pending_deletes:
+        if writes or self._pending_deletes or self._pending_jobs:
             self._write_runs(writes, [])
 
     def mark_dirty(self, run_id: str) -> None:
@@ -107,8 +112,11 @@ class Finisher:
         """Write runs (and delete finished jobs) in one transaction, after any earlier
         writes still waiting; on failure keep them all for the next flush."""
         pending_ids = {w.id for w in runs}
-        puts = [w for w in self._pending_runs if w.id not in pending_ids] + runs
         doomed = list(dict.fromkeys(self._pending_deletes + deletes))
+        with self._lock:
+            jobs = [w for key, w in self._pending_jobs.items() if key not in set(doomed)]
+            self._pending_jobs.clear()
+        puts = jobs + [w for w in self._pending_runs if w.id not in pending_ids] + runs
         try:
             self.process.engine.durable.apply(puts=puts, deletes=doomed)
         except OqronError as exc:
@@ -117,6 +125,9 @@ class Finisher:
                                 len(puts) - self.max_buffered_runs, extra={"action": "runs.buffer_full"})
             self._pending_runs = [w for w in puts if w.namespace == "runs"][-self.max_buffered_runs:]
             self._pending_deletes = doomed
+            with self._lock:
+                for w in jobs:
+                    self._pending_jobs.setdefault((w.namespace, w.id), w)
             logger.error(
                 "durable plane unavailable: %d run record(s) and %d job deletion(s) held for retry: %s",
                 len(self._pending_runs), len(doomed), exc, extra={"action": "runs.buffer"},
@@ -187,6 +198,9 @@ class Finisher:
     def _settle_other(self, outcome: Outcome) -> None:
         inflight, job = outcome.inflight, outcome.inflight.job
         engine, now = self.process.engine, now_ms()
+        if self._pending_jobs and not self._write_runs([], []):
+            return  # the active state is not stored yet; the lease lapses and the rescuer retries
+
         if outcome.kind == "lost":  # someone else holds the job now: record the attempt only
             run = self._finish(outcome, "failed", "lease lost; the job is returned by the rescuer")
             if run:

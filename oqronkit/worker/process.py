@@ -294,14 +294,9 @@ class WorkerProcess:
             started.append(Inflight(job=job, lease=lease, run=run, queue=queue, deadline=deadline))
         if not started:
             return
-        from ..durable import RecordWrite
-
-        # Checked before the write (so a slow read never overwrites the state of a job
-        # another worker holds now) and after it (the write may have been slow too).
+        # A slow durable read may have outlived the lease: never start a job another
+        # worker may hold now. The active state is written behind by the finisher.
         started = self._still_leased(queue, started)
-        if started:
-            engine.durable.put_many(RecordWrite(i.job.namespace, i.job.id, i.job.to_value()) for i in started)
-            started = self._still_leased(queue, started)
         if not started:
             return
         with self._lock:

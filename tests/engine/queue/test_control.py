@@ -174,3 +174,20 @@ def test_graceful_stop_returns_unfinished_jobs_without_counting_the_attempt(engi
     stored = engine.durable.get("queue_job:stubborn", job.id).value
     assert stored["status"] == "waiting" and stored["attempts"] == 0
     assert q.counts()["waiting"] == 1
+
+
+def test_a_worker_dying_before_its_active_state_was_written_still_counts_a_stall(engine: Engine):
+    """The active state is written behind: a claim whose worker died before that write
+    is still a stalled attempt, so a job that kills its worker cannot loop forever."""
+    q = engine.queue("early-death", backoff=0.01, max_stalls=2, retries=10)
+    job = q.add({})
+    for expected_stalls in (1, 2):
+        wait_until(lambda: q.counts()["waiting"] + q.counts()["delayed"] == 1)
+        time.sleep(0.05)
+        engine.hot.claim("early-death", worker_id="dies-at-once", limit=1, lease_ms=100, now=now_ms())
+        time.sleep(0.2)
+        rescue_expired(engine, ["early-death"])
+        if expected_stalls == 1:
+            stored = engine.durable.get("queue_job:early-death", job.id).value
+            assert stored["attempts"] == 1 and stored["stalls"] == 1
+    assert "stalled 2 times" in engine.durable.get("queue_dlq:early-death", job.id).value["deadReason"]
