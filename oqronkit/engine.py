@@ -11,6 +11,7 @@ import atexit
 import logging
 import os
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from .backends import open_durable_store
@@ -87,6 +88,7 @@ class Engine:
         self.config = config
         self.registry = registry if registry is not None else default_registry
         self.node_id = node_id()
+        _open_engines.add(self)
         self._durable = durable
         self._hot = hot
         self._lock = threading.Lock()
@@ -215,7 +217,12 @@ def get_engine() -> Engine:
     return _default
 
 
+_open_engines: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
 @atexit.register
-def _close_default() -> None:
-    if _default is not None:
-        _default.close()
+def _close_engines() -> None:
+    """Close every engine still open at exit: connection pools stopped by their own
+    finalisers at interpreter shutdown wait 5 s per thread."""
+    for engine in list(_open_engines):
+        engine.close()
