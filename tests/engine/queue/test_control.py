@@ -146,12 +146,17 @@ def test_leader_rescues_automatically(engine: Engine):
     seen = []
     q = engine.queue("auto", backoff=0.01, handler=lambda ctx: seen.append(ctx.attempt))
     q.pause()
-    q.add({})
+    job = q.add({})
     claim_and_abandon(engine, "auto")
     q.resume()
     with running(engine) as process:
         fast_services(process)
-        wait_until(lambda: seen == [2], timeout=15)
+        try:
+            wait_until(lambda: seen == [2], timeout=15)
+        except AssertionError:
+            stored = engine.durable.get("queue_job:auto", job.id)
+            raise AssertionError(f"seen={seen} job={stored and stored.value} leader={process.services.is_leader} "
+                                 f"depths={engine.hot.depths('auto', now_ms())}") from None
 
 
 def test_graceful_stop_returns_unfinished_jobs_without_counting_the_attempt(engine: Engine):
