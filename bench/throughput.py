@@ -47,6 +47,7 @@ PEERS_REQUIREMENTS = ROOT / "bench" / "requirements-peers.txt"
 OUR_PYTHON = sys.executable
 ALL_SYSTEMS = ("oqron-sqlite", "oqron-postgres", "oqron-postgres-norec", "procrastinate", "django-tasks")
 BASELINE = "procrastinate"
+LOCK_KEY = 0x0B0E4C4B  # pg_advisory_lock key serialising throughput.py runs on one server
 
 
 class BenchError(Exception):
@@ -103,7 +104,8 @@ class Bench:
     scratch: Path
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     counter: int = 0
-    fresh_databases: set[str] = field(default_factory=set)
+    databases: list[str] = field(default_factory=list)
+    lock_conn: Any = None
 
     def redis(self) -> Any:
         import redis
@@ -119,14 +121,44 @@ class Bench:
         self.counter += 1
         return f"{system}-{phase}-{self.run_id}-{self.counter}"
 
-    def recreate_database(self, name: str) -> None:
-        """Drop and create ``name`` (once per invocation: later calls do nothing)."""
-        if name in self.fresh_databases:
-            return
-        self.fresh_databases.add(name)
-        with self.pg(urlsplit(self.pg_url).path.lstrip("/") or "postgres") as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{name}"')
+    @property
+    def maintenance_db(self) -> str:
+        return urlsplit(self.pg_url).path.lstrip("/") or "postgres"
+
+    def database(self, suffix: str) -> str:
+        """This invocation's own database for ``suffix``, created on first use and
+        dropped at the end, so a concurrent invocation never touches it."""
+        name = f"oqron_bench_{self.run_id}" + (f"_{suffix}" if suffix else "")
+        if name not in self.databases:
+            with self.pg(self.maintenance_db) as conn:
+                conn.execute(f'CREATE DATABASE "{name}"')
+            self.databases.append(name)
+        return name
+
+    def drop_databases(self) -> None:
+        with self.pg(self.maintenance_db) as conn:
+            for name in self.databases:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self.databases.clear()
+
+    def take_lock(self, timeout: float) -> None:
+        """Hold a server-wide advisory lock for the whole run: two invocations on one
+        machine would only measure each other, so the second one waits."""
+        self.lock_conn = self.pg(self.maintenance_db)
+        deadline = time.monotonic() + timeout
+        told = False
+        while not self.lock_conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()[0]:
+            if time.monotonic() > deadline:
+                raise BenchError(f"another bench/throughput.py run held the lock for {timeout:.0f} s; giving up")
+            if not told:
+                print("another bench/throughput.py run is in progress; waiting for it ...", flush=True)
+                told = True
+            time.sleep(2)
+
+    def release_lock(self) -> None:
+        if self.lock_conn is not None:
+            self.lock_conn.close()  # ends the session, and with it the advisory lock
+            self.lock_conn = None
 
     def truncate(self, database: str, prefix: str, *, required: bool = True) -> None:
         """Empty every public table named ``prefix*`` and checkpoint, so the next
@@ -173,7 +205,7 @@ class System:
 
     name = ""
     setting = ""
-    database: str | None = None  # the Postgres database it uses, if any
+    database: str | None = None  # the Postgres database it uses, set by prepare()
     has_bulk = True
     python = OUR_PYTHON
     driver = ""
@@ -212,7 +244,6 @@ class OqronSystem(System):
     def __init__(self, mode: str, *, record_runs: bool = True, concurrency: int | None = None,
                  services: bool = True) -> None:
         self.mode = mode
-        self.database = "oqron_bench" if mode == "postgres" else None
         self.record_runs = record_runs
         self.concurrency = concurrency
         self.services = services
@@ -227,8 +258,8 @@ class OqronSystem(System):
             self.setting = f"bench/peers/oqron_worker.py {flags}, 1 process, {conc}"
 
     def prepare(self, bench: Bench) -> None:
-        if self.database:
-            bench.recreate_database(self.database)
+        if self.mode == "postgres":
+            self.database = bench.database("")
 
     def fresh(self, bench: Bench, phase_name: str) -> Phase:
         tag = bench.next_tag(self.name, phase_name)
@@ -283,8 +314,6 @@ class ProcrastinateSystem(System):
 
     name = "procrastinate"
     setting = "procrastinate worker --concurrency 10 (sync task in threads), LISTEN/NOTIFY"
-    database = "oqron_bench_procrastinate"
-
     def __init__(self) -> None:
         self.python = str(PEERS_VENV / "bin" / "python")
         self.driver = str(PEERS / "procrastinate_driver.py")
@@ -295,7 +324,7 @@ class ProcrastinateSystem(System):
         return env
 
     def prepare(self, bench: Bench) -> None:
-        bench.recreate_database(self.database)
+        self.database = bench.database("procrastinate")
         run_checked([str(PEERS_VENV / "bin" / "procrastinate"), "--app=procrastinate_app.app", "schema", "--apply"],
                     self._env(bench, "setup"), timeout=120, what="procrastinate schema --apply")
 
@@ -315,8 +344,6 @@ class DjangoTasksSystem(System):
     name = "django-tasks"
     setting = "manage.py db_worker (1 task at a time, 1 s idle poll)"
     has_bulk = False
-    database = "oqron_bench_djtasks"
-
     def __init__(self) -> None:
         self.python = str(PEERS_VENV / "bin" / "python")
         self.driver = str(PEERS / "djtasks_driver.py")
@@ -328,7 +355,7 @@ class DjangoTasksSystem(System):
         return env
 
     def prepare(self, bench: Bench) -> None:
-        bench.recreate_database(self.database)
+        self.database = bench.database("djtasks")
         run_checked([self.python, str(PEERS / "djtasks_manage.py"), "migrate", "-v", "0"],
                     self._env(bench, "setup"), timeout=120, what="django-tasks migrate")
 
@@ -593,7 +620,8 @@ def summary(results: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any
 
 
 def print_table(systems: list[System], med: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
-    print(f"\nMedians of {args.repeat} run(s); N = {args.n:,} (processing, bulk), single enqueue on "
+    print(f"\nEngine {args.engine_revision}. Medians of {args.repeat} run(s); N = {args.n:,} (processing, bulk), "
+          f"single enqueue on "
           f"{args.single_n:,}, latency {args.latency_n} jobs {args.latency_gap * 1000:.0f} ms apart.\n")
     head = ("system", "enqueue single/s", "enqueue bulk/s", "process/s", "process/s excl start-up",
             "latency p50 ms", "latency p99 ms", "peak RSS MiB", "run records")
@@ -722,6 +750,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--stall-timeout", type=float, default=60.0,
                         help="fail a phase after this many seconds without progress")
     parser.add_argument("--stop-timeout", type=float, default=30.0, help="SIGTERM grace before SIGKILL")
+    parser.add_argument("--lock-timeout", type=float, default=3600.0,
+                        help="how long to wait for another throughput.py run on the same server to finish")
     parser.add_argument("--json", type=Path, default=None, help="also write every run's figures here")
     parser.add_argument("--keep-logs", action="store_true", help="keep worker logs and SQLite files")
     args = parser.parse_args(argv)
@@ -735,6 +765,46 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def engine_revision() -> str:
+    """The commit the measured engine comes from, flagged when oqronkit/ has local changes."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "oqronkit"], cwd=ROOT, capture_output=True,
+                               text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (head or "unknown") + (" + uncommitted changes in oqronkit/" if dirty else "")
+
+
+def measure(bench: Bench, systems: list[System]) -> dict[str, list[dict[str, Any]]]:
+    """Every system ``--repeat`` times, interleaved; each run's figures."""
+    results: dict[str, list[dict[str, Any]]] = {s.name: [] for s in systems}
+    for rep in range(bench.args.repeat):
+        for system in systems:
+            print(f"run {rep + 1}/{bench.args.repeat}: {system.name} ...", flush=True)
+            began = time.monotonic()
+            results[system.name].append(run_system(bench, system))
+            shown = {k: (round(v, 2) if isinstance(v, float) else v)
+                     for k, v in results[system.name][-1].items() if k not in ("errors", "notes")}
+            print(f"  done in {time.monotonic() - began:.0f} s: {json.dumps(shown)}", flush=True)
+    return results
+
+
+def report(systems: list[System], results: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> bool:
+    """Print the tables, ratios and targets; True when something went wrong."""
+    med = summary(results)
+    print_table(systems, med, args)
+    print_load(med)
+    print_ratios(systems, med)
+    print_targets(med)
+    failed = print_problems(med)
+    if args.json is not None:
+        args.json.write_text(json.dumps({"args": {k: v for k, v in vars(args).items() if k != "json"},
+                                         "runs": results, "medians": med}, indent=1, default=str))
+    return failed
+
+
 def run(args: argparse.Namespace) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="oqron-bench-"))
     bench = Bench(args.pg_url, args.redis_url, args, scratch)
@@ -742,30 +812,22 @@ def run(args: argparse.Namespace) -> int:
     failed = True
     try:
         check_servers(bench)
+        bench.take_lock(args.lock_timeout)
         if any(isinstance(s, ProcrastinateSystem | DjangoTasksSystem) for s in systems):
             ensure_peers_venv(args.peers_python)
         for system in systems:
             system.prepare(bench)
-        results: dict[str, list[dict[str, Any]]] = {s.name: [] for s in systems}
-        for rep in range(args.repeat):
-            for system in systems:
-                print(f"run {rep + 1}/{args.repeat}: {system.name} ...", flush=True)
-                began = time.monotonic()
-                results[system.name].append(run_system(bench, system))
-                print(f"  done in {time.monotonic() - began:.0f} s: " + json.dumps(
-                    {k: (round(v, 2) if isinstance(v, float) else v) for k, v in results[system.name][-1].items()
-                     if k != "errors"}), flush=True)
-        med = summary(results)
-        print_table(systems, med, args)
-        print_load(med)
-        print_ratios(systems, med)
-        print_targets(med)
-        failed = print_problems(med)
-        if args.json is not None:
-            args.json.write_text(json.dumps({"args": {k: v for k, v in vars(args).items() if k != "json"},
-                                             "runs": results, "medians": med}, indent=1, default=str))
+        args.engine_revision = engine_revision()
+        print(f"engine: {args.engine_revision}; Python {sys.version.split()[0]}", flush=True)
+        results = measure(bench, systems)
+        if engine_revision() != args.engine_revision:
+            print(f"warning: the engine changed during the run (now {engine_revision()})", flush=True)
+        failed = report(systems, results, args)
         return 1 if failed else 0
     finally:
+        with contextlib.suppress(Exception):
+            bench.drop_databases()
+        bench.release_lock()
         if args.keep_logs or failed:
             print(f"\nworker logs and scratch files: {scratch}")
         else:
