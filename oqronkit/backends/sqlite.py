@@ -1,32 +1,29 @@
 """Durable store on one SQLite file, shared by every thread and process of one machine.
 
-Concurrency model: WAL journal (readers and the single writer never block each other),
-a busy timeout (a writer waits for the lock instead of failing), one connection per
-thread, and every write as an explicit ``BEGIN IMMEDIATE`` transaction so the write
-lock is taken before the first read: a deferred transaction that reads and then writes
-can fail with "database is locked" however long the timeout, when another process
-committed in between. All SQL lives in ``sql/sqlite/*.sql``.
+Concurrency model (:mod:`.sqlite_conn`): WAL journal (readers and the single writer
+never block each other), a busy timeout (a writer waits for the lock instead of
+failing), one connection per thread (shared with the hot plane on the same file), and
+every write as an explicit ``BEGIN IMMEDIATE`` transaction so the write lock is taken
+before the first read: a deferred transaction that reads and then writes can fail with
+"database is locked" however long the timeout, when another process committed in
+between. All SQL lives in ``sql/sqlite/*.sql``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..codec import decode_value
-from ..errors import BackendUnavailable, ConfigurationError, InvalidNamespace
+from ..errors import ConfigurationError, InvalidNamespace
 from ..namespaces import TABLE_NAMES
 from .matching import fields_match
 from .sqlfiles import load_queries, load_sql
+from .sqlite_conn import BUSY_TIMEOUT_S, SQLiteConnections
 from .types import EncodedRow, ListQuery, Scope, StoredRecord, _Absent
-
-BUSY_TIMEOUT_S = 10.0
-MIN_SQLITE = (3, 35, 0)  # RETURNING (insert_many); row values and json_each are older
 
 _SCHEMA = load_sql("oqronkit.backends", "sql/sqlite/schema.sql")
 _QUERIES = load_queries("oqronkit.backends", "sql/sqlite/queries.sql")
@@ -64,55 +61,38 @@ class SQLiteDurableStore:
                 "for an in-process store."
             )
         self.path = path
-        self._busy_timeout = busy_timeout
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        # Every connection this store opened, with its thread, so close() can close
-        # them all and connections of finished threads can be reclaimed.
-        self._connections: list[tuple[threading.Thread, sqlite3.Connection]] = []
-        self._closed = False
-        self._pid = os.getpid()
+        self._conns = SQLiteConnections(path, busy_timeout=busy_timeout, role="durable store")
 
     # -- lifecycle -------------------------------------------------------------------
 
     def ensure_schema(self) -> None:
-        with self._guard("ensure_schema") as conn:
-            try:
-                conn.executescript(_SCHEMA)  # one BEGIN IMMEDIATE ... COMMIT script
-            except BaseException:
-                _rollback(conn)
-                raise
+        self._conns.script("ensure_schema", _SCHEMA)  # one BEGIN IMMEDIATE ... COMMIT script
 
     def has_table(self, table: str) -> bool:
-        with self._guard("has_table") as conn:
+        with self._conns.guard("has_table") as conn:
             return conn.execute(_QUERIES["has_table"], (table,)).fetchone() is not None
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            connections, self._connections = self._connections, []
-        for _thread, conn in connections:
-            with suppress(sqlite3.Error):
-                conn.close()
+        self._conns.close()
 
     # -- writes ----------------------------------------------------------------------
 
     def put_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> None:
-        with self._write("put_many") as conn:
+        with self._conns.write("put_many") as conn:
             _upsert(conn, scope, rows)
 
     def apply(
         self, scope: Scope, puts: Sequence[EncodedRow], deletes: Sequence[tuple[str, str, str]]
     ) -> None:
         # Puts first, then deletes (as memory does), all in one write transaction.
-        with self._write("apply") as conn:
+        with self._conns.write("apply") as conn:
             _upsert(conn, scope, puts)
             for table, namespace, id in deletes:
                 conn.execute(_sql(table, "delete_one"), (scope.project, scope.environment, namespace, id))
 
     def insert_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> set[tuple[str, str]]:
         inserted: set[tuple[str, str]] = set()
-        with self._write("insert_many") as conn:
+        with self._conns.write("insert_many") as conn:
             for row in rows:
                 # RETURNING yields a row only when the insert happened (not on conflict).
                 if conn.execute(_sql(row.table, "insert_if_free"), _row_params(scope, row)).fetchall():
@@ -121,7 +101,7 @@ class SQLiteDurableStore:
 
     def delete_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> int:
         params = (scope.project, scope.environment, namespace, json.dumps(list(ids)))
-        with self._write("delete_many") as conn:
+        with self._conns.write("delete_many") as conn:
             return conn.execute(_sql(table, "delete_many"), params).rowcount
 
     def compare_and_set(
@@ -134,7 +114,7 @@ class SQLiteDurableStore:
         row: EncodedRow | None,
     ) -> bool:
         key = (scope.project, scope.environment, namespace, id)
-        with self._write("compare_and_set") as conn:
+        with self._conns.write("compare_and_set") as conn:
             # The write lock is already held, so nobody can change the row between this
             # read and our write; the comparison itself is the shared Python one, so
             # its semantics are exactly the memory backend's.
@@ -152,26 +132,26 @@ class SQLiteDurableStore:
 
     def prune_expired(self, scope: Scope, table: str, now_ms: int) -> int:
         params = (scope.project, scope.environment, now_ms)
-        with self._write("prune_expired") as conn:
+        with self._conns.write("prune_expired") as conn:
             return conn.execute(_sql(table, "prune_expired"), params).rowcount
 
     def prune_older_than(
         self, scope: Scope, table: str, namespace: str, cutoff_ms: int, *, limit: int
     ) -> int:
         where = (scope.project, scope.environment, namespace)
-        with self._write("prune_older_than") as conn:
+        with self._conns.write("prune_older_than") as conn:
             return conn.execute(_sql(table, "prune_older_than"), (*where, *where, cutoff_ms, limit)).rowcount
 
     # -- reads -----------------------------------------------------------------------
 
     def get_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> list[StoredRecord]:
         params = (scope.project, scope.environment, namespace, json.dumps(list(ids)))
-        with self._guard("get_many") as conn:
+        with self._conns.guard("get_many") as conn:
             return [_record(row) for row in conn.execute(_sql(table, "get_many"), params).fetchall()]
 
     def list(self, scope: Scope, query: ListQuery) -> list[StoredRecord]:
         sql, params = list_statement(scope, query)
-        with self._guard("list") as conn:
+        with self._conns.guard("list") as conn:
             return [_record(row) for row in conn.execute(sql, params).fetchall()]
 
     def count(self, scope: Scope, table: str, *, namespace: str | None, kind: str | None) -> int:
@@ -181,106 +161,33 @@ class SQLiteDurableStore:
             if wanted is not None:
                 parts.append(queries[fragment])
                 params.append(wanted)
-        with self._guard("count") as conn:
+        with self._conns.guard("count") as conn:
             return int(conn.execute("\n".join(parts), params).fetchone()[0])
 
     def count_by_namespace(self, scope: Scope, table: str, kind: str) -> dict[str, int]:
         params = (scope.project, scope.environment, kind)
-        with self._guard("count_by_namespace") as conn:
+        with self._conns.guard("count_by_namespace") as conn:
             return dict(conn.execute(_sql(table, "count_by_namespace"), params).fetchall())
 
     # -- connections -----------------------------------------------------------------
 
-    @contextmanager
-    def _guard(self, action: str) -> Iterator[sqlite3.Connection]:
-        """This thread's connection; driver errors become BackendUnavailable."""
-        conn = self._connection()
-        try:
-            yield conn
-        except sqlite3.Error as exc:
-            raise BackendUnavailable(f"SQLite {action} on {self.path!r} failed: {exc}") from exc
-
-    @contextmanager
-    def _write(self, action: str) -> Iterator[sqlite3.Connection]:
-        """One BEGIN IMMEDIATE transaction, committed on success, rolled back otherwise."""
-        with self._guard(action) as conn:
-            conn.execute(_QUERIES["begin_immediate"])
-            try:
-                yield conn
-                conn.execute(_QUERIES["commit"])
-            except BaseException:
-                # Also after a failed COMMIT: a transaction left open would make every
-                # later BEGIN on this thread's connection fail.
-                _rollback(conn)
-                raise
-
     def _connection(self) -> sqlite3.Connection:
-        if self._closed:
-            raise BackendUnavailable(f"The SQLite store on {self.path!r} is closed.")
-        if self._pid != os.getpid():
-            # A forked child must never use its parent's connections (SQLite forbids
-            # carrying one across fork): forget them, unclosed, and open its own.
-            self._local, self._lock, self._connections = threading.local(), threading.Lock(), []
-            self._pid = os.getpid()
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn
-        conn = self._open()
-        with self._lock:
-            if self._closed:
-                conn.close()
-                raise BackendUnavailable(f"The SQLite store on {self.path!r} is closed.")
-            self._reap_finished_threads()
-            self._connections.append((threading.current_thread(), conn))
-        self._local.conn = conn
-        return conn
+        """This thread's connection (shared with the hot plane on the same file)."""
+        return self._conns.connection()
 
-    def _reap_finished_threads(self) -> None:
-        # A thread's connection outlives the thread (threading.local drops only our
-        # reference); close those here so short-lived worker threads do not leak files.
-        alive = []
-        for thread, conn in self._connections:
-            if thread.is_alive():
-                alive.append((thread, conn))
-            else:
-                with suppress(sqlite3.Error):
-                    conn.close()
-        self._connections = alive
+    @property
+    def _connections(self) -> list[tuple[threading.Thread, sqlite3.Connection]]:
+        """Every open connection to the file, with the thread it belongs to."""
+        return self._conns.file.connections
 
-    def _open(self) -> sqlite3.Connection:
-        directory = os.path.dirname(os.path.abspath(self.path))
-        if not os.path.isdir(directory):
-            raise BackendUnavailable(
-                f"Cannot open the SQLite database {self.path!r}: the directory {directory!r} does "
-                "not exist. Create it, or point the database URL at an existing folder."
-            )
-        if sqlite3.sqlite_version_info < MIN_SQLITE:
-            raise BackendUnavailable(
-                f"The SQLite library is {sqlite3.sqlite_version}; the durable store on {self.path!r} "
-                f"needs {'.'.join(map(str, MIN_SQLITE))} or newer."
-            )
-        try:
-            # isolation_level=None: the sqlite3 module never opens transactions behind
-            # our back; check_same_thread=False only so close() may close every
-            # connection (each is otherwise used by its own thread alone).
-            conn = sqlite3.connect(
-                self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise BackendUnavailable(f"Cannot open the SQLite database {self.path!r}: {exc}") from exc
-        try:
-            mode = conn.execute(_QUERIES["journal_mode_wal"]).fetchone()[0]
-            conn.execute(_QUERIES["synchronous_normal"])
-        except sqlite3.Error as exc:
-            conn.close()
-            raise BackendUnavailable(f"Cannot configure the SQLite database {self.path!r}: {exc}") from exc
-        if str(mode).lower() != "wal":
-            conn.close()
-            raise BackendUnavailable(
-                f"The SQLite database {self.path!r} cannot use WAL journaling (got {mode!r}); "
-                "several processes share this file, so put it on a local filesystem."
-            )
-        return conn
+    @property
+    def _pid(self) -> int:
+        """The process the connections belong to; any other pid resets them on next use."""
+        return self._conns.file.pid
+
+    @_pid.setter
+    def _pid(self, pid: int) -> None:
+        self._conns.file.pid = pid
 
 
 def list_statement(scope: Scope, query: ListQuery) -> tuple[str, list[Any]]:
@@ -351,11 +258,3 @@ def _row_params(scope: Scope, row: EncodedRow) -> tuple[Any, ...]:
 def _record(row: tuple[Any, ...]) -> StoredRecord:
     namespace, id, kind, text, inserted_at, expires_at = row
     return StoredRecord(namespace, id, kind, decode_value(text), inserted_at, expires_at)
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    # Some errors (SQLITE_FULL, IOERR) already rolled back; the original error is the
-    # one worth raising, so a failed rollback is not allowed to replace it.
-    if conn.in_transaction:
-        with suppress(sqlite3.Error):
-            conn.execute(_QUERIES["rollback"])

@@ -2,11 +2,12 @@
 ephemeral keys, in the same file as the durable tables and shared by every thread and
 process of one machine.
 
-Concurrency model (as in :mod:`.sqlite`): WAL journal, a busy timeout, one connection per
-thread, and every write as one explicit ``BEGIN IMMEDIATE`` transaction, so the write
-lock serialises claimers across processes and no job is handed out twice. A per-plane
-``threading.Lock`` also serialises this process's writers, so threads queue on a Python
-lock (woken at once) rather than on SQLite's busy handler (which sleeps and retries).
+Concurrency model (as in :mod:`.sqlite`, see :mod:`.sqlite_conn`): WAL journal, a busy
+timeout, one connection per thread (shared with the durable store on the same file), and
+every write as one explicit ``BEGIN IMMEDIATE`` transaction, so the write lock serialises
+claimers across processes and no job is handed out twice. A per-file ``threading.Lock``
+also serialises this process's writers (the durable store's too), so threads queue on a
+Python lock (woken at once) rather than on SQLite's busy handler (which sleeps and retries).
 
 Wake-ups: ``signal``/``release``/``promote`` notify waiters of this process through a
 condition variable; waiters also poll ``PRAGMA data_version`` every few ms, which
@@ -22,17 +23,16 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 
-from ..errors import BackendUnavailable, ConfigurationError
+from ..errors import ConfigurationError
 from .hot_types import Lease, QueueDepths, Signal
 from .sqlfiles import load_queries, load_sql
+from .sqlite_conn import BUSY_TIMEOUT_S, SQLiteConnections
 from .types import Scope
 
-BUSY_TIMEOUT_S = 10.0
 POLL_INTERVAL_S = 0.01  # cross-process wake-up latency of wait(), at one PRAGMA per tick
-MIN_SQLITE = (3, 35, 0)  # RETURNING; UPSERT, row values and json_each are older
 
 _SCHEMA = load_sql("oqronkit.backends", "sql/sqlite/hot_schema.sql")
 _Q = load_queries("oqronkit.backends", "sql/sqlite/hot_queries.sql")
@@ -58,41 +58,27 @@ class SQLiteHotPlane:
                 "for an in-process plane."
             )
         self.path = path
-        self._busy_timeout = busy_timeout
         self._poll = poll_interval
-        self._closed = False
+        self._conns = SQLiteConnections(path, busy_timeout=busy_timeout, role="hot plane")
         self._reset_process_state()
 
     def _reset_process_state(self) -> None:
-        # Also run in a forked child: SQLite forbids carrying connections across fork,
-        # and a lock held by a parent thread would never be released in the child.
+        # Also run in a forked child: a lock held by a parent thread would never be
+        # released in the child (the connections reset themselves).
         self._pid = os.getpid()
-        self._local = threading.local()
-        self._conn_lock = threading.Lock()
-        self._connections: list[tuple[threading.Thread, sqlite3.Connection]] = []
-        self._write_lock = threading.Lock()
         self._changed = threading.Condition()
         self._versions: dict[tuple[Scope, str], int] = {}  # bumped per queue by _notify
 
     # -- lifecycle -------------------------------------------------------------------
 
     def ensure_ready(self) -> None:
-        with self._guard("ensure_ready") as conn, self._write_lock:
-            try:
-                conn.executescript(_SCHEMA)  # one BEGIN IMMEDIATE ... COMMIT script
-            except BaseException:
-                _rollback(conn)
-                raise
+        self._forked()
+        self._conns.script("ensure_ready", _SCHEMA)  # one BEGIN IMMEDIATE ... COMMIT script
 
     def close(self) -> None:
-        with self._conn_lock:
-            self._closed = True
-            connections, self._connections = self._connections, []
-        for _thread, conn in connections:
-            with suppress(sqlite3.Error):
-                conn.close()
+        self._conns.close()
         with self._changed:
-            self._changed.notify_all()  # waiters see _closed and return
+            self._changed.notify_all()  # waiters see the plane closed and return
 
     # -- broker ------------------------------------------------------------------------
 
@@ -210,6 +196,7 @@ class SQLiteHotPlane:
         return self._read_one("next_due", _Q["next_due"], _key(scope, queue))[0]
 
     def wait(self, scope: Scope, queues: Sequence[str], timeout: float) -> bool:
+        self._forked()  # before the condition variable, which a fork must not carry over
         deadline = time.monotonic() + max(timeout, 0.0)
         keys = [(scope, queue) for queue in queues]
 
@@ -222,7 +209,7 @@ class SQLiteHotPlane:
         with self._guard("wait") as conn:
             version = _one(conn, _Q["data_version"], ())[0]
             has_ready, first_due = _one(conn, _Q["wait_state"], params)
-        while not has_ready and not self._closed:
+        while not has_ready and not self._conns.closed:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
@@ -298,78 +285,23 @@ class SQLiteHotPlane:
         with self._guard(action) as conn:
             return _one(conn, sql, params)
 
+    def _forked(self) -> None:
+        if self._pid != os.getpid():
+            self._reset_process_state()
+
     @contextmanager
     def _guard(self, action: str) -> Iterator[sqlite3.Connection]:
         """This thread's connection; driver errors become BackendUnavailable."""
-        conn = self._connection()
-        try:
+        self._forked()
+        with self._conns.guard(action) as conn:
             yield conn
-        except sqlite3.Error as exc:
-            raise BackendUnavailable(f"SQLite hot plane {action} on {self.path!r} failed: {exc}") from exc
 
     @contextmanager
     def _write(self, action: str) -> Iterator[sqlite3.Connection]:
         """One BEGIN IMMEDIATE transaction, committed on success, rolled back otherwise."""
-        # The connection first: in a forked child it resets the inherited write lock.
-        with self._guard(action) as conn, self._write_lock:
-            conn.execute(_Q["begin_immediate"])
-            try:
-                yield conn
-                conn.execute(_Q["commit"])
-            except BaseException:
-                # Also after a failed COMMIT: an open transaction would break every later BEGIN.
-                _rollback(conn)
-                raise
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._closed:
-            raise BackendUnavailable(f"The SQLite hot plane on {self.path!r} is closed.")
-        if self._pid != os.getpid():
-            self._reset_process_state()
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn
-        conn = self._open()
-        with self._conn_lock:
-            if self._closed:
-                conn.close()
-                raise BackendUnavailable(f"The SQLite hot plane on {self.path!r} is closed.")
-            # A finished thread's connection outlives it: close those (no leaked handles).
-            for _thread, old in (item for item in self._connections if not item[0].is_alive()):
-                with suppress(sqlite3.Error):
-                    old.close()
-            self._connections = [item for item in self._connections if item[0].is_alive()]
-            self._connections.append((threading.current_thread(), conn))
-        self._local.conn = conn
-        return conn
-
-    def _open(self) -> sqlite3.Connection:
-        if sqlite3.sqlite_version_info < MIN_SQLITE:
-            raise BackendUnavailable(
-                f"The SQLite library is {sqlite3.sqlite_version}; the hot plane on {self.path!r} needs "
-                f"{'.'.join(map(str, MIN_SQLITE))} or newer."
-            )
-        try:
-            # isolation_level=None: the sqlite3 module never opens transactions behind our
-            # back; check_same_thread=False only so close() may close every connection.
-            conn = sqlite3.connect(
-                self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
-            )
-            try:
-                mode = _one(conn, _Q["journal_mode_wal"], ())[0]
-                conn.execute(_Q["synchronous_normal"])
-            except BaseException:
-                conn.close()
-                raise
-        except sqlite3.Error as exc:
-            raise BackendUnavailable(f"Cannot open the SQLite database {self.path!r}: {exc}") from exc
-        if str(mode).lower() != "wal":
-            conn.close()
-            raise BackendUnavailable(
-                f"The SQLite database {self.path!r} cannot use WAL journaling (got {mode!r}); "
-                "several processes share this file, so put it on a local filesystem."
-            )
-        return conn
+        self._forked()
+        with self._conns.write(action) as conn:
+            yield conn
 
 
 def _key(scope: Scope, queue: str) -> tuple[str, str, str]:
@@ -416,11 +348,3 @@ def _json(values: Iterable[str]) -> str:
 
 def _pairs(leases: Sequence[Lease]) -> str:
     return json.dumps([[lease.job_id, lease.token] for lease in leases])
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    # Some errors (SQLITE_FULL, IOERR) already rolled back; the original error is the one
-    # worth raising, so a failed rollback is not allowed to replace it.
-    if conn.in_transaction:
-        with suppress(sqlite3.Error):
-            conn.execute(_Q["rollback"])

@@ -14,19 +14,17 @@ import hashlib
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg_pool import ConnectionPool
 
-from ...config import redact_url
-from ...errors import BackendUnavailable, InvalidRecord
+from ...errors import BackendUnavailable
 from ..hot_types import Lease, QueueDepths, Signal
 from ..sqlfiles import load_queries, load_sql
 from ..types import Scope
+from .pool import LazyPool
 
 _PACKAGE = "oqronkit.backends.postgres"
 QUERIES = load_queries(_PACKAGE, "sql/hot_queries.sql")
@@ -63,14 +61,10 @@ class PostgresHotPlane:
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 8, connect_timeout: float = 10.0
     ) -> None:
-        self._url = url
-        self._where = redact_url(url)
-        self._min_size = min_size
-        self._max_size = max_size
-        self._timeout = connect_timeout
-        self._pool: ConnectionPool | None = None
-        self._closed = False
-        self._lock = threading.Lock()
+        self._pool = LazyPool(
+            url, "oqronkit-hot", label="hot plane", min_size=min_size, max_size=max_size,
+            timeout=connect_timeout, autocommit=True, configure=_configure,
+        )
         # One thread at a time owns the listener; the others poll (see wait).
         self._listen_lock = threading.Lock()
         self._listener: psycopg.Connection[Any] | None = None
@@ -79,18 +73,14 @@ class PostgresHotPlane:
     # -- lifecycle -------------------------------------------------------------------
 
     def ensure_ready(self) -> None:
-        with self._connection() as conn:
+        with self._pool.connection() as conn:
             if conn.execute(QUERIES["missing_objects"], {"names": list(SCHEMA_OBJECTS)}).fetchall():
                 # One transaction; the script's advisory lock serialises processes.
                 with conn.transaction():
                     conn.execute(SCHEMA)
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.close()
+        self._pool.close()
         with self._listen_lock:  # a wait in progress gives it up within one slice
             self._drop_listener()
 
@@ -111,7 +101,7 @@ class PostgresHotPlane:
         if limit <= 0:
             return []
         keys = _keys(scope, queue, now=now)
-        with self._connection() as conn:
+        with self._pool.connection() as conn:
             # A sibling CTE could not see rows promoted in the same statement, so these
             # are two statements, pipelined: still one round trip.
             with conn.pipeline():
@@ -223,25 +213,25 @@ class PostgresHotPlane:
                 pass
             if _scalar(conn.execute(QUERIES["any_ready"], ready)):
                 return True
-            while not self._closed:
+            while not self._pool.closed:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
                 for note in conn.notifies(timeout=min(_WAIT_SLICE, remaining)):
                     if note.channel in channels:
                         return True
-            raise BackendUnavailable(f"The PostgreSQL hot plane for {self._where} is closed.")
+            raise self._pool.closed_error()
         except psycopg.Error as exc:
             self._drop_listener()  # reconnect (and LISTEN again) on the next wait
-            raise BackendUnavailable(f"PostgreSQL at {self._where} failed: {exc}") from exc
+            raise BackendUnavailable(f"PostgreSQL at {self._pool.where} failed: {exc}") from exc
 
     def _listener_connection(self) -> psycopg.Connection[Any]:
-        if self._closed:
-            raise BackendUnavailable(f"The PostgreSQL hot plane for {self._where} is closed.")
+        if self._pool.closed:
+            raise self._pool.closed_error()
         if self._listener is None or self._listener.closed:
             self._listening.clear()
             self._listener = psycopg.connect(
-                self._url, autocommit=True, connect_timeout=max(2, round(self._timeout))
+                self._pool.url, autocommit=True, connect_timeout=self._pool.connect_timeout
             )
         return self._listener
 
@@ -295,55 +285,9 @@ class PostgresHotPlane:
 
     def _run(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """One named statement, autocommitted; its rows (none for a bare write)."""
-        with self._connection() as conn:
+        with self._pool.connection() as conn:
             cursor = conn.execute(QUERIES[name], params)
             return cursor.fetchall() if cursor.description is not None else []
-
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled autocommit connection, with driver errors turned into ours."""
-        pool = self._open_pool()
-        try:
-            with pool.connection() as conn:
-                yield conn
-        except psycopg.DataError as exc:
-            # A value Postgres refuses (a NUL in an id, ...): bad input, not an outage.
-            raise InvalidRecord(f"PostgreSQL refused a value: {exc}") from exc
-        except psycopg.Error as exc:
-            raise BackendUnavailable(f"PostgreSQL at {self._where} failed: {exc}") from exc
-
-    def _open_pool(self) -> ConnectionPool:
-        pool = self._pool
-        if pool is not None:
-            return pool
-        with self._lock:
-            if self._closed:
-                raise BackendUnavailable(f"The PostgreSQL hot plane for {self._where} is closed.")
-            if self._pool is None:
-                self._pool = self._new_pool()
-            return self._pool
-
-    def _new_pool(self) -> ConnectionPool:
-        pool: ConnectionPool = ConnectionPool(
-            self._url,
-            min_size=self._min_size,
-            max_size=self._max_size,
-            open=False,
-            timeout=self._timeout,
-            name="oqronkit-hot",
-            # libpq rounds connect_timeout below 2 seconds up to 2.
-            kwargs={"autocommit": True, "connect_timeout": max(2, round(self._timeout))},
-            configure=_configure,
-        )
-        try:
-            pool.open(wait=True, timeout=self._timeout)
-        except psycopg.Error as exc:
-            pool.close()
-            raise BackendUnavailable(
-                f"PostgreSQL at {self._where} is unreachable after {self._timeout:g}s ({exc}). "
-                "Check the OQRON database URL and that the server is up."
-            ) from exc
-        return pool
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:

@@ -7,18 +7,14 @@ wrapped at this boundary.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
-from psycopg_pool import ConnectionPool
 
-from ...config import redact_url
-from ...errors import BackendUnavailable, InvalidRecord
 from ..matching import fields_match
 from ..types import EncodedRow, ListQuery, Scope, StoredRecord, _Absent
+from .pool import LazyPool
 from .statements import (
     QUERIES,
     SCHEMA,
@@ -47,39 +43,29 @@ class PostgresDurableStore:
     supports_sql = True
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 8, connect_timeout: float = 10.0) -> None:
-        self._url = url
-        self._where = redact_url(url)
-        self._min_size = min_size
-        self._max_size = max_size
-        self._timeout = connect_timeout
-        self._pool: ConnectionPool | None = None
-        self._closed = False
-        self._lock = threading.Lock()
+        self._pool = LazyPool(url, "oqronkit-durable", label="store", min_size=min_size, max_size=max_size,
+                              timeout=connect_timeout)
 
     # -- lifecycle -------------------------------------------------------------------
 
     def ensure_schema(self) -> None:
-        with self._connection() as conn:
+        with self._pool.connection() as conn:
             missing = conn.execute(QUERIES["missing_objects"], {"names": list(SCHEMA_OBJECTS)}).fetchall()
             if missing:
                 # One transaction; the script's advisory lock serialises processes.
                 conn.execute(SCHEMA)
 
     def has_table(self, table: str) -> bool:
-        with self._connection() as conn:
+        with self._pool.connection() as conn:
             return bool(_scalar(conn.execute(QUERIES["has_table"], {"name": table})))
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.close()
+        self._pool.close()
 
     # -- writes ----------------------------------------------------------------------
 
     def put_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> None:
-        with self._connection() as conn:
+        with self._pool.connection() as conn:
             _upsert(conn, scope, rows)
 
     def apply(
@@ -89,14 +75,14 @@ class PostgresDurableStore:
         doomed: dict[tuple[str, str], list[str]] = {}
         for table, namespace, id in deletes:
             doomed.setdefault((table, namespace), []).append(id)
-        with self._connection() as conn:
+        with self._pool.connection() as conn:
             _upsert(conn, scope, puts)
             for (table, namespace), ids in sorted(doomed.items()):
                 conn.execute(statement("delete_many", table), _keys(scope, namespace, ids=sorted(set(ids))))
 
     def insert_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> set[tuple[str, str]]:
         inserted: set[tuple[str, str]] = set()
-        with self._connection() as conn:
+        with self._pool.connection() as conn:
             for table, group in _by_table(rows):
                 query = statement("insert_rows", table)
                 for start in range(0, len(group), CHUNK_ROWS):
@@ -106,7 +92,7 @@ class PostgresDurableStore:
 
     def delete_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> int:
         params = _keys(scope, namespace, ids=sorted(set(ids)))
-        with self._connection() as conn:
+        with self._pool.connection() as conn:
             return conn.execute(statement("delete_many", table), params).rowcount
 
     def compare_and_set(
@@ -119,7 +105,7 @@ class PostgresDurableStore:
         row: EncodedRow | None,
     ) -> bool:
         key = _keys(scope, namespace, id=id)
-        with self._connection() as conn:
+        with self._pool.connection() as conn:
             if isinstance(expect, _Absent):
                 if row is None:  # "delete if absent" changes nothing; it only checks
                     return not _scalar(conn.execute(statement("row_exists", table), key))
@@ -142,24 +128,24 @@ class PostgresDurableStore:
 
     def get_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> list[StoredRecord]:
         params = _keys(scope, namespace, ids=list(dict.fromkeys(ids)))
-        with self._connection() as conn:
+        with self._pool.connection() as conn:
             rows = conn.execute(statement("get_many", table), params).fetchall()
         return [StoredRecord(*r) for r in rows]
 
     def list(self, scope: Scope, query: ListQuery) -> list[StoredRecord]:
         parts, params = list_plan(scope, query)
-        with self._connection() as conn:
+        with self._pool.connection() as conn:
             rows = conn.execute(composed(query.table, parts), params).fetchall()
         return [StoredRecord(*r) for r in rows]
 
     def count(self, scope: Scope, table: str, *, namespace: str | None, kind: str | None) -> int:
         parts, params = count_plan(scope, namespace, kind)
-        with self._connection() as conn:
+        with self._pool.connection() as conn:
             return int(_scalar(conn.execute(composed(table, parts), params)))
 
     def count_by_namespace(self, scope: Scope, table: str, kind: str) -> dict[str, int]:
         params = {"project": scope.project, "environment": scope.environment, "kind": kind}
-        with self._connection() as conn:
+        with self._pool.connection() as conn:
             rows = conn.execute(statement("count_by_namespace", table), params).fetchall()
         return {namespace: int(n) for namespace, n in rows}
 
@@ -167,73 +153,15 @@ class PostgresDurableStore:
 
     def prune_expired(self, scope: Scope, table: str, now_ms: int) -> int:
         params = {"project": scope.project, "environment": scope.environment, "now": now_ms}
-        with self._connection() as conn:
+        with self._pool.connection() as conn:
             return conn.execute(statement("prune_expired", table), params).rowcount
 
     def prune_older_than(
         self, scope: Scope, table: str, namespace: str, cutoff_ms: int, *, limit: int
     ) -> int:
         params = _keys(scope, namespace, cutoff=cutoff_ms, limit=limit)
-        with self._connection() as conn:
+        with self._pool.connection() as conn:
             return conn.execute(statement("prune_older_than", table), params).rowcount
-
-    # -- connections -----------------------------------------------------------------
-
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection in a transaction (committed when the block succeeds),
-        with driver errors turned into ours."""
-        pool = self._open_pool()
-        try:
-            with pool.connection() as conn:
-                yield conn
-        except psycopg.DataError as exc:
-            # A value Postgres refuses (a \u0000 in a string, a non-numeric startedAt on
-            # a run row, ...): bad input, not an outage.
-            raise InvalidRecord(f"PostgreSQL refused a value: {exc}") from exc
-        except psycopg.Error as exc:
-            raise BackendUnavailable(f"PostgreSQL at {self._where} failed: {exc}") from exc
-
-    def _open_pool(self) -> ConnectionPool:
-        pool = self._pool
-        if pool is not None:
-            return pool
-        with self._lock:
-            if self._closed:
-                raise BackendUnavailable(f"The PostgreSQL store for {self._where} is closed.")
-            if self._pool is None:
-                self._pool = self._new_pool()
-            return self._pool
-
-    def _new_pool(self) -> ConnectionPool:
-        pool: ConnectionPool = ConnectionPool(
-            self._url,
-            min_size=self._min_size,
-            max_size=self._max_size,
-            open=False,
-            timeout=self._timeout,
-            name="oqronkit-durable",
-            # libpq rounds connect_timeout below 2 seconds up to 2.
-            kwargs={"connect_timeout": max(2, round(self._timeout))},
-        )
-        try:
-            pool.open(wait=True, timeout=self._timeout)
-        except psycopg.Error as exc:
-            pool.close()
-            raise BackendUnavailable(
-                f"PostgreSQL at {self._where} is unreachable after {self._timeout:g}s "
-                f"({self._probe() or exc}). Check the OQRON database URL and that the server is up."
-            ) from exc
-        return pool
-
-    def _probe(self) -> str | None:
-        # The pool's timeout says only "not ready"; one direct attempt tells the reason
-        # (refused, unknown host, bad password, missing database).
-        try:
-            psycopg.connect(self._url, connect_timeout=2).close()
-        except psycopg.Error as exc:
-            return str(exc).strip()
-        return None
 
 
 def _upsert(conn: psycopg.Connection[Any], scope: Scope, rows: Sequence[EncodedRow]) -> None:

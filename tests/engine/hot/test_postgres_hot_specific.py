@@ -5,7 +5,6 @@ print (not asserted) for claim + ack in batches."""
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 import time
 
@@ -16,44 +15,12 @@ from oqronkit.backends.postgres import PostgresHotPlane
 from oqronkit.backends.types import Scope
 from oqronkit.errors import BackendUnavailable
 
-NOW = 1_700_000_000_000
-LEASE = 30_000
-
-# Spawned, not forked: the parent holds pool threads, and forking a threaded process
-# is unsafe (and a DeprecationWarning, which this suite turns into an error).
-_SPAWN = multiprocessing.get_context("spawn")
+from .conftest import LEASE, NOW, SPAWN, assert_close_interrupts_a_wait, assert_two_processes_never_share_a_job
 
 
 @pytest.fixture
-def hot(pg_schema_url):
-    plane = PostgresHotPlane(pg_schema_url)
-    plane.ensure_ready()
-    try:
-        yield plane
-    finally:
-        plane.close()
-
-
-@pytest.fixture
-def scope(scope_names) -> Scope:
-    return Scope(*scope_names)
-
-
-def _claim_all(url: str, names: tuple[str, str], worker: str, start, out) -> None:
-    """Child process: claim (and ack) batches until the queue is empty."""
-    hot = PostgresHotPlane(url)
-    scope = Scope(*names)
-    hot.ensure_ready()
-    hot.depths(scope, "q", NOW)  # connected and warm before the race starts
-    start.wait(60)  # a barrier: both children start claiming together
-    mine: list[str] = []
-    try:
-        while batch := hot.claim(scope, "q", worker_id=worker, limit=7, lease_ms=LEASE, now=NOW):
-            mine.extend(lease.job_id for lease in batch)
-            hot.ack(scope, "q", batch)
-    finally:
-        hot.close()
-        out.put(mine)
+def hot_backend_name() -> str:
+    return "postgres"  # the folder's `hot` fixture, on this backend only
 
 
 def _signal_later(url: str, names: tuple[str, str], ready, go, out) -> None:
@@ -72,29 +39,14 @@ def _signal_later(url: str, names: tuple[str, str], ready, go, out) -> None:
 
 
 @pytest.mark.slow
-def test_two_processes_claiming_at_once_never_share_a_job(hot, scope, pg_schema_url, scope_names):
-    hot.signal(scope, "q", [Signal(f"j{i}") for i in range(500)], NOW)
-    start, out = _SPAWN.Barrier(2), _SPAWN.Queue()
-    children = [
-        _SPAWN.Process(target=_claim_all, args=(pg_schema_url, scope_names, f"w{n}", start, out))
-        for n in range(2)
-    ]
-    for child in children:
-        child.start()
-    got = [out.get(timeout=60) for _ in children]
-    for child in children:
-        child.join(30)
-        assert child.exitcode == 0
-    everything = [job_id for mine in got for job_id in mine]
-    assert len(everything) == 500 and set(everything) == {f"j{i}" for i in range(500)}
-    assert all(got), "both processes should have claimed some jobs"
-    assert hot.depths(scope, "q", NOW).active == 0
+def test_two_processes_claiming_at_once_never_share_a_job(hot, pg_schema_url, scope_names):
+    assert_two_processes_never_share_a_job(hot, PostgresHotPlane, pg_schema_url, scope_names)
 
 
 @pytest.mark.slow
 def test_wait_wakes_within_200ms_of_a_signal_from_another_process(hot, scope, pg_schema_url, scope_names):
-    ready, go, out = _SPAWN.Event(), _SPAWN.Event(), _SPAWN.Queue()
-    child = _SPAWN.Process(target=_signal_later, args=(pg_schema_url, scope_names, ready, go, out))
+    ready, go, out = SPAWN.Event(), SPAWN.Event(), SPAWN.Queue()
+    child = SPAWN.Process(target=_signal_later, args=(pg_schema_url, scope_names, ready, go, out))
     child.start()
     try:
         assert ready.wait(60)
@@ -128,23 +80,7 @@ def test_a_second_waiting_thread_polls_and_wakes_too(hot, scope):
 
 
 def test_close_interrupts_a_wait(pg_schema_url, scope):
-    plane = PostgresHotPlane(pg_schema_url)
-    plane.ensure_ready()
-    outcome: list[object] = []
-
-    def waiter() -> None:
-        try:
-            outcome.append(plane.wait(scope, ["idle"], 30.0))
-        except BackendUnavailable as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=waiter)
-    thread.start()
-    time.sleep(0.2)
-    started = time.monotonic()
-    plane.close()
-    thread.join(5)
-    assert time.monotonic() - started < 2.0 and isinstance(outcome[0], BackendUnavailable)
+    assert_close_interrupts_a_wait(PostgresHotPlane(pg_schema_url), scope)
 
 
 def test_tokens_increase_across_queues_and_survive_a_lost_lease(hot, scope):

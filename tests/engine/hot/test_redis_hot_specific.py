@@ -12,7 +12,6 @@ the shared one; tests on the shared server delete only their own project's keys.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import shutil
 import socket
 import statistics
@@ -33,13 +32,9 @@ from oqronkit.backends.redis import RedisHotPlane
 from oqronkit.backends.redis.hot import SIGNAL_BATCH
 from oqronkit.backends.types import Scope
 from oqronkit.errors import BackendUnavailable, ConfigurationError
-from tests.services import drop_redis_project, require_redis
+from tests.services import require_redis
 
-NOW = 1_700_000_000_000
-LEASE = 30_000
-
-# Spawned, not forked: the parent holds listener and pool threads.
-_SPAWN = multiprocessing.get_context("spawn")
+from .conftest import LEASE, NOW, SPAWN, assert_close_interrupts_a_wait, assert_two_processes_never_share_a_job
 
 
 @pytest.fixture
@@ -48,19 +43,8 @@ def redis_url() -> str:
 
 
 @pytest.fixture
-def scope(scope_names) -> Scope:
-    return Scope(*scope_names)
-
-
-@pytest.fixture
-def hot(redis_url, scope_names) -> Iterator[RedisHotPlane]:
-    plane = RedisHotPlane(redis_url)
-    plane.ensure_ready()
-    try:
-        yield plane
-    finally:
-        plane.close()
-        drop_redis_project(redis_url, scope_names[0])
+def hot_backend_name() -> str:
+    return "redis"  # the folder's `hot` fixture (this test's keys dropped after), on this backend only
 
 
 class DedicatedRedis:
@@ -323,23 +307,7 @@ def test_unreachable_server_is_backend_unavailable_without_the_password(scope):
 
 
 def test_close_interrupts_a_wait(redis_url, scope):
-    plane = RedisHotPlane(redis_url)
-    plane.ensure_ready()
-    outcome: list[object] = []
-
-    def waiter() -> None:
-        try:
-            outcome.append(plane.wait(scope, ["idle"], 30.0))
-        except BackendUnavailable as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=waiter)
-    thread.start()
-    time.sleep(0.2)
-    started = time.monotonic()
-    plane.close()
-    thread.join(5)
-    assert time.monotonic() - started < 2.0 and isinstance(outcome[0], BackendUnavailable)
+    assert_close_interrupts_a_wait(RedisHotPlane(redis_url), scope)
 
 
 def test_every_waiter_on_a_queue_wakes(hot, scope, redis_url):
@@ -382,23 +350,6 @@ def test_a_retry_due_sooner_wakes_a_waiter_to_replan(hot, scope):
 # -- several processes ----------------------------------------------------------------------
 
 
-def _claim_all(url: str, names: tuple[str, str], worker: str, start, out) -> None:
-    """Child process: claim (and ack) batches until the queue is empty."""
-    hot = RedisHotPlane(url)
-    scope = Scope(*names)
-    hot.ensure_ready()
-    hot.depths(scope, "q", NOW)  # connected and warm before the race starts
-    start.wait(60)
-    mine: list[str] = []
-    try:
-        while batch := hot.claim(scope, "q", worker_id=worker, limit=7, lease_ms=LEASE, now=NOW):
-            mine.extend(lease.job_id for lease in batch)
-            hot.ack(scope, "q", batch)
-    finally:
-        hot.close()
-        out.put(mine)
-
-
 def _signal_on_cue(url: str, names: tuple[str, str], rounds: int, ready, go, out) -> None:
     """Child process: each round, once told, pause (the parent is waiting by then),
     then signal and report when it did."""
@@ -418,30 +369,15 @@ def _signal_on_cue(url: str, names: tuple[str, str], rounds: int, ready, go, out
 
 
 @pytest.mark.slow
-def test_two_processes_claiming_at_once_never_share_a_job(hot, scope, redis_url, scope_names):
-    hot.signal(scope, "q", [Signal(f"j{i}") for i in range(500)], NOW)
-    start, out = _SPAWN.Barrier(2), _SPAWN.Queue()
-    children = [
-        _SPAWN.Process(target=_claim_all, args=(redis_url, scope_names, f"w{n}", start, out))
-        for n in range(2)
-    ]
-    for child in children:
-        child.start()
-    got = [out.get(timeout=60) for _ in children]
-    for child in children:
-        child.join(30)
-        assert child.exitcode == 0
-    everything = [job_id for mine in got for job_id in mine]
-    assert len(everything) == 500 and set(everything) == {f"j{i}" for i in range(500)}
-    assert all(got), "both processes should have claimed some jobs"
-    assert hot.depths(scope, "q", NOW).active == 0
+def test_two_processes_claiming_at_once_never_share_a_job(hot, redis_url, scope_names):
+    assert_two_processes_never_share_a_job(hot, RedisHotPlane, redis_url, scope_names)
 
 
 @pytest.mark.slow
 def test_wait_wakes_within_50ms_of_a_signal_from_another_process(hot, scope, redis_url, scope_names, capsys):
     rounds = 50
-    ready, go, out = _SPAWN.Event(), _SPAWN.Event(), _SPAWN.Queue()
-    child = _SPAWN.Process(target=_signal_on_cue, args=(redis_url, scope_names, rounds, ready, go, out))
+    ready, go, out = SPAWN.Event(), SPAWN.Event(), SPAWN.Queue()
+    child = SPAWN.Process(target=_signal_on_cue, args=(redis_url, scope_names, rounds, ready, go, out))
     child.start()
     delays: list[float] = []
     try:
