@@ -1,9 +1,14 @@
 """The reconciler: the durable plane is the truth, the hot plane a cache of it.
 
-Every durable waiting or delayed job missing from the hot plane (a Redis restart, an
-``add`` while the hot plane was down) is signalled again. An active job missing from
-the hot plane on two passes in a row (its worker would have re-created the lease with
-its heartbeat in between) is treated as stalled.
+Every durable waiting or delayed job missing from the hot plane on two passes in a row
+(a Redis restart, an ``add`` while the hot plane was down) is signalled again; the
+second pass follows one second after a pass that found any (``Reconciler.confirm``). One pass
+cannot tell a lost job from one that a worker claimed and completed between the durable
+list and the hot plane's ``present`` check: a finished job leaves the hot plane (ack)
+before its durable record goes, so re-signalling it then could even run it twice. By the
+next pass a finished job is no longer listed. Likewise an active job missing from the
+hot plane on two passes in a row (its worker would have re-created the lease with its
+heartbeat in between) is treated as stalled.
 """
 
 from __future__ import annotations
@@ -26,31 +31,62 @@ PAGE = 1000
 class Reconciler:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        # (queue, job id) missing from the hot plane on the last pass: active jobs with
+        # their lease token, waiting and delayed jobs in _missing.
         self._suspects: dict[tuple[str, str], int | None] = {}
+        self._missing: set[tuple[str, str]] = set()
 
-    def run(self, queues: list[str]) -> int:
-        """One pass over every queue; returns how many jobs were signalled again."""
+    @property
+    def unconfirmed(self) -> bool:
+        """Some waiting or delayed job was missing from the hot plane on the last pass."""
+        return bool(self._missing)
+
+    def confirm(self, queues: list[str]) -> int:
+        """A second look at waiting and delayed jobs only (active ones need a full
+        interval: their worker's heartbeat must have had time to re-create a lease)."""
         signalled = 0
-        suspects: dict[tuple[str, str], int | None] = {}
+        missing: set[tuple[str, str]] = set()
         for queue in queues:
-            signalled += self._pending(queue, "waiting") + self._pending(queue, "delayed")
-            suspects |= self._active(queue)
-        self._suspects = suspects
+            signalled += self._pending(queue, "waiting", missing) + self._pending(queue, "delayed", missing)
+        self._missing = missing
         if signalled:
             logger.warning("reconciler signalled %d durable job(s) the hot plane had lost", signalled,
                            extra={"action": "reconciler.signalled"})
         return signalled
 
-    def _pending(self, queue: str, status: str) -> int:
+    def run(self, queues: list[str]) -> int:
+        """One pass over every queue; returns how many jobs were signalled again."""
+        signalled = 0
+        suspects: dict[tuple[str, str], int | None] = {}
+        missing: set[tuple[str, str]] = set()
+        for queue in queues:
+            signalled += self._pending(queue, "waiting", missing) + self._pending(queue, "delayed", missing)
+            suspects |= self._active(queue)
+        self._suspects, self._missing = suspects, missing
+        if signalled:
+            logger.warning("reconciler signalled %d durable job(s) the hot plane had lost", signalled,
+                           extra={"action": "reconciler.signalled"})
+        return signalled
+
+    def _pending(self, queue: str, status: str, missing: set[tuple[str, str]]) -> int:
+        """Signal the ``status`` jobs of ``queue`` missing from the hot plane on this pass
+        and the last; add those missing for the first time to ``missing``."""
         durable, hot = self.engine.durable, self.engine.hot
         signalled, cursor = 0, None
         while True:
             page = durable.list(f"queue_job:{queue}", status=status, limit=PAGE, cursor=cursor)
             jobs = [Job.from_value(r.value) for r in page.records]
             present = hot.present(queue, [j.id for j in jobs])
-            missing = [j for j in jobs if j.id not in present]
-            hot.signal(queue, [Signal(j.id, j.priority, j.run_at, j.lifo) for j in missing], now_ms())
-            signalled += len(missing)
+            lost = []
+            for job in jobs:
+                if job.id in present:
+                    continue
+                if (queue, job.id) in self._missing:
+                    lost.append(job)
+                else:
+                    missing.add((queue, job.id))
+            hot.signal(queue, [Signal(j.id, j.priority, j.run_at, j.lifo) for j in lost], now_ms())
+            signalled += len(lost)
             if page.next_cursor is None:
                 return signalled
             cursor = page.next_cursor

@@ -138,9 +138,11 @@ def test_add_survives_a_hot_plane_outage_and_the_reconciler_signals_later():
     assert durable.get("queue_job:emails", job.id).value["status"] == "waiting"
     healthy = Engine(config, registry=registry, durable=durable,
                      hot=HotPlaneFacade(MemoryHotPlane(), project="p", environment="e"))
-    assert Reconciler(healthy).run(["emails"]) == 1
+    reconciler = Reconciler(healthy)
+    assert reconciler.run(["emails"]) == 0  # missing once: not yet known to be lost
+    assert reconciler.run(["emails"]) == 1
     assert healthy.hot.depths("emails", 0).ready == 1
-    assert Reconciler(healthy).run(["emails"]) == 0  # no duplicates
+    assert reconciler.run(["emails"]) == 0  # no duplicates
 
 
 def test_delayed_job_is_stored_as_delayed(engine: Engine):
