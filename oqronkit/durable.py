@@ -21,7 +21,7 @@ from .backends.types import ABSENT, EncodedRow, ListQuery, Order, Scope, StoredR
 from .clock import now_ms
 from .codec import encode_value
 from .config import DEFAULT_MAX_RECORD_BYTES
-from .errors import InvalidNamespace, InvalidRecord, LegacyLayoutDetected
+from .errors import InvalidNamespace, InvalidRecord, LegacyLayoutDetected, RecordTooLarge
 from .namespaces import TableKey, classify_namespace, table_for_kind
 
 logger = logging.getLogger(__name__)
@@ -126,6 +126,27 @@ class DurablePlane:
             return set()
         with self._timed("durable.insert_many"):
             return self.store.insert_many(self.scope, rows)
+
+    def insert_json(self, namespace: str, rows: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """:meth:`insert_many` for values already encoded by the caller (``(id, JSON
+        object text)`` pairs, checked here only for size): the bulk-enqueue path."""
+        if not rows:
+            return set()
+        table = self._table(namespace, rows[0][0])
+        kind = classify_namespace(namespace)
+        at = now_ms()
+        encoded = []
+        for id, text in rows:
+            self._table(namespace, id)
+            size = len(text.encode("utf-8"))
+            if size > self.max_record_bytes:
+                raise RecordTooLarge(f"{namespace}/{id}: the record is {size:,} bytes of JSON, over the "
+                                     f"{self.max_record_bytes:,}-byte limit (OQRON max_record_bytes).")
+            encoded.append(EncodedRow(namespace, id, kind, table, text, at, None))
+        if len({r.id for r in encoded}) != len(encoded):
+            raise InvalidRecord("A batch names the same (namespace, id) twice; write it once.")
+        with self._timed("durable.insert_many"):
+            return self.store.insert_many(self.scope, encoded)
 
     def compare_and_set(
         self,

@@ -13,6 +13,7 @@ from typing import Any
 from .backends.hot_types import MAX_PRIORITY, MIN_PRIORITY
 from .backoff import make_backoff, to_ms
 from .clock import now_ms
+from .codec import encode_value
 from .errors import InvalidJob
 from .ids import new_id
 from .jobs import PARENT_FAILURE_POLICIES, Job
@@ -26,6 +27,12 @@ def check_priority(priority: Any) -> int:
 
 def check_payload(data: Any, *, limit: int, queue: str) -> Any:
     """Refuse payloads that are not JSON-serialisable or too large, at ``add`` time."""
+    return encode_payload(data, limit=limit, queue=queue)[1]
+
+
+def encode_payload(data: Any, *, limit: int, queue: str) -> tuple[str, Any]:
+    """The payload's JSON text and the value a worker will read back from it; refuses
+    payloads that are not JSON-serialisable or too large."""
     try:
         text = json.dumps(data, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
@@ -36,7 +43,36 @@ def check_payload(data: Any, *, limit: int, queue: str) -> Any:
             f"Queue {queue!r}: the job payload is {size:,} bytes of JSON, over the {limit:,}-byte "
             "limit (OQRON max_record_bytes). Store large data elsewhere and pass a reference."
         )
-    return json.loads(text)  # the job holds exactly what a worker will read back
+    return text, json.loads(text)  # the job holds exactly what a worker will read back
+
+
+def build_plain_jobs(queue: Any, payloads: Sequence[Any]) -> tuple[list[Job], list[tuple[str, str]]]:
+    """Jobs for payloads added with no per-job option (the common ``add_bulk``), with
+    their record JSON: validated like :func:`build_job`, but the constant part of the
+    record is built and encoded once per batch instead of once per job."""
+    first = build_job(queue, payloads[0])
+    shared = first.to_value()
+    del shared["id"], shared["data"]
+    # '"queue":"q","status":"waiting",...' without braces: every job of the batch has it.
+    middle = encode_value(shared, limit=1 << 62, what="job")[1:-1]
+    limit = queue.engine.config.max_record_bytes - 4096
+    fields = {name: getattr(first, name) for name in _PLAIN_FIELDS}
+    jobs, rows = [], []
+    for index, payload in enumerate(payloads):
+        if index == 0:
+            job = first
+            text = encode_payload(payload, limit=limit, queue=queue.name)[0]
+        else:
+            text, data = encode_payload(payload, limit=limit, queue=queue.name)
+            job = Job(id=new_id(), data=data, tags=list(first.tags), **fields)
+        jobs.append(job)
+        rows.append((job.id, f'{{"id":{json.dumps(job.id)},{middle},"data":{text}}}'))
+    return jobs, rows
+
+
+# Job fields a plain job copies from the batch's first job (lists are made afresh).
+_PLAIN_FIELDS = ("queue", "status", "priority", "lifo", "max_attempts", "backoff", "run_at", "created_at",
+                 "updated_at", "parent_failure", "timeout_ms")
 
 
 def parent_ref(parent: Any, default_queue: str) -> list[str]:

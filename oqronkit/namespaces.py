@@ -6,6 +6,7 @@ the board and users' own SQL all classify rows the same way.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Final, Literal
 
 RecordKind = Literal[
@@ -51,6 +52,7 @@ _FAMILIES: Final[dict[str, RecordKind]] = {
 }
 
 
+@lru_cache(maxsize=4096)
 def classify_namespace(namespace: str) -> RecordKind:
     """Return the record kind of a logical namespace, per the spec's table.
 

@@ -17,7 +17,7 @@ from .backends.hot_types import Signal
 from .backoff import make_backoff, to_ms
 from .clock import now_ms
 from .durable import RecordWrite
-from .enqueue import build_job, check_priority, options_from, reject_cycles
+from .enqueue import build_job, build_plain_jobs, check_priority, options_from, reject_cycles
 from .errors import BackendUnavailable, ConfigurationError, InvalidJob
 from .jobs import Job
 from .queue_control import QueueControl
@@ -52,6 +52,7 @@ class Queue(QueueControl):
         max_stalls: int = 2,
         lease: float | timedelta = 30,
         throttle: tuple[int, float] | None = None,
+        prefetch: int | None = None,
         on_complete: Hook | None = None,
         on_failed: Hook | None = None,
         on_dead: Hook | None = None,
@@ -68,6 +69,8 @@ class Queue(QueueControl):
                 raise ConfigurationError(f"Queue {name!r}: {label} must be a positive integer, got {value!r}.")
         if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
             raise ConfigurationError(f"Queue {name!r}: retries must be an integer >= 0, got {retries!r}.")
+        if prefetch is not None and (not isinstance(prefetch, int) or isinstance(prefetch, bool) or prefetch < 0):
+            raise ConfigurationError(f"Queue {name!r}: prefetch must be an integer >= 0, got {prefetch!r}.")
         if throttle is not None and (len(throttle) != 2 or throttle[0] < 1 or throttle[1] <= 0):
             raise ConfigurationError(f"Queue {name!r}: throttle must be (max_dispatches, window_seconds).")
         self.name = name
@@ -86,6 +89,7 @@ class Queue(QueueControl):
         self.max_stalls = max_stalls
         self.lease_ms = to_ms(lease, what="lease") or 30_000
         self.throttle = throttle
+        self.prefetch = prefetch  # None: PREFETCH_PER_SLOT x the concurrency the worker runs it at
         self.hooks = {"complete": on_complete, "failed": on_failed, "dead": on_dead}
         self._engine = engine
         if handler is not None:
@@ -151,6 +155,8 @@ class Queue(QueueControl):
         return self._add([options_from(item) for item in items])
 
     def _add(self, items: list[tuple[Any, Any]]) -> list[Job]:
+        if len(items) > 1 and not any(options for _, options in items):
+            return self._add_plain([data for data, _ in items])
         jobs = []
         for data, options in items:
             unknown = set(options) - _ADD_OPTIONS
@@ -174,6 +180,16 @@ class Queue(QueueControl):
         existing = {r.id: Job.from_value(r.value) for r in engine.durable.get_many(
             self.namespace, [j.id for j in jobs if (j.namespace, j.id) not in inserted])}
         return [existing.get(j.id, j) if (j.namespace, j.id) not in inserted else j for j in jobs]
+
+    def _add_plain(self, payloads: list[Any]) -> list[Job]:
+        """``add_bulk`` of bare payloads: fresh ids, no dependencies, one encoding pass."""
+        jobs, rows = build_plain_jobs(self, payloads)
+        inserted = self.engine.durable.insert_json(self.namespace, rows)
+        fresh = [j for j in jobs if (self.namespace, j.id) in inserted]
+        if len(fresh) != len(jobs):  # fresh random ids never clash; say so loudly if they did
+            raise InvalidJob(f"{len(jobs) - len(fresh)} new job id(s) of {self.name!r} already existed.")
+        self._signal(jobs)
+        return jobs
 
     def add_on_commit(self, data: Any = None, *, using: str | None = None, **options: Any) -> None:
         """Add the job once the surrounding Django transaction commits (nothing is

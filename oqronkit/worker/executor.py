@@ -59,9 +59,12 @@ class Executor:
         if inflight.queue.is_async:
             asyncio.run_coroutine_threadsafe(self._run_async(inflight), self._event_loop())
         else:
-            self._pool.submit(self._run_sync, inflight)
+            self._pool.submit(self.run_sync, inflight)
 
-    def _run_sync(self, inflight: Inflight) -> None:
+    def run_sync(self, inflight: Inflight) -> None:
+        """Run a sync handler in the calling thread (a queue's slot)."""
+        if inflight.settled:  # lost its lease (or the worker stopped) before a thread took it
+            return
         try:
             output = inflight.queue.fn(self._make_ctx(inflight))
         except BaseException as exc:
@@ -70,6 +73,8 @@ class Executor:
         self._on_outcome(classify(inflight, output))
 
     async def _run_async(self, inflight: Inflight) -> None:
+        if inflight.settled:
+            return
         ctx = self._make_ctx(inflight)
         task = asyncio.current_task()
         assert task is not None

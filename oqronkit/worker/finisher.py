@@ -19,6 +19,7 @@ from ..clock import now_ms
 from ..dependencies import on_parent_done
 from ..durable import RecordWrite
 from ..errors import OqronError
+from ..jobs import Job
 from ..runs import finish_run
 from .inflight import Inflight, Outcome
 
@@ -49,8 +50,9 @@ class Finisher:
         self._pending_runs: list[RecordWrite] = []
         self._pending_deletes: list[tuple[str, str]] = []
         # Jobs' "active" state (attempt, lease token), written behind like the runs: a
-        # fast job completes before the flush and its active state is never written.
-        self._pending_jobs: dict[tuple[str, str], RecordWrite] = {}
+        # fast job completes before the flush and its active state is never encoded
+        # nor written (the value is taken at flush time, from this thread only).
+        self._pending_jobs: dict[tuple[str, str], Job] = {}
         self.max_buffered_runs = 50_000
 
     # -- called from other threads ----------------------------------------------------
@@ -58,10 +60,11 @@ class Finisher:
     def started(self, inflights: list[Inflight]) -> None:
         with self._lock:
             for inflight in inflights:
-                self.running_runs[inflight.run["id"]] = inflight
-                self._dirty.add(inflight.run["id"])
+                run_id = inflight.run["id"]  # type: ignore[index]  # started attempts have runs
+                self.running_runs[run_id] = inflight
+                self._dirty.add(run_id)
                 job = inflight.job
-                self._pending_jobs[(job.namespace, job.id)] = RecordWrite(job.namespace, job.id, job.to_value())
+                self._pending_jobs[(job.namespace, job.id)] = job
 
     def submit(self, outcome: Outcome) -> None:
         self.outcomes.put(outcome)
@@ -114,8 +117,10 @@ class Finisher:
         pending_ids = {w.id for w in runs}
         doomed = list(dict.fromkeys(self._pending_deletes + deletes))
         with self._lock:
-            jobs = [w for key, w in self._pending_jobs.items() if key not in set(doomed)]
+            gone = set(doomed)
+            pending = [job for key, job in self._pending_jobs.items() if key not in gone]
             self._pending_jobs.clear()
+        jobs = [RecordWrite(job.namespace, job.id, job.to_value()) for job in pending]
         puts = jobs + [w for w in self._pending_runs if w.id not in pending_ids] + runs
         try:
             self.process.engine.durable.apply(puts=puts, deletes=doomed)
@@ -126,8 +131,8 @@ class Finisher:
             self._pending_runs = [w for w in puts if w.namespace == "runs"][-self.max_buffered_runs:]
             self._pending_deletes = doomed
             with self._lock:
-                for w in jobs:
-                    self._pending_jobs.setdefault((w.namespace, w.id), w)
+                for job in pending:
+                    self._pending_jobs.setdefault((job.namespace, job.id), job)
             logger.error(
                 "durable plane unavailable: %d run record(s) and %d job deletion(s) held for retry: %s",
                 len(self._pending_runs), len(doomed), exc, extra={"action": "runs.buffer"},
@@ -137,6 +142,7 @@ class Finisher:
         return True
 
     def _settle(self, batch: list[Outcome]) -> None:
+        self._clear_overlay(batch)
         completed = [o for o in batch if o.kind == "completed"]
         others = [o for o in batch if o.kind != "completed"]
         if completed:
@@ -151,8 +157,20 @@ class Finisher:
             finally:
                 self._done(outcome.inflight)
 
+    def _clear_overlay(self, batch: list[Outcome]) -> None:
+        """Drop finished runs from the live overlay (only those ever published)."""
+        ids = [o.inflight.run["id"] for o in batch if o.inflight.overlay_published and o.inflight.run]
+        if ids:
+            try:
+                self.process.engine.hot.kv_delete(OVERLAY_GROUP, ids)
+            except OqronError as exc:  # they lapse by their TTL instead
+                logger.warning("could not clear %d run(s) from the live overlay: %s", len(ids), exc,
+                               extra={"action": "overlay.failed"})
+
     def _finish(self, outcome: Outcome, status: str, reason: str | None = None) -> RecordWrite | None:
         inflight = outcome.inflight
+        if inflight.run is None:  # held, never started: no run to close
+            return None
         with inflight.lock:
             finish_run(inflight.run, status, output=outcome.output, error=outcome.error, reason=reason,
                        limit=self.process.config.run_timeline_limit)
@@ -211,7 +229,8 @@ class Finisher:
             self._give_back(outcome, Signal(job.id, job.priority, None, job.lifo), "worker shutting down; returned")
             return
         if outcome.error:
-            job.record_error({**outcome.error, "attempt": job.attempts, "runId": inflight.run["id"]})
+            job.record_error({**outcome.error, "attempt": job.attempts,
+                              "runId": inflight.run["id"] if inflight.run else None})
         final = outcome.kind in ("discarded", "cancelled") or job.attempts >= job.max_attempts
         if not final:
             delay = Backoff.from_value(job.backoff).delay_ms(job.attempts)
@@ -253,7 +272,8 @@ class Finisher:
         self.process.stats["retried" if outcome.kind != "interrupted" else "interrupted"] += 1
 
     def _done(self, inflight: Inflight) -> None:
-        with self._lock:
-            self.running_runs.pop(inflight.run["id"], None)
-            self._dirty.discard(inflight.run["id"])
+        if inflight.run is not None:
+            with self._lock:
+                self.running_runs.pop(inflight.run["id"], None)
+                self._dirty.discard(inflight.run["id"])
         self.process.forget(inflight)

@@ -45,7 +45,7 @@ class Heartbeat:
         while not stop.wait(TICK):
             for name, every, step in (
                 ("timeouts", TICK, self.check_timeouts),
-                ("overlay", 0.25, self.flush_overlay),
+                ("overlay", TICK, self.flush_overlay),
                 ("extend", self.extend_every, self.extend_leases),
                 ("cancel", CANCEL_EVERY, self.check_cancels),
                 ("pause", PAUSE_EVERY, self.refresh_pause),
@@ -66,7 +66,13 @@ class Heartbeat:
                 self.process.settle(Outcome(inflight, "timeout", error=error))
 
     def flush_overlay(self) -> None:
-        dirty = [i for i in self.process.all_inflight() if i.overlay_dirty and not i.settled]
+        """Publish runs started (or changed) since the last tick, in one write; jobs
+        that finished within the tick never reach the overlay."""
+        from .process import OVERLAY_AFTER
+
+        started_before = time.monotonic() - OVERLAY_AFTER
+        dirty = [i for i in self.process.all_inflight()
+                 if i.overlay_dirty and i.run is not None and i.began <= started_before and not i.settled]
         if dirty:
             self.process.publish_overlay(dirty)
             for inflight in dirty:

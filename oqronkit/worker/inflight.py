@@ -17,14 +17,18 @@ class Inflight:
 
     job: Job
     lease: Lease
-    run: dict[str, Any]
+    run: dict[str, Any] | None  # opened when the attempt starts (None while held)
     queue: Any  # oqronkit.queue.Queue
     deadline: float | None  # monotonic seconds, from the job's timeout
+    started: bool = False  # its handler was given a slot
+    abandoned: bool = False  # settled (timeout, lost lease) while its handler still runs
+    began: float = 0.0  # monotonic start time
     lock: threading.Lock = field(default_factory=threading.Lock)
     cancelled: threading.Event = field(default_factory=threading.Event)
     cancel_reason: str | None = None
     lease_lost: bool = False
     overlay_dirty: bool = False
+    overlay_published: bool = False
     _settled: bool = False
     _loop: Any = None
     _task: Any = None
@@ -60,7 +64,9 @@ class Inflight:
     def run_snapshot(self) -> dict[str, Any]:
         """A copy of the run safe to encode while the handler keeps logging."""
         with self.lock:
-            return {**self.run, "logs": list(self.run["logs"]), "timeline": list(self.run["timeline"])}
+            run = self.run
+            assert run is not None, "a held attempt has no run yet"
+            return {**run, "logs": list(run["logs"]), "timeline": list(run["timeline"])}
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ import os
 import socket
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from typing import TYPE_CHECKING, Any
 
 from ..backends.hot_types import Lease
@@ -30,7 +30,17 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 CLAIM_BATCH = 50
 SETTLE_BACKLOG = 4
+#: Slot threads beyond the concurrency (idle unless a slot is being handed over).
+SPARE_SLOTS = 1
+#: Jobs claimed ahead of free slots, per slot: one claim round trip then feeds several
+#: starts. Held jobs keep their leases renewed; a crash counts them as stalled, like
+#: jobs that had just started (see README "Prefetch").
+PREFETCH_PER_SLOT = 2
 OVERLAY_TTL_MS = 60_000
+#: The heartbeat publishes running runs to the live overlay in batches, every tick
+#: (0.1 s): a run shows there within a tick of starting, and a job done sooner costs
+#: no hot-plane write at all.
+OVERLAY_AFTER = 0.0
 
 
 class WorkerProcess:
@@ -61,6 +71,12 @@ class WorkerProcess:
                 )
             self.queues.append(queue)
         self.concurrency = {q.name: concurrency or q.concurrency for q in self.queues}
+        # Throttled queues claim only what they may start: the window counts dispatches.
+        self.prefetch = {
+            q.name: 0 if q.throttle is not None else (
+                q.prefetch if q.prefetch is not None else PREFETCH_PER_SLOT * self.concurrency[q.name])
+            for q in self.queues
+        }
         self.burst = burst
         self.record_runs = record_runs
         self.run_services = services
@@ -76,7 +92,12 @@ class WorkerProcess:
         # Handlers running now, per queue: a slot frees when its attempt settles, while
         # the finisher writes the outcome behind (bounded by SETTLE_BACKLOG).
         self._running: dict[str, int] = {q.name: 0 for q in self.queues}
+        # Claimed but not started yet (prefetched), in claim order.
+        self._held: dict[str, deque[Inflight]] = {q.name: deque() for q in self.queues}
         self._lock = threading.Condition()
+        # Per queue, on the same lock: slots wait for held jobs, the claim loop for room.
+        self._work = {q.name: threading.Condition(self._lock) for q in self.queues}
+        self._room = {q.name: threading.Condition(self._lock) for q in self.queues}
         self._stopping = threading.Event()
         self._finisher_stop = threading.Event()
         self._stopped = threading.Event()
@@ -101,6 +122,10 @@ class WorkerProcess:
         self._spawn("oqron-heartbeat", self.heartbeat.loop, self._stopped)
         for queue in self.queues:
             self._spawn(f"oqron-consume-{queue.name}", self._consume, queue)
+            if not queue.is_async:
+                # A few spare slots take over from handlers still stuck after a timeout.
+                for n in range(self.concurrency[queue.name] + SPARE_SLOTS):
+                    self._spawn(f"oqron-slot-{queue.name}-{n}", self._slot, queue)
         if self.run_services:
             from ..services import Services
 
@@ -130,11 +155,14 @@ class WorkerProcess:
         self._stopping.set()
         with self._lock:
             self._lock.notify_all()
+            for condition in (*self._work.values(), *self._room.values()):
+                condition.notify_all()
 
     def stop(self, drain_timeout: float | None = None) -> None:
         """Stop claiming, let running jobs finish up to ``drain_timeout``, return the
         rest to their queues uncounted, flush runs, and release everything."""
         self.request_stop()
+        self._return_held()
         deadline = time.monotonic() + (self.drain_timeout if drain_timeout is None else drain_timeout)
         with self._lock:
             while self.has_inflight() and time.monotonic() < deadline:
@@ -148,7 +176,9 @@ class WorkerProcess:
                 thread.join(timeout=30)
         self._stopped.set()
         for thread in self._threads:
-            thread.join(timeout=5)
+            # Slot threads still inside a handler were interrupted above: never wait for them.
+            if not thread.name.startswith("oqron-slot-"):
+                thread.join(timeout=5)
         if self.services is not None:
             self.services.resign()
         try:
@@ -162,6 +192,15 @@ class WorkerProcess:
     def stopping(self) -> bool:
         return self._stopping.is_set()
 
+    def _return_held(self) -> None:
+        """Give back jobs claimed ahead but never started (their attempt is not counted)."""
+        with self._lock:
+            held = [i for group in self._held.values() for i in group]
+            for group in self._held.values():
+                group.clear()
+        for inflight in held:
+            self.settle(Outcome(inflight, "interrupted"))
+
     # -- bookkeeping -----------------------------------------------------------------------
 
     def has_inflight(self) -> bool:
@@ -172,12 +211,26 @@ class WorkerProcess:
             return [i for group in self._inflight.values() for i in group.values()]
 
     def settle(self, outcome: Outcome) -> None:
-        """Accept the first outcome of an attempt (later ones are dropped) and free its slot."""
-        if outcome.inflight.settle():
+        """Accept the first outcome of an attempt (later ones are dropped), free its
+        slot and start the next held job in it."""
+        inflight = outcome.inflight
+        if inflight.settle():
+            queue = inflight.queue
+            if inflight.started and not queue.is_async and outcome.kind in ("timeout", "lost"):
+                # Its handler still occupies a slot thread: that thread retires when the
+                # handler returns, and a fresh one takes the slot now.
+                inflight.abandoned = True
+                if not self.stopping:
+                    self._spawn(f"oqron-slot-{queue.name}-r", self._slot, queue)
             with self._lock:
-                self._running[outcome.inflight.job.queue] -= 1
-                self._lock.notify_all()
+                if inflight.started:
+                    self._running[queue.name] -= 1
+                    if queue.is_async or self._held[queue.name]:
+                        self._work[queue.name].notify()
+                self._room[queue.name].notify()
             self.finisher.submit(outcome)
+            if inflight.started and queue.is_async:
+                self._dispatch(queue)
 
     def forget(self, inflight: Inflight) -> None:
         with self._lock:
@@ -201,10 +254,16 @@ class WorkerProcess:
     # -- claiming ---------------------------------------------------------------------------
 
     def _free_slots(self, queue: Queue) -> int:
-        concurrency = self.concurrency[queue.name]
-        free = concurrency - self._running[queue.name]
+        """How many jobs to claim now: free slots plus room in the prefetch buffer,
+        topped up once it is half empty (so claims come in batches)."""
+        name = queue.name
+        concurrency, prefetch = self.concurrency[name], self.prefetch[name]
+        held = len(self._held[name])
+        if held > prefetch // 2:
+            return 0
+        free = concurrency + prefetch - self._running[name] - held
         # Don't run further ahead of the finisher than a few batches of outcomes.
-        free = min(free, concurrency * SETTLE_BACKLOG - len(self._inflight[queue.name]))
+        free = min(free, concurrency * (SETTLE_BACKLOG + 1) + prefetch - len(self._inflight[name]))
         if queue.throttle is not None and free > 0:
             limit, window = queue.throttle
             now = time.monotonic()
@@ -223,7 +282,7 @@ class WorkerProcess:
             with self._lock:
                 free = self._free_slots(queue)
                 if free == 0:
-                    self._lock.wait(0.05 if queue.throttle else 0.5)
+                    self._room[queue.name].wait(0.05 if queue.throttle else 0.5)
                     continue
             try:
                 leases = hot.claim(queue.name, worker_id=self.worker_id, limit=min(free, CLAIM_BATCH),
@@ -245,7 +304,7 @@ class WorkerProcess:
             if queue.throttle is not None:
                 self._throttle[queue.name].extend([time.monotonic()] * len(leases))
             try:
-                self._start_jobs(queue, leases)
+                self._hold_jobs(queue, leases)
             except OqronError as exc:
                 logger.error("could not start %d job(s) of %s; their leases will lapse and the rescuer "
                              "returns them: %s", len(leases), queue.name, exc, extra={"action": "worker.start_failed"})
@@ -268,14 +327,15 @@ class WorkerProcess:
         self.hot_ok = False
         self._stopping.wait(1.0)
 
-    def _start_jobs(self, queue: Queue, leases: list[Lease]) -> None:
+    def _hold_jobs(self, queue: Queue, leases: list[Lease]) -> None:
+        """Read the claimed jobs, keep them as held attempts, and start as many as
+        there are free slots."""
         engine = self.engine
         records = {r.id: r for r in engine.durable.get_many(queue.namespace, [le.job_id for le in leases])}
         gone = [le for le in leases if le.job_id not in records]
         if gone:  # deleted or cancelled while signalled: nothing to run
             engine.hot.ack(queue.name, gone)
-        started: list[Inflight] = []
-        now = now_ms()
+        held: list[Inflight] = []
         for lease in leases:
             record = records.get(lease.job_id)
             if record is None:
@@ -283,30 +343,93 @@ class WorkerProcess:
             job = Job.from_value(record.value)
             job.attempts += 1
             job.status, job.lease_token, job.worker_id = "active", lease.token, self.worker_id
-            job.started_at = job.updated_at = now
-            run = new_run(
-                name=queue.name, module=queue.module, trigger="queue", input=job.data, attempts=job.attempts,
-                app=self.config.project, environment=self.config.environment, worker_id=self.worker_id,
-                job_id=job.id, correlation_id=job.correlation_id, started_at=now,
-            )
-            job.run_id = run["id"]
-            deadline = time.monotonic() + job.timeout_ms / 1000 if job.timeout_ms else None
-            started.append(Inflight(job=job, lease=lease, run=run, queue=queue, deadline=deadline))
-        if not started:
+            held.append(Inflight(job=job, lease=lease, run=None, queue=queue, deadline=None))
+        if not held:
             return
         # A slow durable read may have outlived the lease: never start a job another
         # worker may hold now. The active state is written behind by the finisher.
-        started = self._still_leased(queue, started)
-        if not started:
+        held = self._still_leased(queue, held)
+        if not held:
             return
         with self._lock:
-            for inflight in started:
+            for inflight in held:
                 self._inflight[queue.name][inflight.job.id] = inflight
-            self._running[queue.name] += len(started)
-        self.publish_overlay(started)
-        self.finisher.started(started)
-        for inflight in started:
-            self.executor.submit(inflight)
+            self._held[queue.name].extend(held)
+            if not queue.is_async:
+                self._work[queue.name].notify(len(held))
+        if queue.is_async:
+            self._dispatch(queue)
+
+    def _slot(self, queue: Queue) -> None:
+        """One handler slot of a sync queue: take the next held job, run it here, repeat.
+        Running handlers never exceed the queue's concurrency (``_running`` gates the
+        take; spare slots only cover handlers abandoned after a timeout)."""
+        name, concurrency = queue.name, self.concurrency[queue.name]
+        work, held = self._work[name], self._held[name]
+        while True:
+            with self._lock:
+                while True:
+                    while held and held[0].settled:  # its lease was lost while held
+                        held.popleft()
+                    if self.stopping:
+                        return
+                    if held and self._running[name] < concurrency:
+                        inflight = held.popleft()
+                        inflight.started = True
+                        self._running[name] += 1
+                        if len(held) <= self.prefetch[name] // 2:
+                            self._room[name].notify()
+                        break
+                    work.wait(0.5)
+            self._begin(inflight, now_ms())
+            self.finisher.started([inflight])
+            if inflight.cancelled.is_set():  # cancelled while held: record it, run nothing
+                self.settle(Outcome(inflight, "cancelled"))
+            else:
+                self.executor.run_sync(inflight)
+                if inflight.abandoned:  # timed out or lost meanwhile: a new thread has the slot
+                    return
+
+    def _dispatch(self, queue: Queue) -> None:
+        """Start held jobs of an ``async def`` queue in free slots (never more than
+        the queue's concurrency)."""
+        starting: list[Inflight] = []
+        with self._lock:
+            held = self._held[queue.name]
+            while held and self._running[queue.name] < self.concurrency[queue.name] and not self.stopping:
+                inflight = held.popleft()
+                if inflight.settled:  # its lease was lost while held
+                    continue
+                inflight.started = True
+                self._running[queue.name] += 1
+                starting.append(inflight)
+        if not starting:
+            return
+        now = now_ms()
+        for inflight in starting:
+            self._begin(inflight, now)
+        self.finisher.started(starting)
+        for inflight in starting:
+            if inflight.cancelled.is_set():  # cancelled while held: record it, run nothing
+                self.settle(Outcome(inflight, "cancelled"))
+            else:
+                self.executor.submit(inflight)
+
+    def _begin(self, inflight: Inflight, now: int) -> None:
+        """Open the attempt's run record and start its clocks."""
+        job, queue = inflight.job, inflight.queue
+        job.started_at = job.updated_at = now
+        run = new_run(
+            name=queue.name, module=queue.module, trigger="queue", input=job.data, attempts=job.attempts,
+            app=self.config.project, environment=self.config.environment, worker_id=self.worker_id,
+            job_id=job.id, correlation_id=job.correlation_id, started_at=now,
+        )
+        job.run_id = run["id"]
+        with inflight.lock:
+            inflight.run = run
+            inflight.overlay_dirty = True
+        inflight.began = time.monotonic()
+        inflight.deadline = inflight.began + job.timeout_ms / 1000 if job.timeout_ms else None
 
     def _still_leased(self, queue: Queue, started: list[Inflight]) -> list[Inflight]:
         """The attempts whose lease is still ours, renewed if the durable reads and
@@ -341,6 +464,9 @@ class WorkerProcess:
         for inflight in inflights:
             with inflight.lock:
                 run = inflight.run
+                if run is None:
+                    continue
+                inflight.overlay_published = True
                 items[run["id"]] = json.dumps({
                     "id": run["id"], "jobId": inflight.job.id, "name": run["name"], "status": run["status"],
                     "progressPercent": run["progressPercent"], "progressLabel": run.get("progressLabel"),

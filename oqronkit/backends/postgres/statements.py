@@ -37,19 +37,23 @@ def _fragment(name: str) -> str:
     return "\n".join(line for line in QUERIES[name].splitlines() if not line.lstrip().startswith("--"))
 
 
+# Both return the statement rendered to bytes once: psycopg caches its conversion of a
+# bytes query, while a Composed one is rendered again on every execution.
+
+
 @cache
-def statement(name: str, table: str) -> sql.Composed:
+def statement(name: str, table: str) -> bytes:
     """The named query ``name`` against ``table`` (a table key such as ``"runs"``)."""
-    return sql.SQL(QUERIES[name]).format(table=table_identifier(table))
+    return sql.SQL(QUERIES[name]).format(table=table_identifier(table)).as_bytes(None)
 
 
 @cache
-def composed(table: str, parts: tuple[str, ...]) -> sql.Composed:
+def composed(table: str, parts: tuple[str, ...]) -> bytes:
     """Fixed fragments joined into one statement. On ``oqron_runs`` the startedAt key is
     the indexed expression itself, so the run indexes serve both filter and sort."""
     started = "started_key_indexed" if table == "runs" else "started_key_guarded"
     text = "\n".join(_fragment(part) for part in parts)
-    return sql.SQL(text).format(table=table_identifier(table), started=sql.SQL(_fragment(started)))
+    return sql.SQL(text).format(table=table_identifier(table), started=sql.SQL(_fragment(started))).as_bytes(None)
 
 
 def row_columns(scope: Scope, rows: list[EncodedRow]) -> dict[str, Any]:

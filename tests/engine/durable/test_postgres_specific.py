@@ -155,6 +155,8 @@ def plan_nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def explain(conn: Any, sql: Any, params: Any = None) -> dict[str, Any]:
+    if isinstance(sql, bytes):  # the store's statements come rendered
+        sql = sql.decode()
     prefix = psycopg.sql.SQL("EXPLAIN (FORMAT JSON) ")
     statement = prefix + (sql if isinstance(sql, psycopg.sql.Composable) else psycopg.sql.SQL(sql))
     return conn.execute(statement, params).fetchone()[0][0]["Plan"]
