@@ -1,19 +1,27 @@
-"""Job-queue throughput: our engine (sqlite and postgres modes) against Procrastinate and
-django-tasks-db, on the workload of ``shared/reference/peer-bench.md``.
+"""Job-queue throughput: our engine (sqlite, postgres, redis-postgres and redis modes)
+against Procrastinate and django-tasks-db (Postgres) and RQ, Celery, Dramatiq and Huey
+(Redis), on the workload of ``shared/reference/peer-bench.md``.
 
 N no-op jobs with payload ``{"i": i, "to": "user-i@example.com"}``; every system's task
 body is one Redis ``INCR`` on a completion counter (``bench/peers/common.py``), which the
 harness polls. Per system and repeat, with clean state before every phase:
 
 1. single enqueue: one call per job, ``--single-n`` jobs;
-2. bulk enqueue: ``add_bulk`` / ``batch_defer`` in chunks of ``--chunk`` (django-tasks has
-   no bulk API: its single enqueue of N is reported there, marked ``*``);
+2. bulk enqueue: ``add_bulk`` / ``batch_defer`` / ``enqueue_many`` in chunks of ``--chunk``
+   (django-tasks, Celery, Dramatiq and Huey have no bulk API: their single enqueue of N is
+   reported there, marked ``*``);
 3. processing: ``ANALYZE`` (as autovacuum would have by then; ``--no-analyze`` skips it),
    then ONE worker process on the N bulk-enqueued jobs, timed from spawn until N tasks
    ran, and from the first completion (start-up excluded); the counter must end at N;
 4. latency: ``--latency-n`` jobs ``--latency-gap`` apart into an idle worker; each task
    pushes ``start - enqueue time`` (the enqueue time travels in the payload);
 5. our engine: every job left exactly one completed run record (none with recording off).
+
+Systems: ``--systems`` takes names or the groups ``postgres`` (the default), ``redis`` and
+``all``; ``oqron-<mode>@N`` runs our worker with ``--processes N`` (``--oqron-processes``
+sets N for the names without ``@``), so ``oqron-redis-postgres,oqron-redis-postgres@2``
+measures the scaling of a second process. Redis peers use the ``--redis-url`` server,
+each phase under its own key namespace, deleted afterwards (nothing is flushed).
 
 The peers run in their own virtualenv (``bench/.peers-venv``, created on first use from
 ``bench/requirements-peers.txt``). Figures are medians of ``--repeat`` interleaved runs.
@@ -45,8 +53,12 @@ PEERS = ROOT / "bench" / "peers"
 PEERS_VENV = ROOT / "bench" / ".peers-venv"
 PEERS_REQUIREMENTS = ROOT / "bench" / "requirements-peers.txt"
 OUR_PYTHON = sys.executable
-ALL_SYSTEMS = ("oqron-sqlite", "oqron-postgres", "oqron-postgres-norec", "procrastinate", "django-tasks")
+POSTGRES_SYSTEMS = ("oqron-sqlite", "oqron-postgres", "oqron-postgres-norec", "procrastinate", "django-tasks")
+REDIS_SYSTEMS = ("oqron-redis-postgres", "oqron-redis", "rq", "celery", "dramatiq", "huey")
+ALL_SYSTEMS = POSTGRES_SYSTEMS + REDIS_SYSTEMS
+SYSTEM_GROUPS = {"postgres": POSTGRES_SYSTEMS, "redis": REDIS_SYSTEMS, "all": ALL_SYSTEMS}
 BASELINE = "procrastinate"
+REDIS_PEERS = ("rq", "celery", "dramatiq", "huey")
 LOCK_KEY = 0x0B0E4C4B  # pg_advisory_lock key serialising throughput.py runs on one server
 
 
@@ -119,6 +131,7 @@ class Bench:
 
     def next_tag(self, system: str, phase: str) -> str:
         self.counter += 1
+        system = system.replace("@", "-p")  # oqron-redis@2: tags become project and key names
         return f"{system}-{phase}-{self.run_id}-{self.counter}"
 
     @property
@@ -198,6 +211,8 @@ class Phase:
     env: dict[str, str]
     project: str | None = None
     sqlite_path: Path | None = None
+    ns: str | None = None  # a Redis peer's key namespace (queue, app or broker name)
+    own_keys: list[str] = field(default_factory=list)  # shared-name keys absent before the phase
 
 
 class System:
@@ -220,6 +235,10 @@ class System:
     def worker_argv(self, bench: Bench) -> list[str]:
         raise NotImplementedError
 
+    def phase_argv(self, bench: Bench, phase: Phase) -> list[str]:
+        """The worker command for one phase (most systems need only ``worker_argv``)."""
+        return self.worker_argv(bench)
+
     def analyze(self, bench: Bench) -> None:
         """Refresh planner statistics after the bulk enqueue, as autovacuum would in a
         running deployment (the reset's TRUNCATE leaves none; see ``--no-analyze``)."""
@@ -231,6 +250,14 @@ class System:
         """Check what the processing phase left behind; None when nothing to check."""
         return None
 
+    def redis_patterns(self, phase: Phase) -> list[str]:
+        """SCAN patterns of the Redis keys the phase's processes wrote (deleted afterwards)."""
+        return []
+
+    def redis_members(self, phase: Phase) -> list[tuple[str, str]]:
+        """(set key, member) pairs the phase added to sets it shares with others (removed afterwards)."""
+        return []
+
     def base_env(self, bench: Bench, tag: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OQRON_", "DJANGO_", "PYTHON"))}
         env.update({"BENCH_REDIS_URL": bench.redis_url, "BENCH_KEY": f"oqbench:{tag}",
@@ -239,26 +266,33 @@ class System:
 
 
 class OqronSystem(System):
-    """Our engine in ``sqlite`` or ``postgres`` mode, run recording on or off."""
+    """Our engine in ``sqlite``, ``postgres``, ``redis-postgres`` or ``redis`` mode, run
+    recording on or off, with ``--processes N`` (name suffix ``@N`` when N > 1)."""
 
     def __init__(self, mode: str, *, record_runs: bool = True, concurrency: int | None = None,
-                 services: bool = True) -> None:
+                 services: bool = True, processes: int = 1) -> None:
         self.mode = mode
         self.record_runs = record_runs
         self.concurrency = concurrency
         self.services = services
-        self.name = f"oqron-{mode}" + ("" if record_runs else "-norec")
+        self.processes = processes
+        self.name = f"oqron-{mode}" + ("" if record_runs else "-norec") + (f"@{processes}" if processes != 1 else "")
         self.driver = str(PEERS / "oqron_driver.py")
         conc = f"--concurrency {concurrency}" if concurrency else "concurrency 5 (the Queue default)"
+        procs = "1 process" if processes == 1 else f"--processes {processes}"
         if record_runs and services:
-            self.setting = f"python -m oqronkit worker, 1 process, {conc}"
+            self.setting = f"python -m oqronkit worker, {procs}, {conc}"
         else:
             flags = " ".join(f for f, on in (("--no-record-runs", not record_runs), ("--no-services", not services))
                              if on)
             self.setting = f"bench/peers/oqron_worker.py {flags}, 1 process, {conc}"
 
+    @property
+    def uses_redis(self) -> bool:
+        return self.mode in ("redis", "redis-postgres")
+
     def prepare(self, bench: Bench) -> None:
-        if self.mode == "postgres":
+        if self.mode in ("postgres", "redis-postgres"):
             self.database = bench.database("")
 
     def fresh(self, bench: Bench, phase_name: str) -> Phase:
@@ -267,16 +301,25 @@ class OqronSystem(System):
         env["PYTHONPATH"] = f"{PEERS}{os.pathsep}{ROOT}"
         env.update({"OQRON_MODE": self.mode, "OQRON_PROJECT": f"bench-{tag}", "OQRON_ENVIRONMENT": "bench"})
         phase = Phase(tag, env, project=env["OQRON_PROJECT"])
+        if self.uses_redis:
+            env["OQRON_REDIS_URL"] = bench.redis_url
         if self.mode == "sqlite":
             phase.sqlite_path = bench.scratch / f"{tag}.sqlite3"
             env["OQRON_DATABASE_URL"] = f"sqlite:///{phase.sqlite_path}"
-        else:
+        elif self.database:
             bench.truncate(self.database, "oqron_", required=False)  # the engine creates them
             env["OQRON_DATABASE_URL"] = with_database(bench.pg_url, self.database)
         return phase
 
+    def redis_patterns(self, phase: Phase) -> list[str]:
+        # keys.py: every key of a scope starts with "oqron:<project>:<environment>:"; each
+        # phase has its own project, whose name holds no glob character.
+        return [f"oqron:{phase.project}:*"] if self.uses_redis else []
+
     def worker_argv(self, bench: Bench) -> list[str]:
         extra = ["--concurrency", str(self.concurrency)] if self.concurrency else []
+        if self.processes != 1:
+            extra += ["--processes", str(self.processes)]
         if self.record_runs and self.services:
             return [OUR_PYTHON, "-m", "oqronkit", "worker", "--import", "oqron_tasks", "--queues", "bench",
                     "--log-level", "warning", *extra]
@@ -293,6 +336,14 @@ class OqronSystem(System):
 
     def _count(self, bench: Bench, phase: Phase) -> tuple[int, int, int, int]:
         """(run records, distinct jobs among them, completed runs, jobs left in oqron_jobs)."""
+        if self.mode == "redis":  # no SQL to read: ask the engine's durable plane
+            out = run_checked([OUR_PYTHON, str(PEERS / "oqron_verify.py")], phase.env, timeout=300,
+                              what="bench/peers/oqron_verify.py")
+            try:
+                got = json.loads(out.strip().splitlines()[-1])
+            except (IndexError, ValueError) as exc:
+                raise BenchError(f"oqron_verify.py printed no result: {out[-500:]!r}") from exc
+            return got["runs"], got["jobs"], got["completed"], got["left"]
         runs_sql = ("SELECT count(*), count(DISTINCT {job}), count(*) FILTER (WHERE {status} = 'completed') "
                     "FROM oqron_runs WHERE project = {p} AND environment = 'bench' AND namespace = 'runs'")
         jobs_sql = "SELECT count(*) FROM oqron_jobs WHERE project = {p} AND environment = 'bench'"
@@ -368,16 +419,122 @@ class DjangoTasksSystem(System):
         return [self.python, str(PEERS / "djtasks_manage.py"), "db_worker", "-v", "0"]
 
 
+class RedisPeerSystem(System):
+    """A peer on the shared Redis (``--redis-url``). Each phase gets its own namespace
+    ``bench-<tag>`` (``BENCH_NS``), which the peer's app module puts into every key it
+    makes (a key prefix, or the queue / app / worker / job names); afterwards the harness
+    deletes the keys containing it (SCAN + UNLINK) and removes the members the peer adds
+    to sets shared with other users of the server. Nothing is flushed."""
+
+    app = ""  # the module under bench/peers with the task
+    global_keys: tuple[str, ...] = ()  # keys with a fixed name the peer may create (deleted if it did)
+
+    def __init__(self) -> None:
+        self.python = str(PEERS_VENV / "bin" / "python")
+        self.driver = str(PEERS / f"{self.app}_driver.py")
+
+    def namespace(self, tag: str) -> str:
+        return f"bench-{tag}"
+
+    def fresh(self, bench: Bench, phase_name: str) -> Phase:
+        tag = bench.next_tag(self.name, phase_name)
+        env = self.base_env(bench, tag)
+        ns = self.namespace(tag)
+        env["BENCH_NS"] = ns
+        r = bench.redis()
+        return Phase(tag, env, ns=ns, own_keys=[k for k in self.global_keys if not r.exists(k)])
+
+    def redis_patterns(self, phase: Phase) -> list[str]:
+        # the namespace anywhere in the key, at its end or followed by a non-digit (the tag
+        # ends with a counter: "...-3" must not match "...-31")
+        return [f"*{phase.ns}", f"*{phase.ns}[^0-9]*"]
+
+    def bin(self, name: str) -> str:
+        return str(PEERS_VENV / "bin" / name)
+
+
+class RQSystem(RedisPeerSystem):
+    """RQ 3.x, ``SimpleWorker`` (no fork per job); bulk is ``enqueue_many``."""
+
+    name = "rq"
+    setting = "rq worker -w rq.worker.SimpleWorker (no fork), Redis"
+    app = "rq"
+    # the worker's maintenance takes this lock (SET NX EX 600); deleted when the phase made it
+    global_keys = ("rq:clean_groups",)
+
+    def phase_argv(self, bench: Bench, phase: Phase) -> list[str]:  # names the phase's queue
+        return [self.bin("rq"), "worker", "-w", "rq.worker.SimpleWorker", "--url", bench.redis_url,
+                "--name", str(phase.ns), "--logging_level", "WARNING", str(phase.ns)]
+
+    def redis_members(self, phase: Phase) -> list[tuple[str, str]]:
+        return [("rq:queues", f"rq:queue:{phase.ns}"), ("rq:workers", f"rq:worker:{phase.ns}")]
+
+
+class CelerySystem(RedisPeerSystem):
+    """Celery 5.x, prefork ``-c 2``, Redis broker, no result backend."""
+
+    name = "celery"
+    setting = "celery worker -P prefork -c 2, Redis broker, no result backend"
+    app = "celery"
+    has_bulk = False
+
+    def phase_argv(self, bench: Bench, phase: Phase) -> list[str]:
+        return [self.bin("celery"), "-A", "celery_app", "worker", "-P", "prefork", "-c", "2",
+                "--loglevel", "WARNING", "-n", f"{phase.ns}@%h"]
+
+
+class DramatiqSystem(RedisPeerSystem):
+    """Dramatiq 2.x, ``-p 1 -t 8``, RedisBroker."""
+
+    name = "dramatiq"
+    setting = "dramatiq -p 1 -t 8, RedisBroker"
+    app = "dramatiq"
+    has_bulk = False
+
+    def worker_argv(self, bench: Bench) -> list[str]:
+        return [self.bin("dramatiq"), "-p", "1", "-t", "8", "--skip-logging", "dramatiq_app"]
+
+
+class HueySystem(RedisPeerSystem):
+    """Huey 3.x, ``huey_consumer -w 4 -k thread``, RedisHuey."""
+
+    name = "huey"
+    setting = "huey_consumer -w 4 -k thread, RedisHuey"
+    app = "huey"
+    has_bulk = False
+
+    def namespace(self, tag: str) -> str:
+        return "bench_" + tag.replace("-", "_")  # Huey drops every character but [A-Za-z0-9_] from names
+
+    def worker_argv(self, bench: Bench) -> list[str]:
+        return [self.bin("huey_consumer"), "huey_app.huey", "-w", "4", "-k", "thread", "-q"]
+
+
+def parse_system_name(name: str) -> tuple[str, int]:
+    """``oqron-redis-postgres@2`` gives ("oqron-redis-postgres", 2); a name without ``@`` gives count 0."""
+    base, sep, count = name.partition("@")
+    if not sep:
+        return base, 0
+    if not count.isdigit() or int(count) < 1:
+        raise ValueError(f"{name}: the part after @ must be a process count >= 1")
+    return base, int(count)
+
+
 def build_systems(names: list[str], concurrency: int | None, services: bool = True) -> list[System]:
+    """The systems for ``names`` (as parse_args spells them: ``oqron-<mode>@N`` for N > 1 processes)."""
     ours = {"concurrency": concurrency, "services": services}
-    table: dict[str, Any] = {
-        "oqron-sqlite": lambda: OqronSystem("sqlite", **ours),
-        "oqron-postgres": lambda: OqronSystem("postgres", **ours),
-        "oqron-postgres-norec": lambda: OqronSystem("postgres", record_runs=False, **ours),
-        "procrastinate": ProcrastinateSystem,
-        "django-tasks": DjangoTasksSystem,
-    }
-    return [table[name]() for name in names]
+    peers: dict[str, Any] = {"procrastinate": ProcrastinateSystem, "django-tasks": DjangoTasksSystem,
+                             "rq": RQSystem, "celery": CelerySystem, "dramatiq": DramatiqSystem, "huey": HueySystem}
+    out: list[System] = []
+    for name in names:
+        base, count = parse_system_name(name)
+        if base in peers:
+            out.append(peers[base]())
+            continue
+        norec = base.endswith("-norec")
+        mode = base.removeprefix("oqron-").removesuffix("-norec")
+        out.append(OqronSystem(mode, record_runs=not norec, processes=count or 1, **ours))
+    return out
 
 
 # -- processes --------------------------------------------------------------------------
@@ -478,10 +635,25 @@ def wait_for_key(bench: Bench, key: str, timeout: float = 10.0) -> float:
     return float(value)
 
 
-def drop_keys(bench: Bench, phase: Phase) -> None:
+def drop_keys(bench: Bench, system: System, phase: Phase) -> None:
+    """Delete the phase's counter keys and every Redis key its processes wrote."""
     from common import keys  # bench/peers is on sys.path (see main)
 
-    bench.redis().delete(*keys(phase.env["BENCH_KEY"]).values())
+    r = bench.redis()
+    r.delete(*keys(phase.env["BENCH_KEY"]).values())
+    for pattern in system.redis_patterns(phase):
+        batch: list[bytes] = []
+        for key in r.scan_iter(match=pattern, count=1000):
+            batch.append(key)
+            if len(batch) >= 500:
+                r.unlink(*batch)
+                batch.clear()
+        if batch:
+            r.unlink(*batch)
+    for key, member in system.redis_members(phase):
+        r.srem(key, member)
+    if phase.own_keys:
+        r.unlink(*phase.own_keys)
 
 
 # -- phases -----------------------------------------------------------------------------------
@@ -494,7 +666,7 @@ def phase_enqueue(bench: Bench, system: System, *, mode: str, n: int) -> dict[st
         return run_driver(system, phase, ["enqueue", "--mode", mode, "--n", str(n), "--chunk",
                                           str(bench.args.chunk)], timeout=60 + n / 50)
     finally:
-        drop_keys(bench, phase)
+        drop_keys(bench, system, phase)
 
 
 def phase_process(bench: Bench, system: System, n: int) -> dict[str, Any]:
@@ -513,7 +685,7 @@ def phase_process(bench: Bench, system: System, n: int) -> dict[str, Any]:
             system.analyze(bench)
         env = {**phase.env, "BENCH_TARGET": str(n)}
         log = bench.scratch / f"{phase.tag}.log"
-        with Worker(system.worker_argv(bench), env, log, stop_timeout=bench.args.stop_timeout) as worker:
+        with Worker(system.phase_argv(bench, phase), env, log, stop_timeout=bench.args.stop_timeout) as worker:
             wait_for_count(bench, worker, names["done"], n, stall=bench.args.stall_timeout, limit=60 + n / 5)
             last = wait_for_key(bench, names["last"])
             first = wait_for_key(bench, names["first"])
@@ -531,7 +703,7 @@ def phase_process(bench: Bench, system: System, n: int) -> dict[str, Any]:
         result["runs_check"] = system.verify(bench, phase, n)
         return result
     finally:
-        drop_keys(bench, phase)
+        drop_keys(bench, system, phase)
 
 
 def phase_latency(bench: Bench, system: System) -> dict[str, Any]:
@@ -544,7 +716,7 @@ def phase_latency(bench: Bench, system: System) -> dict[str, Any]:
     try:
         env = {**phase.env, "BENCH_TARGET": str(n + 1)}
         log = bench.scratch / f"{phase.tag}.log"
-        with Worker(system.worker_argv(bench), env, log, stop_timeout=bench.args.stop_timeout) as worker:
+        with Worker(system.phase_argv(bench, phase), env, log, stop_timeout=bench.args.stop_timeout) as worker:
             out = run_driver(system, phase, ["latency", "--n", str(n), "--gap", str(bench.args.latency_gap)],
                              timeout=90 + n * bench.args.latency_gap * 3)
             wait_for_count(bench, worker, names["done"], n + 1, stall=bench.args.stall_timeout, limit=120)
@@ -554,7 +726,7 @@ def phase_latency(bench: Bench, system: System) -> dict[str, Any]:
         return {"lat_p50": percentile(values, 50), "lat_p99": percentile(values, 99),
                 "enqueue_call_ms": out.get("enqueue_call_ms_p50")}
     finally:
-        drop_keys(bench, phase)
+        drop_keys(bench, system, phase)
 
 
 def run_system(bench: Bench, system: System) -> dict[str, Any]:
@@ -580,13 +752,20 @@ def run_system(bench: Bench, system: System) -> dict[str, Any]:
 # -- peers' virtualenv ----------------------------------------------------------------------
 
 
+PEERS_COMMANDS = ("python", "procrastinate", "rq", "celery", "dramatiq", "huey_consumer")
+
+
 def ensure_peers_venv(python: str) -> None:
-    """Create bench/.peers-venv from requirements-peers.txt when it is missing."""
-    if (PEERS_VENV / "bin" / "procrastinate").exists() and (PEERS_VENV / "bin" / "python").exists():
+    """Create bench/.peers-venv from requirements-peers.txt when it is missing, and
+    install the requirements again when one of the peers' commands is not there."""
+    if all((PEERS_VENV / "bin" / name).exists() for name in PEERS_COMMANDS):
         return
-    print(f"creating {PEERS_VENV} with {python} (one-off) ...", flush=True)
     env = {**os.environ, "PYENV_VERSION": os.environ.get("PYENV_VERSION", "3.13.0")}
-    run_checked([python, "-m", "venv", str(PEERS_VENV)], env, timeout=300, what="python -m venv")
+    if not (PEERS_VENV / "bin" / "python").exists():
+        print(f"creating {PEERS_VENV} with {python} (one-off) ...", flush=True)
+        run_checked([python, "-m", "venv", str(PEERS_VENV)], env, timeout=300, what="python -m venv")
+    else:
+        print(f"installing bench/requirements-peers.txt into {PEERS_VENV} (one-off) ...", flush=True)
     run_checked([str(PEERS_VENV / "bin" / "pip"), "install", "-q", "-r", str(PEERS_REQUIREMENTS)], env,
                 timeout=900, what="pip install -r bench/requirements-peers.txt")
 
@@ -637,7 +816,8 @@ def print_table(systems: list[System], med: dict[str, dict[str, Any]], args: arg
         print("| " + " | ".join(cells) + " |")
     if any(med[s.name]["bulk_is_single"] for s in systems):
         print("\n* no bulk API: single enqueue of N jobs, one call each.")
-    print("\nWorker settings (one process each):")
+    several = any(getattr(s, "processes", 1) != 1 for s in systems)
+    print("\nWorker settings (one process each" + (", @N: N processes" if several else "") + "):")
     for system in systems:
         print(f"  {system.name:22} {system.setting}")
     print("\nEvery run (in order):")
@@ -663,33 +843,53 @@ def print_load(med: dict[str, dict[str, Any]]) -> None:
           f"{statistics.median(loads):.1f}{note}")
 
 
-def print_ratios(systems: list[System], med: dict[str, dict[str, Any]]) -> None:
-    if BASELINE not in med:
+def fastest_redis_peer(med: dict[str, dict[str, Any]]) -> str | None:
+    """The Redis peer with the highest processing rate in this run."""
+    measured = [(med[n]["process"], n) for n in REDIS_PEERS if n in med and med[n]["process"]]
+    return max(measured)[1] if measured else None
+
+
+def print_ratios(systems: list[System], med: dict[str, dict[str, Any]], baseline: str | None = BASELINE,
+                 bulk_baseline: str | None = None) -> None:
+    """A ratio table against ``baseline``; the bulk column against ``bulk_baseline`` (default: the
+    baseline itself), shown only when that one has a bulk API."""
+    if baseline not in med:
         return
-    base = med[BASELINE]
-    print(f"\nRatios against {BASELINE} (x > 1: faster than {BASELINE}):")
-    print("| system | single enqueue | bulk enqueue (vs batch_defer) | process | process excl start-up | "
+    base = med[baseline]
+    bulk_name = bulk_baseline or baseline
+    bulk = med.get(bulk_name)
+    bulk_ok = bulk is not None and not bulk["bulk_is_single"]
+    bulk_label = {"procrastinate": "batch_defer", "rq": "enqueue_many"}.get(bulk_name, bulk_name)
+    bulk_head = (f"bulk enqueue (vs {bulk_label})" if bulk_name == baseline
+                 else f"bulk enqueue (vs {bulk_name} {bulk_label})")
+    print(f"\nRatios against {baseline} (x > 1: faster than {baseline}):")
+    print(f"| system | single enqueue | {bulk_head} | process | process excl start-up | "
           "latency p50 (theirs/ours) |")
     print("|---|---|---|---|---|---|")
     for system in systems:
-        if system.name == BASELINE:
+        if system.name == baseline:
             continue
         row = med[system.name]
-        cells = [ratio(row["single"], base["single"]), ratio(row["bulk"], base["bulk"]),
+        cells = [ratio(row["single"], base["single"]),
+                 ratio(row["bulk"], bulk["bulk"]) if bulk_ok and bulk is not None else None,
                  ratio(row["process"], base["process"]), ratio(row["process_excl_startup"],
                                                                 base["process_excl_startup"]),
                  ratio(base["lat_p50"], row["lat_p50"])]
         print(f"| {system.name} | " + " | ".join(f"{fmt(c, 2)}x" if c is not None else "-" for c in cells) + " |")
 
 
+def verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("PASS" if ok else "FAIL")
+
+
+def times(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f}x"
+
+
 def targets(med: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
-    """(target, measured, PASS/FAIL/n/a) for the issue's four targets."""
+    """(target, measured, PASS/FAIL/n/a) for issue #3's four targets (against Procrastinate)."""
     pg, base, off = med.get("oqron-postgres"), med.get(BASELINE), med.get("oqron-postgres-norec")
     out = []
-
-    def verdict(ok: bool | None) -> str:
-        return "n/a" if ok is None else ("PASS" if ok else "FAIL")
-
     r = ratio(pg and pg["process"], base and base["process"])
     out.append(("postgres-mode processing >= 3x Procrastinate", f"{fmt(r, 2)}x", verdict(None if r is None
                                                                                           else r >= 3)))
@@ -707,10 +907,60 @@ def targets(med: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
     return out
 
 
+def redis_targets(med: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(target, measured, PASS/FAIL/n/a) for issue #5's targets (redis-postgres against the Redis peers)."""
+    ours, rq = med.get("oqron-redis-postgres"), med.get("rq")
+    out = []
+    fastest = fastest_redis_peer(med)
+    r = ratio(ours and ours["process"], med[fastest]["process"] if fastest else None)
+    out.append(("redis-postgres processing >= 1.5x fastest Redis peer",
+                times(r) + (f" (vs {fastest})" if fastest else ""), verdict(None if r is None else r >= 1.5)))
+    r = ratio(ours and ours["bulk"], rq["bulk"] if rq and not rq["bulk_is_single"] else None)
+    out.append(("add_bulk (redis-postgres) >= 1.5x RQ enqueue_many", times(r),
+                verdict(None if r is None else r >= 1.5)))
+    p50, p99 = ours and ours["lat_p50"], ours and ours["lat_p99"]
+    out.append(("latency p50 < 5 ms (redis-postgres)", f"{fmt(p50, 1)} ms", verdict(None if p50 is None
+                                                                                     else p50 < 5)))
+    out.append(("latency p99 < 20 ms (redis-postgres)", f"{fmt(p99, 1)} ms", verdict(None if p99 is None
+                                                                                      else p99 < 20)))
+    two = med.get("oqron-redis-postgres@2")
+    r = ratio(two and two["process"], ours and ours["process"])
+    out.append(("--processes 2 >= 1.6x one process (redis-postgres)", times(r) + (
+        f" ({fmt(two['process'])} vs {fmt(ours['process'])} jobs/s)" if r is not None and two and ours else ""),
+                verdict(None if r is None else r >= 1.6)))
+    return out
+
+
+def scaling(med: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """Processing with N processes against one, for every oqron-<mode>@N measured with its
+    one-process row (redis-postgres@2 is a target above; the rest are for information)."""
+    out = []
+    for name in med:
+        base, _, count = name.partition("@")
+        if count and base in med and name != "oqron-redis-postgres@2":
+            r = ratio(med[name]["process"], med[base]["process"])
+            out.append((f"{name} / {base} processing (p{count}/p1)", times(r), "info"))
+    return out
+
+
 def print_targets(med: dict[str, dict[str, Any]]) -> None:
+    redis_run = any(n.startswith(("oqron-redis", *REDIS_PEERS)) for n in med)
+    postgres_run = any(n in med for n in ("oqron-postgres", "oqron-postgres-norec", BASELINE)) or not redis_run
+    groups = []
+    if postgres_run:
+        groups.append(("issue #3, against Procrastinate", targets(med)))
+    if redis_run:
+        groups.append(("issue #5, against the Redis peers", redis_targets(med)))
+    extra = scaling(med)
+    if extra:
+        groups.append(("scaling with --processes", extra))
+    width = max(len(name) for _, rows in groups for name, _, _ in rows)
     print("\nTargets:")
-    for name, measured, result in targets(med):
-        print(f"  {result:4}  {name:50} {measured}")
+    for title, rows in groups:
+        if len(groups) > 1:
+            print(f"  {title}:")
+        for name, measured, result in rows:
+            print(f"  {result:4}  {name:{max(50, width)}} {measured}")
 
 
 def print_problems(med: dict[str, dict[str, Any]]) -> bool:
@@ -733,11 +983,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--latency-gap", type=float, default=0.02, help="seconds between latency jobs")
     parser.add_argument("--chunk", type=int, default=1_000, help="jobs per bulk call")
     parser.add_argument("--repeat", type=int, default=3, help="interleaved runs per system; medians reported")
-    parser.add_argument("--systems", default=",".join(ALL_SYSTEMS),
-                        help=f"comma-separated subset of {', '.join(ALL_SYSTEMS)}")
+    parser.add_argument("--systems", default="postgres",
+                        help=f"comma-separated names out of {', '.join(ALL_SYSTEMS)} (oqron-<mode>@N: N worker "
+                             f"processes), or the groups postgres (the default: {', '.join(POSTGRES_SYSTEMS)}), "
+                             f"redis ({', '.join(REDIS_SYSTEMS)}) and all")
     parser.add_argument("--quick", action="store_true", help="smoke run: N 2000, single 300, latency 50, repeat 1")
     parser.add_argument("--oqron-concurrency", type=int, default=None,
                         help="override our queue's concurrency (default: the Queue default, 5)")
+    parser.add_argument("--oqron-processes", type=int, default=1,
+                        help="our worker's --processes for the oqron-* names without @N (default 1)")
     parser.add_argument("--oqron-no-services", action="store_true",
                         help="diagnostics: our workers run without leader services (reconciler, rescuer, ...)")
     parser.add_argument("--no-analyze", dest="analyze", action="store_false",
@@ -757,10 +1011,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.n, args.single_n, args.latency_n, args.repeat = 2_000, 300, 50, 1
-    names = [s.strip() for s in args.systems.split(",") if s.strip()]
-    unknown = sorted(set(names) - set(ALL_SYSTEMS))
-    if unknown:
-        parser.error(f"unknown system(s): {', '.join(unknown)}; choose from {', '.join(ALL_SYSTEMS)}")
+    if args.oqron_processes < 1:
+        parser.error("--oqron-processes must be >= 1")
+    names: list[str] = []
+    for item in (s.strip() for s in args.systems.split(",") if s.strip()):
+        for name in SYSTEM_GROUPS.get(item, (item,)):
+            try:
+                base, count = parse_system_name(name)
+            except ValueError as exc:
+                parser.error(str(exc))
+            if base not in ALL_SYSTEMS:
+                parser.error(f"unknown system {name!r}; choose from {', '.join(ALL_SYSTEMS)} (oqron-<mode>@N), "
+                             f"or a group: {', '.join(SYSTEM_GROUPS)}")
+            if count and not base.startswith("oqron-"):
+                parser.error(f"{name}: @N (processes) applies to our engine's systems only")
+            processes = 1
+            if base.startswith("oqron-"):  # --oqron-processes: where the CLI worker runs (not -norec)
+                processes = count or (1 if base.endswith("-norec") else args.oqron_processes)
+            if processes != 1 and (base.endswith("-norec") or args.oqron_no_services):
+                parser.error(f"{name}: several processes need the CLI worker (no -norec, no --oqron-no-services)")
+            canonical = base if processes == 1 else f"{base}@{processes}"
+            if canonical not in names:
+                names.append(canonical)
     args.system_names = names
     return args
 
@@ -797,6 +1069,9 @@ def report(systems: list[System], results: dict[str, list[dict[str, Any]]], args
     print_table(systems, med, args)
     print_load(med)
     print_ratios(systems, med)
+    fastest = fastest_redis_peer(med)
+    if fastest is not None:  # our Redis modes against the fastest Redis peer (bulk: against RQ)
+        print_ratios(systems, med, fastest, bulk_baseline="rq" if "rq" in med else fastest)
     print_targets(med)
     failed = print_problems(med)
     if args.json is not None:
@@ -813,7 +1088,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_servers(bench)
         bench.take_lock(args.lock_timeout)
-        if any(isinstance(s, ProcrastinateSystem | DjangoTasksSystem) for s in systems):
+        if any(not isinstance(s, OqronSystem) for s in systems):
             ensure_peers_venv(args.peers_python)
         for system in systems:
             system.prepare(bench)
