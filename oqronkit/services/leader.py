@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 LEADER_LOCK = "leader"
-CONFIRM_AFTER = 1.0
 
 
 class Services:
@@ -43,8 +42,7 @@ class Services:
         self.lease_ms = lease_ms
         # The scheduler comes first: its slots are time-critical, the other services are not.
         self.intervals = {"scheduler": scheduler_every, "scheduler-recovery": 1.0, "rescue": rescue_every,
-                          "reconcile": reconcile_every, "reconcile-confirm": CONFIRM_AFTER, "sweep": sweep_every,
-                          "retention": retention_every}
+                          "reconcile": reconcile_every, "sweep": sweep_every, "retention": retention_every}
         self.is_leader = False
         self.reconciler = Reconciler(engine)
         self.scheduler = Scheduler(engine, worker_id=worker_id)
@@ -90,17 +88,11 @@ class Services:
             except Exception:  # a scheduler bug must never stop this loop renewing the lease
                 logger.exception("%s failed", name, extra={"action": "services.scheduler_failed"})
             return
-        if name == "reconcile-confirm" and not self.reconciler.unconfirmed:
-            return
         queues = self.known_queues()
         if name == "rescue":
             rescue_expired(self.engine, queues)
         elif name == "reconcile":
             self.reconciler.run(queues)
-        elif name == "reconcile-confirm":
-            # Waiting jobs missing on the last pass are confirmed lost (or found) a
-            # moment later, not a whole interval later.
-            self.reconciler.confirm(queues)
         elif name == "sweep":
             from ..dependencies import sweep_waiting
 

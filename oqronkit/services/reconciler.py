@@ -1,8 +1,7 @@
 """The reconciler: the durable plane is the truth, the hot plane a cache of it.
 
 Every durable waiting or delayed job missing from the hot plane on two passes in a row
-(a Redis restart, an ``add`` while the hot plane was down) is signalled again; the
-second pass follows one second after a pass that found any (``Reconciler.confirm``). One pass
+(a Redis restart, an ``add`` while the hot plane was down) is signalled again. One pass
 cannot tell a lost job from one that a worker claimed and completed between the durable
 list and the hot plane's ``present`` check: a finished job leaves the hot plane (ack)
 before its durable record goes, so re-signalling it then could even run it twice. By the
@@ -35,24 +34,6 @@ class Reconciler:
         # their lease token, waiting and delayed jobs in _missing.
         self._suspects: dict[tuple[str, str], int | None] = {}
         self._missing: set[tuple[str, str]] = set()
-
-    @property
-    def unconfirmed(self) -> bool:
-        """Some waiting or delayed job was missing from the hot plane on the last pass."""
-        return bool(self._missing)
-
-    def confirm(self, queues: list[str]) -> int:
-        """A second look at waiting and delayed jobs only (active ones need a full
-        interval: their worker's heartbeat must have had time to re-create a lease)."""
-        signalled = 0
-        missing: set[tuple[str, str]] = set()
-        for queue in queues:
-            signalled += self._pending(queue, "waiting", missing) + self._pending(queue, "delayed", missing)
-        self._missing = missing
-        if signalled:
-            logger.warning("reconciler signalled %d durable job(s) the hot plane had lost", signalled,
-                           extra={"action": "reconciler.signalled"})
-        return signalled
 
     def run(self, queues: list[str]) -> int:
         """One pass over every queue; returns how many jobs were signalled again."""

@@ -76,6 +76,7 @@ class Finisher:
             batch = self._take_batch(timeout=0.1)
             if batch:
                 self._settle(batch)
+                self.process.settled_batch()
             if time.monotonic() - self._last_flush >= FLUSH_EVERY:
                 self.flush_running()
             if stop.is_set() and self.outcomes.empty() and not self.process.has_inflight():

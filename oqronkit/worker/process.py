@@ -22,6 +22,7 @@ from .executor import Executor
 from .finisher import OVERLAY_GROUP, Finisher
 from .heartbeat import Heartbeat
 from .inflight import Inflight, Outcome
+from .prefetch import Prefetch
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -29,13 +30,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 CLAIM_BATCH = 50
-SETTLE_BACKLOG = 4
+SETTLE_BACKLOG = 8
 #: Slot threads beyond the concurrency (idle unless a slot is being handed over).
 SPARE_SLOTS = 1
-#: Jobs claimed ahead of free slots, per slot: one claim round trip then feeds several
-#: starts. Held jobs keep their leases renewed; a crash counts them as stalled, like
-#: jobs that had just started (see README "Prefetch").
-PREFETCH_PER_SLOT = 2
 OVERLAY_TTL_MS = 60_000
 #: The heartbeat publishes running runs to the live overlay in batches, every tick
 #: (0.1 s): a run shows there within a tick of starting, and a job done sooner costs
@@ -72,9 +69,10 @@ class WorkerProcess:
             self.queues.append(queue)
         self.concurrency = {q.name: concurrency or q.concurrency for q in self.queues}
         # Throttled queues claim only what they may start: the window counts dispatches.
+        # Held jobs keep their leases renewed; a crash counts them as stalled, like jobs
+        # that had just started (see README "Prefetch").
         self.prefetch = {
-            q.name: 0 if q.throttle is not None else (
-                q.prefetch if q.prefetch is not None else PREFETCH_PER_SLOT * self.concurrency[q.name])
+            q.name: Prefetch(concurrency=self.concurrency[q.name], fixed=0 if q.throttle is not None else q.prefetch)
             for q in self.queues
         }
         self.burst = burst
@@ -222,12 +220,15 @@ class WorkerProcess:
                 inflight.abandoned = True
                 if not self.stopping:
                     self._spawn(f"oqron-slot-{queue.name}-r", self._slot, queue)
+            if inflight.started:
+                self.prefetch[queue.name].observe(time.monotonic() - inflight.began)
             with self._lock:
                 if inflight.started:
+                    # A sync slot takes its next job itself; a replacement slot (above)
+                    # starts looking at once.
                     self._running[queue.name] -= 1
-                    if queue.is_async or self._held[queue.name]:
-                        self._work[queue.name].notify()
-                self._room[queue.name].notify()
+                if len(self._held[queue.name]) <= self.prefetch[queue.name].size // 2:
+                    self._room[queue.name].notify()
             self.finisher.submit(outcome)
             if inflight.started and queue.is_async:
                 self._dispatch(queue)
@@ -240,6 +241,12 @@ class WorkerProcess:
             if group.get(inflight.job.id) is inflight:
                 del group[inflight.job.id]
             self._lock.notify_all()
+
+    def settled_batch(self) -> None:
+        """The finisher wrote a batch: the settle backlog shrank, so claiming may resume."""
+        with self._lock:
+            for condition in self._room.values():
+                condition.notify()
 
     def hook(self, inflight: Inflight, name: str, payload: Any) -> None:
         fn = inflight.queue.hooks.get(name)
@@ -257,7 +264,7 @@ class WorkerProcess:
         """How many jobs to claim now: free slots plus room in the prefetch buffer,
         topped up once it is half empty (so claims come in batches)."""
         name = queue.name
-        concurrency, prefetch = self.concurrency[name], self.prefetch[name]
+        concurrency, prefetch = self.concurrency[name], self.prefetch[name].size
         held = len(self._held[name])
         if held > prefetch // 2:
             return 0
@@ -377,7 +384,7 @@ class WorkerProcess:
                         inflight = held.popleft()
                         inflight.started = True
                         self._running[name] += 1
-                        if len(held) <= self.prefetch[name] // 2:
+                        if len(held) <= self.prefetch[name].size // 2:
                             self._room[name].notify()
                         break
                     work.wait(0.5)
