@@ -13,7 +13,7 @@ import time
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from ..backends.hot_types import Signal
+from ..backends.hot_types import Lease, Signal
 from ..backoff import Backoff
 from ..clock import now_ms
 from ..dependencies import on_parent_done
@@ -53,6 +53,10 @@ class Finisher:
         # fast job completes before the flush and its active state is never encoded
         # nor written (the value is taken at flush time, from this thread only).
         self._pending_jobs: dict[tuple[str, str], Job] = {}
+        # Completed jobs whose deletion waits for the durable plane: their leases are
+        # released (acked) only once it lands, and renewed by the heartbeat meanwhile,
+        # so neither the rescuer nor the reconciler hands them out again.
+        self._unacked: dict[tuple[str, str], tuple[Lease, int]] = {}
         self.max_buffered_runs = 50_000
 
     # -- called from other threads ----------------------------------------------------
@@ -68,6 +72,24 @@ class Finisher:
 
     def submit(self, outcome: Outcome) -> None:
         self.outcomes.put(outcome)
+
+    def unacked_leases(self) -> dict[str, tuple[int, list[Lease]]]:
+        """Per queue: (lease ms, leases of completed jobs waiting for the durable plane)."""
+        with self._lock:
+            grouped: dict[str, tuple[int, list[Lease]]] = {}
+            for (queue, _), (lease, lease_ms) in self._unacked.items():
+                grouped.setdefault(queue, (lease_ms, []))[1].append(lease)
+            return grouped
+
+    def renewed(self, queue: str, leases: list[Lease], lost: list[Lease]) -> None:
+        """The heartbeat renewed (or lost) unacked leases."""
+        with self._lock:
+            for lease in leases:
+                key = (queue, lease.job_id)
+                if key in self._unacked:
+                    self._unacked[key] = (lease, self._unacked[key][1])
+            for lease in lost:
+                self._unacked.pop((queue, lease.job_id), None)
 
     # -- the finisher thread -------------------------------------------------------------
 
@@ -140,7 +162,24 @@ class Finisher:
             )
             return False
         self._pending_runs, self._pending_deletes = [], []
+        self._ack_unacked()
         return True
+
+    def _ack_unacked(self) -> None:
+        """Release the leases of completed jobs now deleted from the durable plane."""
+        with self._lock:
+            if not self._unacked:
+                return
+            done, self._unacked = self._unacked, {}
+        by_queue: dict[str, list[Lease]] = defaultdict(list)
+        for (queue, _), (lease, _ms) in done.items():
+            by_queue[queue].append(lease)
+        for queue, leases in by_queue.items():
+            try:
+                self.process.engine.hot.ack(queue, leases)
+            except OqronError as exc:  # the leases lapse; the rescuer finds the jobs gone
+                logger.warning("could not release %d completed job(s) of %s: %s", len(leases), queue, exc,
+                               extra={"action": "finisher.ack_failed"})
 
     def _settle(self, batch: list[Outcome]) -> None:
         self._clear_overlay(batch)
@@ -186,15 +225,22 @@ class Finisher:
         by_queue: dict[str, list[Outcome]] = defaultdict(list)
         for o in outcomes:
             by_queue[o.inflight.job.queue].append(o)
+        # Ownership first (renewing the leases also gives the durable write time);
+        # the leases are released once the jobs' deletion has landed (_ack_unacked).
         acked: set[tuple[str, str]] = set()
+        now = now_ms()
         for queue, group in by_queue.items():
+            lease_ms = group[0].inflight.queue.lease_ms
             try:
-                done = engine.hot.ack(queue, [o.inflight.lease for o in group])
+                renewed = engine.hot.extend(queue, [o.inflight.lease for o in group], lease_ms=lease_ms, now=now)
             except OqronError as exc:
-                logger.error("ack failed for %d job(s) of %s: %s", len(group), queue, exc,
-                             extra={"action": "finisher.ack_failed"})
-                done = set()
-            acked |= {(queue, job_id) for job_id in done}
+                logger.error("could not confirm the leases of %d completed job(s) of %s: %s", len(group), queue,
+                             exc, extra={"action": "finisher.ack_failed"})
+                renewed = []
+            with self._lock:
+                for lease in renewed:
+                    self._unacked[(queue, lease.job_id)] = (lease, lease_ms)
+            acked |= {(queue, lease.job_id) for lease in renewed}
         runs, deletes = [], []
         for o in outcomes:
             job = o.inflight.job

@@ -48,7 +48,6 @@ class Heartbeat:
                 ("overlay", TICK, self.flush_overlay),
                 ("extend", self.extend_every, self.extend_leases),
                 ("cancel", CANCEL_EVERY, self.check_cancels),
-                ("pause", PAUSE_EVERY, self.refresh_pause),
                 ("registry", REGISTRY_EVERY, self.publish_registry),
             ):
                 if self._due(name, every):
@@ -56,6 +55,16 @@ class Heartbeat:
                         step()
                     except OqronError as exc:
                         logger.warning("heartbeat step %s failed: %s", name, exc, extra={"action": f"heartbeat.{name}"})
+
+    def control_loop(self, stop: threading.Event) -> None:
+        """Steps that read the durable plane, on their own thread: a durable plane that
+        hangs (a Postgres outage waits out the pool timeout) must never hold up lease
+        renewal on the hot plane."""
+        while not stop.wait(PAUSE_EVERY):
+            try:
+                self.refresh_pause()
+            except OqronError as exc:
+                logger.warning("heartbeat step pause failed: %s", exc, extra={"action": "heartbeat.pause"})
 
     def check_timeouts(self) -> None:
         now = time.monotonic()
@@ -81,9 +90,16 @@ class Heartbeat:
     def extend_leases(self) -> None:
         by_queue: dict[str, list[Inflight]] = defaultdict(list)
         for inflight in self.process.all_inflight():
-            if not inflight.settled:
+            # Settled attempts too: their outcome may wait on a slow durable plane in the
+            # finisher, which still needs the lease to complete or retry the job.
+            if not inflight.lease_lost:
                 by_queue[inflight.job.queue].append(inflight)
         hot = self.process.engine.hot
+        finisher = self.process.finisher
+        for queue, (lease_ms, leases) in finisher.unacked_leases().items():
+            renewed = hot.extend(queue, leases, lease_ms=lease_ms, now=now_ms())
+            kept = {le.job_id for le in renewed}
+            finisher.renewed(queue, renewed, [le for le in leases if le.job_id not in kept])
         for queue, group in by_queue.items():
             lease_ms = group[0].queue.lease_ms
             renewed = hot.extend(queue, [i.lease for i in group], lease_ms=lease_ms, now=now_ms())

@@ -118,6 +118,7 @@ class WorkerProcess:
         self._publish_control()
         self._spawn("oqron-finisher", self.finisher.loop, self._finisher_stop)
         self._spawn("oqron-heartbeat", self.heartbeat.loop, self._stopped)
+        self._spawn("oqron-control", self.heartbeat.control_loop, self._stopped)
         for queue in self.queues:
             self._spawn(f"oqron-consume-{queue.name}", self._consume, queue)
             if not queue.is_async:
