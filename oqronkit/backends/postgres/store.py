@@ -8,6 +8,7 @@ wrapped at this boundary.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import psycopg
@@ -43,8 +44,10 @@ class PostgresDurableStore:
     supports_sql = True
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 8, connect_timeout: float = 10.0) -> None:
+        # Autocommit: a single statement is atomic on its own and needs no BEGIN/COMMIT
+        # round trips (a claim's read, an add's insert); several run in a transaction.
         self._pool = LazyPool(url, "oqronkit-durable", label="store", min_size=min_size, max_size=max_size,
-                              timeout=connect_timeout)
+                              timeout=connect_timeout, autocommit=True)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -53,7 +56,8 @@ class PostgresDurableStore:
             missing = conn.execute(QUERIES["missing_objects"], {"names": list(SCHEMA_OBJECTS)}).fetchall()
             if missing:
                 # One transaction; the script's advisory lock serialises processes.
-                conn.execute(SCHEMA)
+                with conn.transaction():
+                    conn.execute(SCHEMA)
 
     def has_table(self, table: str) -> bool:
         with self._pool.connection() as conn:
@@ -65,7 +69,7 @@ class PostgresDurableStore:
     # -- writes ----------------------------------------------------------------------
 
     def put_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> None:
-        with self._pool.connection() as conn:
+        with self._pool.connection() as conn, _atomic(conn, _statements(rows) > 1):
             _upsert(conn, scope, rows)
 
     def apply(
@@ -75,14 +79,14 @@ class PostgresDurableStore:
         doomed: dict[tuple[str, str], list[str]] = {}
         for table, namespace, id in deletes:
             doomed.setdefault((table, namespace), []).append(id)
-        with self._pool.connection() as conn:
+        with self._pool.connection() as conn, _atomic(conn, _statements(puts) + len(doomed) > 1):
             _upsert(conn, scope, puts)
             for (table, namespace), ids in sorted(doomed.items()):
                 conn.execute(statement("delete_many", table), _keys(scope, namespace, ids=sorted(set(ids))))
 
     def insert_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> set[tuple[str, str]]:
         inserted: set[tuple[str, str]] = set()
-        with self._pool.connection() as conn:
+        with self._pool.connection() as conn, _atomic(conn, _statements(rows) > 1):
             for table, group in _by_table(rows):
                 query = statement("insert_rows", table)
                 for start in range(0, len(group), CHUNK_ROWS):
@@ -114,15 +118,16 @@ class PostgresDurableStore:
                 return bool(cursor.fetchall())
             # FOR UPDATE holds the row until commit, so compare-then-write is atomic;
             # comparing in Python keeps the semantics identical to the memory backend.
-            found = conn.execute(statement("lock_row", table), key).fetchone()
-            if found is None or not fields_match(found[0], expect):
-                return False
-            if row is None:
-                conn.execute(statement("delete_many", table), {**key, "ids": [id]})
-            else:
-                changes = {"value": row.value_json, "kind": row.kind, "expires_at": row.expires_at}
-                conn.execute(statement("update_row", table), {**key, **changes})
-            return True
+            with conn.transaction():
+                found = conn.execute(statement("lock_row", table), key).fetchone()
+                if found is None or not fields_match(found[0], expect):
+                    return False
+                if row is None:
+                    conn.execute(statement("delete_many", table), {**key, "ids": [id]})
+                else:
+                    changes = {"value": row.value_json, "kind": row.kind, "expires_at": row.expires_at}
+                    conn.execute(statement("update_row", table), {**key, **changes})
+                return True
 
     # -- reads -----------------------------------------------------------------------
 
@@ -180,6 +185,19 @@ def _by_table(rows: Sequence[EncodedRow]) -> list[tuple[str, list[EncodedRow]]]:
     for group in groups.values():
         group.sort(key=lambda r: (r.namespace, r.id))
     return sorted(groups.items())
+
+
+def _statements(rows: Sequence[EncodedRow]) -> int:
+    """How many statements _upsert / insert_many run for ``rows``."""
+    per_table: dict[str, int] = {}
+    for row in rows:
+        per_table[row.table] = per_table.get(row.table, 0) + 1
+    return sum(-(-count // CHUNK_ROWS) for count in per_table.values())
+
+
+def _atomic(conn: psycopg.Connection[Any], needed: bool) -> AbstractContextManager[Any]:
+    """A transaction around several statements; one statement is atomic by itself."""
+    return conn.transaction() if needed else nullcontext()
 
 
 def _keys(scope: Scope, namespace: str, **more: Any) -> dict[str, Any]:
