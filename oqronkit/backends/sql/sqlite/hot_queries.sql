@@ -10,25 +10,6 @@
 -- the index's own condition. INDEXED BY pins the partial ready index where the planner,
 -- without statistics, would walk every row of the queue (ready and delayed) instead.
 
--- name: begin_immediate
--- Take the write lock up front: a deferred transaction that reads, then writes, can
--- fail with "database is locked" when another process wrote in between.
-BEGIN IMMEDIATE;
-
--- name: commit
-COMMIT;
-
--- name: rollback
-ROLLBACK;
-
--- name: journal_mode_wal
--- Readers never block the writer and the writer never blocks readers. Returns the mode.
-PRAGMA journal_mode = WAL;
-
--- name: synchronous_normal
--- The hot plane can be rebuilt from the durable plane; no need to fsync every commit.
-PRAGMA synchronous = NORMAL;
-
 -- name: data_version
 -- Changes whenever another connection (thread or process) commits: wait()'s cheap poll.
 PRAGMA data_version;
