@@ -19,6 +19,11 @@ def encode_value(value: Any, *, limit: int, what: str) -> str:
         text = _encoder.encode(value)
     except (TypeError, ValueError) as exc:
         raise InvalidRecord(f"{what}: the value is not JSON-serialisable ({exc}).") from exc
+    return check_size(text, limit=limit, what=what)
+
+
+def check_size(text: str, *, limit: int, what: str) -> str:
+    """``text`` when it is at most ``limit`` bytes of UTF-8; RecordTooLarge otherwise."""
     size = len(text.encode("utf-8"))
     if size > limit:
         raise RecordTooLarge(

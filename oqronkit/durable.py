@@ -19,9 +19,9 @@ from typing import Any
 from .backends.protocols import DurableStore
 from .backends.types import ABSENT, EncodedRow, ListQuery, Order, Scope, StoredRecord, _Absent, sort_key
 from .clock import now_ms
-from .codec import encode_value
+from .codec import check_size, encode_value
 from .config import DEFAULT_MAX_RECORD_BYTES
-from .errors import InvalidNamespace, InvalidRecord, LegacyLayoutDetected, RecordTooLarge
+from .errors import InvalidNamespace, InvalidRecord, LegacyLayoutDetected
 from .namespaces import TableKey, classify_namespace, table_for_kind
 
 logger = logging.getLogger(__name__)
@@ -138,10 +138,7 @@ class DurablePlane:
         encoded = []
         for id, text in rows:
             self._table(namespace, id)
-            size = len(text.encode("utf-8"))
-            if size > self.max_record_bytes:
-                raise RecordTooLarge(f"{namespace}/{id}: the record is {size:,} bytes of JSON, over the "
-                                     f"{self.max_record_bytes:,}-byte limit (OQRON max_record_bytes).")
+            check_size(text, limit=self.max_record_bytes, what=f"{namespace}/{id}")
             encoded.append(EncodedRow(namespace, id, kind, table, text, at, None))
         if len({r.id for r in encoded}) != len(encoded):
             raise InvalidRecord("A batch names the same (namespace, id) twice; write it once.")

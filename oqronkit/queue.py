@@ -89,7 +89,7 @@ class Queue(QueueControl):
         self.max_stalls = max_stalls
         self.lease_ms = to_ms(lease, what="lease") or 30_000
         self.throttle = throttle
-        self.prefetch = prefetch  # None: PREFETCH_PER_SLOT x the concurrency the worker runs it at
+        self.prefetch = prefetch  # None: sized from the observed handler time (worker/prefetch.py)
         self.hooks = {"complete": on_complete, "failed": on_failed, "dead": on_dead}
         self._engine = engine
         if handler is not None:

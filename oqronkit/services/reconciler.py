@@ -2,10 +2,10 @@
 
 Every durable waiting or delayed job missing from the hot plane on two passes in a row
 (a Redis restart, an ``add`` while the hot plane was down) is signalled again. One pass
-cannot tell a lost job from one that a worker claimed and completed between the durable
-list and the hot plane's ``present`` check: a finished job leaves the hot plane (ack)
-before its durable record goes, so re-signalling it then could even run it twice. By the
-next pass a finished job is no longer listed. Likewise an active job missing from the
+cannot tell a lost job from one caught between the durable list and the hot plane's
+``present`` check: added (stored, not yet signalled), or claimed and completed (in
+hot plane backends that settle out of order). Re-signalling those could run a job
+twice; by the next pass they are signalled or gone. Likewise an active job missing from the
 hot plane on two passes in a row (its worker would have re-created the lease with its
 heartbeat in between) is treated as stalled.
 """

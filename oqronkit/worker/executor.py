@@ -1,4 +1,4 @@
-"""Running handlers: sync ones on a thread pool, ``async def`` ones on one event loop.
+"""Running handlers: sync ones in the calling slot thread, ``async def`` ones on one event loop.
 
 One behaviour, two forms: :func:`classify` turns whatever a handler did into an
 :class:`Outcome`; the sync and async runners only differ in how they call it.
@@ -11,7 +11,6 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import Discard
@@ -44,22 +43,19 @@ def classify(inflight: Inflight, output: Any = None, exc: BaseException | None =
 
 class Executor:
     """Runs attempts and hands each outcome to ``on_outcome`` (exactly once per
-    attempt; later results of an attempt already settled by a timeout are dropped)."""
+    attempt; later results of an attempt already settled by a timeout are dropped).
+    Sync handlers run in the caller's thread (a queue's slot), ``async def`` ones on
+    one event loop."""
 
-    def __init__(
-        self, *, threads: int, on_outcome: Callable[[Outcome], None], make_ctx: Callable[[Inflight], JobContext]
-    ) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="oqron-job")
+    def __init__(self, *, on_outcome: Callable[[Outcome], None], make_ctx: Callable[[Inflight], JobContext]) -> None:
         self._on_outcome = on_outcome
         self._make_ctx = make_ctx
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_lock = threading.Lock()
 
-    def submit(self, inflight: Inflight) -> None:
-        if inflight.queue.is_async:
-            asyncio.run_coroutine_threadsafe(self._run_async(inflight), self._event_loop())
-        else:
-            self._pool.submit(self.run_sync, inflight)
+    def submit_async(self, inflight: Inflight) -> None:
+        """Schedule an ``async def`` handler on the event loop."""
+        asyncio.run_coroutine_threadsafe(self._run_async(inflight), self._event_loop())
 
     def run_sync(self, inflight: Inflight) -> None:
         """Run a sync handler in the calling thread (a queue's slot)."""
@@ -95,6 +91,5 @@ class Executor:
             return self._loop
 
     def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)

@@ -34,10 +34,6 @@ SETTLE_BACKLOG = 8
 #: Slot threads beyond the concurrency (idle unless a slot is being handed over).
 SPARE_SLOTS = 1
 OVERLAY_TTL_MS = 60_000
-#: The heartbeat publishes running runs to the live overlay in batches, every tick
-#: (0.1 s): a run shows there within a tick of starting, and a job done sooner costs
-#: no hot-plane write at all.
-OVERLAY_AFTER = 0.0
 
 
 class WorkerProcess:
@@ -102,10 +98,7 @@ class WorkerProcess:
         self._idle: set[str] = set()
         self._throttle: dict[str, list[float]] = {q.name: [] for q in self.queues}
         self.finisher = Finisher(self)
-        self.executor = Executor(
-            threads=sum(self.concurrency.values()) + 4, on_outcome=self.settle,
-            make_ctx=lambda inflight: JobContext(inflight, self),
-        )
+        self.executor = Executor(on_outcome=self.settle, make_ctx=lambda inflight: JobContext(inflight, self))
         self.heartbeat = Heartbeat(self)
         self._threads: list[threading.Thread] = []
         self.services: Any = None
@@ -368,60 +361,60 @@ class WorkerProcess:
         if queue.is_async:
             self._dispatch(queue)
 
-    def _slot(self, queue: Queue) -> None:
-        """One handler slot of a sync queue: take the next held job, run it here, repeat.
-        Running handlers never exceed the queue's concurrency (``_running`` gates the
-        take; spare slots only cover handlers abandoned after a timeout)."""
-        name, concurrency = queue.name, self.concurrency[queue.name]
-        work, held = self._work[name], self._held[name]
-        while True:
-            with self._lock:
-                while True:
-                    while held and held[0].settled:  # its lease was lost while held
-                        held.popleft()
-                    if self.stopping:
-                        return
-                    if held and self._running[name] < concurrency:
-                        inflight = held.popleft()
-                        inflight.started = True
-                        self._running[name] += 1
-                        if len(held) <= self.prefetch[name].size // 2:
-                            self._room[name].notify()
-                        break
-                    work.wait(0.5)
-            self._begin(inflight, now_ms())
-            self.finisher.started([inflight])
-            if inflight.cancelled.is_set():  # cancelled while held: record it, run nothing
+    def _take(self, queue: Queue) -> Inflight | None:
+        """Under the lock: the next held job, given a slot, or None when no slot is free
+        (``_running`` never exceeds the queue's concurrency) or nothing is held."""
+        name, held = queue.name, self._held[queue.name]
+        while held and held[0].settled:  # its lease was lost while held
+            held.popleft()
+        if not held or self._running[name] >= self.concurrency[name]:
+            return None
+        inflight = held.popleft()
+        inflight.started = True
+        self._running[name] += 1
+        if len(held) <= self.prefetch[name].size // 2:
+            self._room[name].notify()
+        return inflight
+
+    def _start(self, inflights: list[Inflight]) -> list[Inflight]:
+        """Open the runs of attempts just given a slot; the ones to run (a job
+        cancelled while held is recorded as cancelled and not run)."""
+        now = now_ms()
+        for inflight in inflights:
+            self._begin(inflight, now)
+        self.finisher.started(inflights)
+        runnable = []
+        for inflight in inflights:
+            if inflight.cancelled.is_set():
                 self.settle(Outcome(inflight, "cancelled"))
             else:
+                runnable.append(inflight)
+        return runnable
+
+    def _slot(self, queue: Queue) -> None:
+        """One handler slot of a sync queue: take the next held job, run it here, repeat.
+        Spare slots only cover handlers abandoned after a timeout."""
+        work = self._work[queue.name]
+        while True:
+            with self._lock:
+                while not self.stopping and (taken := self._take(queue)) is None:
+                    work.wait(0.5)
+                if self.stopping:
+                    return
+            for inflight in self._start([taken]):
                 self.executor.run_sync(inflight)
                 if inflight.abandoned:  # timed out or lost meanwhile: a new thread has the slot
                     return
 
     def _dispatch(self, queue: Queue) -> None:
-        """Start held jobs of an ``async def`` queue in free slots (never more than
-        the queue's concurrency)."""
+        """Start held jobs of an ``async def`` queue in its free slots."""
         starting: list[Inflight] = []
         with self._lock:
-            held = self._held[queue.name]
-            while held and self._running[queue.name] < self.concurrency[queue.name] and not self.stopping:
-                inflight = held.popleft()
-                if inflight.settled:  # its lease was lost while held
-                    continue
-                inflight.started = True
-                self._running[queue.name] += 1
-                starting.append(inflight)
-        if not starting:
-            return
-        now = now_ms()
-        for inflight in starting:
-            self._begin(inflight, now)
-        self.finisher.started(starting)
-        for inflight in starting:
-            if inflight.cancelled.is_set():  # cancelled while held: record it, run nothing
-                self.settle(Outcome(inflight, "cancelled"))
-            else:
-                self.executor.submit(inflight)
+            while not self.stopping and (taken := self._take(queue)) is not None:
+                starting.append(taken)
+        if starting:
+            for inflight in self._start(starting):
+                self.executor.submit_async(inflight)
 
     def _begin(self, inflight: Inflight, now: int) -> None:
         """Open the attempt's run record and start its clocks."""
