@@ -127,11 +127,12 @@ class DurablePlane:
         with self._timed("durable.insert_many"):
             return self.store.insert_many(self.scope, rows)
 
-    def insert_json(self, namespace: str, rows: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
-        """:meth:`insert_many` for values already encoded by the caller (``(id, JSON
-        object text)`` pairs, checked here only for size): the bulk-enqueue path."""
+    def insert_new_json(self, namespace: str, rows: Sequence[tuple[str, str]]) -> None:
+        """The bulk-enqueue path: insert records with fresh ids whose values the caller
+        already encoded (``(id, JSON object text)`` pairs, checked here only for size).
+        All of them, or none and :class:`DuplicateRecord` when an id is taken."""
         if not rows:
-            return set()
+            return
         table = self._table(namespace, rows[0][0])
         kind = classify_namespace(namespace)
         at = now_ms()
@@ -142,8 +143,8 @@ class DurablePlane:
             encoded.append(EncodedRow(namespace, id, kind, table, text, at, None))
         if len({r.id for r in encoded}) != len(encoded):
             raise InvalidRecord("A batch names the same (namespace, id) twice; write it once.")
-        with self._timed("durable.insert_many"):
-            return self.store.insert_many(self.scope, encoded)
+        with self._timed("durable.insert_new"):
+            self.store.insert_new(self.scope, encoded)
 
     def compare_and_set(
         self,

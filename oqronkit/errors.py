@@ -23,6 +23,10 @@ class InvalidRecord(OqronError, ValueError):
     """A record cannot be stored: it is not a JSON object or not JSON-serialisable."""
 
 
+class DuplicateRecord(InvalidRecord):
+    """A record that had to be new (``insert_new``) has a key that already exists."""
+
+
 class InvalidNamespace(OqronError, ValueError):
     """A namespace or id is empty or otherwise unusable."""
 

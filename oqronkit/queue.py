@@ -18,7 +18,7 @@ from .backoff import make_backoff, to_ms
 from .clock import now_ms
 from .durable import RecordWrite
 from .enqueue import build_job, build_plain_jobs, check_priority, options_from, reject_cycles
-from .errors import BackendUnavailable, ConfigurationError, InvalidJob
+from .errors import BackendUnavailable, ConfigurationError, DuplicateRecord, InvalidJob
 from .jobs import Job
 from .queue_control import QueueControl
 
@@ -184,10 +184,10 @@ class Queue(QueueControl):
     def _add_plain(self, payloads: list[Any]) -> list[Job]:
         """``add_bulk`` of bare payloads: fresh ids, no dependencies, one encoding pass."""
         jobs, rows = build_plain_jobs(self, payloads)
-        inserted = self.engine.durable.insert_json(self.namespace, rows)
-        fresh = [j for j in jobs if (self.namespace, j.id) in inserted]
-        if len(fresh) != len(jobs):  # fresh random ids never clash; say so loudly if they did
-            raise InvalidJob(f"{len(jobs) - len(fresh)} new job id(s) of {self.name!r} already existed.")
+        try:
+            self.engine.durable.insert_new_json(self.namespace, rows)
+        except DuplicateRecord as exc:  # fresh random ids never clash; say so loudly if they did
+            raise InvalidJob(f"A new job id of {self.name!r} already existed; no job was added: {exc}") from exc
         self._signal(jobs)
         return jobs
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from .config import redact_url
 from .engine import Engine
 from .worker import WorkerProcess
+from .worker.affinity import affinity_setting, pin_worker
 
 logger = logging.getLogger(__name__)
 RESTART_BACKOFF = (1, 2, 5, 10, 30)
@@ -31,7 +32,7 @@ def import_modules(names: Sequence[str]) -> None:
         importlib.import_module(name)
 
 
-def banner(engine: Engine, process: WorkerProcess, *, processes: int = 1) -> str:
+def banner(engine: Engine, process: WorkerProcess, *, processes: int = 1, cpu: int | None = None) -> str:
     cfg = engine.config
     where = redact_url(cfg.database_url) if cfg.database_url else "in-process"
     queues = ", ".join(f"{q.name} (concurrency {process.concurrency[q.name]})" for q in process.queues)
@@ -41,19 +42,22 @@ def banner(engine: Engine, process: WorkerProcess, *, processes: int = 1) -> str
         f"  redis:       {redact_url(cfg.redis_url) if cfg.redis_url else '-'}\n"
         f"  scope:       {cfg.project} / {cfg.environment}\n"
         f"  queues:      {queues or 'none declared with a handler'}\n"
-        f"  processes:   {processes}{'  (burst)' if process.burst else ''}"
+        f"  processes:   {processes}{'  (burst)' if process.burst else ''}\n"
+        f"  cpu:         {'pinned to ' + str(cpu) if cpu is not None else 'not pinned'}"
     )
 
 
 def run_single(engine: Engine, *, queues: Sequence[str] | None, concurrency: int | None, burst: bool,
-               drain_timeout: float = 30.0, quiet: bool = False) -> int:
+               drain_timeout: float = 30.0, quiet: bool = False, cpu_affinity: str | None = None) -> int:
     """Run one worker process until SIGTERM/SIGINT (graceful drain) or, with ``burst``,
     until nothing is ready. A second signal exits at once; leases then lapse and the
-    rescuer returns the jobs."""
+    rescuer returns the jobs. The process pins itself to a free CPU unless
+    ``cpu_affinity`` (or ``OQRON_CPU_AFFINITY``) is "off" (see worker/affinity.py)."""
+    cpu = pin_worker(affinity_setting(cpu_affinity))
     process = WorkerProcess(engine, queues=list(queues) if queues else None, concurrency=concurrency,
                             burst=burst, drain_timeout=drain_timeout)
     if not quiet:
-        print(banner(engine, process), flush=True)
+        print(banner(engine, process, cpu=cpu), flush=True)
     signals = {"count": 0}
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -152,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .engine import get_engine
 
     return run_single(get_engine(), queues=args.queues, concurrency=args.concurrency, burst=args.burst,
-                      drain_timeout=args.drain_timeout)
+                      drain_timeout=args.drain_timeout, cpu_affinity=args.cpu_affinity)
 
 
 def add_worker_arguments(parser) -> None:
@@ -165,4 +169,7 @@ def add_worker_arguments(parser) -> None:
                         help="module declaring queues (repeatable)")
     parser.add_argument("--drain-timeout", type=float, default=30.0,
                         help="seconds running jobs get to finish on SIGTERM before they are returned")
+    parser.add_argument("--cpu-affinity", choices=["auto", "off"], default=None,
+                        help="auto (default, or OQRON_CPU_AFFINITY): pin each worker process to a CPU no other "
+                             "worker on this host holds; off: let the OS move its threads between CPUs")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])

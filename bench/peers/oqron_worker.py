@@ -16,6 +16,7 @@ import oqron_tasks
 
 from oqronkit import get_engine
 from oqronkit.worker import WorkerProcess
+from oqronkit.worker.affinity import affinity_setting, pin_worker
 
 
 def main() -> int:
@@ -27,6 +28,7 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     engine = get_engine()
+    pin_worker(affinity_setting(None))  # as the CLI does (OQRON_CPU_AFFINITY, default auto)
     process = WorkerProcess(engine, queues=[oqron_tasks.bench.name], concurrency=args.concurrency,
                             record_runs=args.record_runs, services=args.services)
     signals = {"count": 0}

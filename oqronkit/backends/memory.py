@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..codec import decode_value
+from ..errors import DuplicateRecord
 from .matching import fields_match, matches_query
 from .types import EncodedRow, ListQuery, Scope, StoredRecord, _Absent
 
@@ -60,6 +61,15 @@ class MemoryDurableStore:
                     self._rows[key] = (row.kind, row.value_json, row.inserted_at, row.expires_at)
                     inserted.add((row.namespace, row.id))
         return inserted
+
+    def insert_new(self, scope: Scope, rows: Sequence[EncodedRow]) -> None:
+        keys = [_key(scope, row.table, row.namespace, row.id) for row in rows]
+        with self._lock:
+            for row, key in zip(rows, keys, strict=True):
+                if key in self._rows:
+                    raise DuplicateRecord(f"{row.namespace}/{row.id} already exists; nothing of the batch was written.")
+            for row, key in zip(rows, keys, strict=True):
+                self._rows[key] = (row.kind, row.value_json, row.inserted_at, row.expires_at)
 
     def get_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> list[StoredRecord]:
         with self._lock:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..codec import decode_value
-from ..errors import ConfigurationError, InvalidNamespace
+from ..errors import ConfigurationError, DuplicateRecord, InvalidNamespace
 from ..namespaces import TABLE_NAMES
 from .matching import fields_match
 from .sqlfiles import load_queries, load_sql
@@ -98,6 +98,15 @@ class SQLiteDurableStore:
                 if conn.execute(_sql(row.table, "insert_if_free"), _row_params(scope, row)).fetchall():
                     inserted.add((row.namespace, row.id))
         return inserted
+
+    def insert_new(self, scope: Scope, rows: Sequence[EncodedRow]) -> None:
+        with self._conns.write("insert_new") as conn:
+            try:
+                for row in rows:
+                    conn.execute(_sql(row.table, "insert_new"), _row_params(scope, row))
+            except sqlite3.IntegrityError as exc:  # write() rolls the whole batch back
+                raise DuplicateRecord(f"A new record's key already exists; nothing of the batch was written: "
+                                      f"{exc}") from exc
 
     def delete_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> int:
         params = (scope.project, scope.environment, namespace, json.dumps(list(ids)))

@@ -19,13 +19,15 @@ from .context import JobContext
 from .inflight import Inflight, Outcome
 
 logger = logging.getLogger(__name__)
+_json_check = json.JSONEncoder(allow_nan=False)
 
 
 def classify(inflight: Inflight, output: Any = None, exc: BaseException | None = None) -> Outcome:
     """Turn a handler's return value or exception into an outcome."""
     if exc is None:
         try:
-            json.dumps(output, allow_nan=False)
+            if output is not None:
+                _json_check.encode(output)
         except (TypeError, ValueError) as err:
             return Outcome(inflight, "failed", error=describe_error(
                 TypeError(f"the handler returned a value that is not JSON-serialisable: {err}")))

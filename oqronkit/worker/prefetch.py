@@ -20,17 +20,13 @@ class Prefetch:
         self.concurrency = concurrency
         self.fixed = fixed
         self.seconds_per_job: float | None = None
-
-    @property
-    def size(self) -> int:
-        if self.fixed is not None:
-            return self.fixed
-        if self.seconds_per_job is None:
-            return START_PER_SLOT * self.concurrency
-        ahead = round(self.concurrency * WINDOW / max(self.seconds_per_job, 1e-5))
-        return max(1, min(ahead, MAX_PER_SLOT * self.concurrency))
+        # Read several times per job, so kept up to date by observe() rather than computed.
+        self.size = fixed if fixed is not None else START_PER_SLOT * concurrency
 
     def observe(self, seconds: float) -> None:
         """One handler's run time (a moving average; races between slots are harmless)."""
         avg = self.seconds_per_job
-        self.seconds_per_job = seconds if avg is None else avg + SMOOTHING * (seconds - avg)
+        self.seconds_per_job = avg = seconds if avg is None else avg + SMOOTHING * (seconds - avg)
+        if self.fixed is None:
+            ahead = round(self.concurrency * WINDOW / max(avg, 1e-5))
+            self.size = max(1, min(ahead, MAX_PER_SLOT * self.concurrency))

@@ -88,7 +88,10 @@ class WorkerProcess:
         self._running: dict[str, int] = {q.name: 0 for q in self.queues}
         # Claimed but not started yet (prefetched), in claim order.
         self._held: dict[str, deque[Inflight]] = {q.name: deque() for q in self.queues}
-        self._lock = threading.Condition()
+        # A bare RLock: ``with`` on it runs in C, where a Condition adds two Python calls,
+        # and the engine takes it several times per job.
+        self._lock = threading.RLock()
+        self._drained = threading.Condition(self._lock)
         # Per queue, on the same lock: slots wait for held jobs, the claim loop for room.
         self._work = {q.name: threading.Condition(self._lock) for q in self.queues}
         self._room = {q.name: threading.Condition(self._lock) for q in self.queues}
@@ -146,7 +149,7 @@ class WorkerProcess:
     def request_stop(self) -> None:
         self._stopping.set()
         with self._lock:
-            self._lock.notify_all()
+            self._drained.notify_all()
             for condition in (*self._work.values(), *self._room.values()):
                 condition.notify_all()
 
@@ -158,7 +161,7 @@ class WorkerProcess:
         deadline = time.monotonic() + (self.drain_timeout if drain_timeout is None else drain_timeout)
         with self._lock:
             while self.has_inflight() and time.monotonic() < deadline:
-                self._lock.wait(0.05)
+                self._drained.wait(0.05)  # polls: forgetting an attempt does not notify
         for inflight in self.all_inflight():
             inflight.request_cancel("shutdown")
             self.settle(Outcome(inflight, "interrupted"))
@@ -234,7 +237,6 @@ class WorkerProcess:
             # forget only this attempt, never the newer one under the same job id.
             if group.get(inflight.job.id) is inflight:
                 del group[inflight.job.id]
-            self._lock.notify_all()
 
     def settled_batch(self) -> None:
         """The finisher wrote a batch: the settle backlog shrank, so claiming may resume."""

@@ -45,6 +45,7 @@ class Command(BaseCommand):
         import_modules([*getattr(settings, "OQRON_IMPORTS", []), *options["imports"]])
         try:
             run_single(engine.get_engine(), queues=options["queues"], concurrency=options["concurrency"],
-                       burst=options["burst"], drain_timeout=options["drain_timeout"])
+                       burst=options["burst"], drain_timeout=options["drain_timeout"],
+                       cpu_affinity=options["cpu_affinity"])
         except OqronError as exc:
             raise CommandError(str(exc)) from exc

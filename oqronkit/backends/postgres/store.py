@@ -7,12 +7,13 @@ wrapped at this boundary.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import psycopg
 
+from ...errors import DuplicateRecord
 from ..matching import fields_match
 from ..types import EncodedRow, ListQuery, Scope, StoredRecord, _Absent
 from .pool import LazyPool
@@ -69,7 +70,7 @@ class PostgresDurableStore:
     # -- writes ----------------------------------------------------------------------
 
     def put_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> None:
-        with self._pool.connection() as conn, _atomic(conn, _statements(rows) > 1):
+        with self._pool.connection() as conn, _batch(conn, _statements(rows)):
             _upsert(conn, scope, rows)
 
     def apply(
@@ -79,7 +80,7 @@ class PostgresDurableStore:
         doomed: dict[tuple[str, str], list[str]] = {}
         for table, namespace, id in deletes:
             doomed.setdefault((table, namespace), []).append(id)
-        with self._pool.connection() as conn, _atomic(conn, _statements(puts) + len(doomed) > 1):
+        with self._pool.connection() as conn, _batch(conn, _statements(puts) + len(doomed)):
             _upsert(conn, scope, puts)
             for (table, namespace), ids in sorted(doomed.items()):
                 conn.execute(statement("delete_many", table), _keys(scope, namespace, ids=sorted(set(ids))))
@@ -93,6 +94,21 @@ class PostgresDurableStore:
                     cursor = conn.execute(query, row_columns(scope, group[start:start + CHUNK_ROWS]))
                     inserted.update((ns, id) for ns, id in cursor.fetchall())
         return inserted
+
+    def insert_new(self, scope: Scope, rows: Sequence[EncodedRow]) -> None:
+        # COPY skips the per-row conflict arbitration of INSERT ... ON CONFLICT (about a
+        # third of a bulk enqueue's server time); a taken key fails the whole COPY.
+        groups = _by_table(rows)
+        with self._pool.connection() as conn, _atomic(conn, len(groups) > 1):
+            for table, group in groups:
+                try:
+                    with conn.cursor().copy(statement("copy_rows", table)) as copy:
+                        for row in group:
+                            copy.write_row((scope.project, scope.environment, row.namespace, row.kind, row.id,
+                                            row.value_json, row.inserted_at, row.expires_at))
+                except psycopg.errors.UniqueViolation as exc:
+                    raise DuplicateRecord(f"A new record's key already exists; nothing of the batch was "
+                                          f"written: {exc.diag.message_detail or exc}") from exc
 
     def delete_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> int:
         params = _keys(scope, namespace, ids=sorted(set(ids)))
@@ -198,6 +214,19 @@ def _statements(rows: Sequence[EncodedRow]) -> int:
 def _atomic(conn: psycopg.Connection[Any], needed: bool) -> AbstractContextManager[Any]:
     """A transaction around several statements; one statement is atomic by itself."""
     return conn.transaction() if needed else nullcontext()
+
+
+@contextmanager
+def _batch(conn: psycopg.Connection[Any], statements: int) -> Iterator[None]:
+    """Several write statements sent as one pipeline inside one transaction: BEGIN,
+    the statements and COMMIT cost one round trip instead of one each. That matters
+    most in a busy worker, where every wait on the socket hands the GIL to another
+    thread and getting it back can take longer than the statement did."""
+    if statements <= 1:
+        yield
+        return
+    with conn.pipeline(), conn.transaction():
+        yield
 
 
 def _keys(scope: Scope, namespace: str, **more: Any) -> dict[str, Any]:

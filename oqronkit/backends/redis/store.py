@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ...config import redact_url
-from ...errors import BackendUnavailable
+from ...errors import BackendUnavailable, DuplicateRecord
 from ..matching import fields_match, matches_query
 from ..types import EncodedRow, ListQuery, Scope, StoredRecord, _Absent
 from .connection import (
@@ -147,6 +147,19 @@ class RedisDurableStore:
         for row in rows:
             batch.add(row.table, row.namespace, row.kind, "N", row.id, encode_row(row))
         return {ref for ref, done in zip(batch.refs(), self._write(scope, batch), strict=True) if done}
+
+    def insert_new(self, scope: Scope, rows: Sequence[EncodedRow]) -> None:
+        inserted = self.insert_many(scope, rows)
+        if len(inserted) == len(rows):
+            return
+        # Undo this batch's rows: their ids are fresh, so nothing else refers to them.
+        undo = _Batch()
+        for row in rows:
+            if (row.namespace, row.id) in inserted:
+                undo.add(row.table, row.namespace, "", "D", row.id)
+        self._write(scope, undo, retry=True)
+        taken = next(row for row in rows if (row.namespace, row.id) not in inserted)
+        raise DuplicateRecord(f"{taken.namespace}/{taken.id} already exists; nothing of the batch was written.")
 
     def delete_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> int:
         batch = _Batch()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
 
 from oqronkit import ABSENT, DurablePlane, InvalidNamespace, InvalidRecord, RecordTooLarge, RecordWrite
+from oqronkit.errors import DuplicateRecord
 
 
 def run(i: int, **overrides) -> dict:
@@ -107,6 +109,20 @@ def test_insert_is_idempotent_and_keeps_first_value(durable: DurablePlane):
         RecordWrite("queue_job:q", "job-2", {"v": 3}),
     ])
     assert inserted == {("queue_job:q", "job-2")}
+
+
+def test_insert_new_writes_all_or_nothing(durable: DurablePlane):
+    rows = [(f"job-{i}", json.dumps({"id": f"job-{i}", "text": "tab\there \\ \"quoted\" é"})) for i in range(300)]
+    durable.insert_new_json("queue_job:q", rows)
+    assert durable.count("queue_job:q") == 300
+    record = durable.get("queue_job:q", "job-7")
+    assert record.record_kind == "job" and record.value == {"id": "job-7", "text": "tab\there \\ \"quoted\" é"}
+    # One taken id fails the whole batch: none of its fresh rows stays behind.
+    with pytest.raises(DuplicateRecord):
+        durable.insert_new_json("queue_job:q", [("new-1", '{"v":1}'), ("job-3", '{"v":2}'), ("new-2", '{"v":3}')])
+    assert durable.get("queue_job:q", "new-1") is None and durable.get("queue_job:q", "new-2") is None
+    assert durable.get("queue_job:q", "job-3").value["id"] == "job-3"
+    assert durable.count("queue_job:q") == 300
 
 
 def test_insert_race_has_exactly_one_winner(durable: DurablePlane):

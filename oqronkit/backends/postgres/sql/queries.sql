@@ -41,6 +41,10 @@ FROM unnest(%(namespaces)b::text[], %(kinds)b::text[], %(ids)b::text[], %(values
 ON CONFLICT (project, environment, namespace, id) DO NOTHING
 RETURNING namespace, id;
 
+-- name: copy_rows
+-- insert_new: rows with fresh keys, streamed; a taken key fails the whole COPY.
+COPY {table} (project, environment, namespace, record_kind, id, value, inserted_at, expires_at) FROM STDIN
+
 -- name: get_many
 SELECT namespace, id, record_kind, value, inserted_at, expires_at
 FROM {table}

@@ -48,6 +48,11 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (project, environment, namespace, id) DO NOTHING
 RETURNING id;
 
+-- name: insert_new
+-- insert_new: a taken key fails the statement (and the caller's transaction).
+INSERT INTO {table} (project, environment, namespace, record_kind, id, value, inserted_at, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?);
+
 -- name: get_many
 -- The rows of one namespace among a JSON array of ids (one statement for any count).
 SELECT namespace, id, record_kind, value, inserted_at, expires_at

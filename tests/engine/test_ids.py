@@ -1,0 +1,31 @@
+"""Ids: time-ordered, unique within a process and across forked children."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+from oqronkit.ids import new_id
+
+
+def test_ids_are_time_ordered_hex_and_unique():
+    ids = [new_id() for _ in range(50_000)]
+    assert len(set(ids)) == len(ids)
+    assert all(len(i) == 26 and int(i, 16) >= 0 for i in ids)
+    assert [i[:12] for i in ids] == sorted(i[:12] for i in ids)
+
+
+def test_a_forked_child_does_not_repeat_its_parents_ids():
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # other tests' pool threads: harmless, the child only writes a pipe
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: its next ids, then exit without running pytest's teardown
+        os.write(write, " ".join(new_id()[12:] for _ in range(100)).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as pipe:
+        child = set(pipe.read().split())
+    parent = {new_id()[12:] for _ in range(100)}
+    assert len(child) == 100 and not child & parent
