@@ -4,7 +4,8 @@
 - dead letters newest first: ``oqron_jobs_dlq_died_idx`` (one queue),
   ``oqron_jobs_dlq_all_died_idx`` (every queue), ``oqron_jobs_dlq_fingerprint_idx``
   (one error group); these are partial indexes, hence :class:`KindIs`;
-- dead-letter depth per queue: the spec's dashboard query, on ``oqron_jobs_kind_idx``.
+- dead-letter depth per queue: the spec's dashboard query, on ``oqron_jobs_dead_kind_idx``
+  (Postgres; ``oqron_jobs_kind_idx`` on SQLite).
 """
 
 from __future__ import annotations

@@ -127,24 +127,29 @@ class DurablePlane:
         with self._timed("durable.insert_many"):
             return self.store.insert_many(self.scope, rows)
 
-    def insert_new_json(self, namespace: str, rows: Sequence[tuple[str, str]]) -> None:
+    def insert_new_json(self, namespace: str, rows: Iterable[tuple[str, str]]) -> None:
         """The bulk-enqueue path: insert records with fresh ids whose values the caller
         already encoded (``(id, JSON object text)`` pairs, checked here only for size).
-        All of them, or none and :class:`DuplicateRecord` when an id is taken."""
-        if not rows:
-            return
-        table = self._table(namespace, rows[0][0])
+        All of them, or none and :class:`DuplicateRecord` when an id is taken. ``rows``
+        may be lazy: a store streams them, and an error raised while producing one
+        (a bad payload) leaves nothing written."""
+        table = self._table(namespace, "-")
         kind = classify_namespace(namespace)
-        at = now_ms()
-        encoded = []
-        for id, text in rows:
-            self._table(namespace, id)
-            check_size(text, limit=self.max_record_bytes, what=f"{namespace}/{id}")
-            encoded.append(EncodedRow(namespace, id, kind, table, text, at, None))
-        if len({r.id for r in encoded}) != len(encoded):
-            raise InvalidRecord("A batch names the same (namespace, id) twice; write it once.")
+        at, limit = now_ms(), self.max_record_bytes
+
+        def encoded() -> Iterator[EncodedRow]:
+            seen: set[str] = set()
+            for id, text in rows:
+                if not isinstance(id, str) or not id:
+                    raise InvalidNamespace(f"A record id must be a non-empty string, got {id!r}.")
+                if id in seen:
+                    raise InvalidRecord("A batch names the same (namespace, id) twice; write it once.")
+                seen.add(id)
+                check_size(text, limit=limit, what=f"{namespace}/{id}")
+                yield EncodedRow(namespace, id, kind, table, text, at, None)
+
         with self._timed("durable.insert_new"):
-            self.store.insert_new(self.scope, encoded)
+            self.store.insert_new(self.scope, table, encoded())
 
     def compare_and_set(
         self,

@@ -6,7 +6,7 @@ Kept apart from :mod:`oqronkit.queue` so the rules for a valid job are in one pl
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,6 +17,8 @@ from .codec import encode_value
 from .errors import InvalidJob
 from .ids import new_id
 from .jobs import PARENT_FAILURE_POLICIES, Job
+
+_payload_encoder = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False)
 
 
 def check_priority(priority: Any) -> int:
@@ -34,7 +36,7 @@ def encode_payload(data: Any, *, limit: int, queue: str) -> tuple[str, Any]:
     """The payload's JSON text and the value a worker will read back from it; refuses
     payloads that are not JSON-serialisable or too large."""
     try:
-        text = json.dumps(data, allow_nan=False, separators=(",", ":"), ensure_ascii=False)
+        text = _payload_encoder.encode(data)
     except (TypeError, ValueError) as exc:
         raise InvalidJob(f"Queue {queue!r}: the job payload is not JSON-serialisable ({exc}).") from exc
     size = len(text.encode())
@@ -46,10 +48,14 @@ def encode_payload(data: Any, *, limit: int, queue: str) -> tuple[str, Any]:
     return text, json.loads(text)  # the job holds exactly what a worker will read back
 
 
-def build_plain_jobs(queue: Any, payloads: Sequence[Any]) -> tuple[list[Job], list[tuple[str, str]]]:
-    """Jobs for payloads added with no per-job option (the common ``add_bulk``), with
-    their record JSON: validated like :func:`build_job`, but the constant part of the
-    record is built and encoded once per batch instead of once per job."""
+def plain_job_rows(queue: Any, payloads: Sequence[Any], jobs: list[Job]) -> Iterator[tuple[str, str]]:
+    """Record rows ``(id, JSON)`` of jobs for payloads added with no per-job option (the
+    common ``add_bulk``), validated like :func:`build_job`, with the constant part of
+    the record encoded once per batch instead of once per job.
+
+    Lazy on purpose: each job is appended to ``jobs`` as its row is produced, so the
+    durable write can stream rows to the database while later ones are still being
+    built (on Postgres the server then inserts on the other core meanwhile)."""
     first = build_job(queue, payloads[0])
     shared = first.to_value()
     del shared["id"], shared["data"]
@@ -57,7 +63,6 @@ def build_plain_jobs(queue: Any, payloads: Sequence[Any]) -> tuple[list[Job], li
     middle = encode_value(shared, limit=1 << 62, what="job")[1:-1]
     limit = queue.engine.config.max_record_bytes - 4096
     fields = {name: getattr(first, name) for name in _PLAIN_FIELDS}
-    jobs, rows = [], []
     for index, payload in enumerate(payloads):
         if index == 0:
             job = first
@@ -66,8 +71,7 @@ def build_plain_jobs(queue: Any, payloads: Sequence[Any]) -> tuple[list[Job], li
             text, data = encode_payload(payload, limit=limit, queue=queue.name)
             job = Job(id=new_id(), data=data, tags=list(first.tags), **fields)
         jobs.append(job)
-        rows.append((job.id, f'{{"id":{json.dumps(job.id)},{middle},"data":{text}}}'))
-    return jobs, rows
+        yield job.id, f'{{"id":"{job.id}",{middle},"data":{text}}}'  # new_id() is plain hex
 
 
 # Job fields a plain job copies from the batch's first job (lists are made afresh).

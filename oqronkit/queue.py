@@ -17,7 +17,7 @@ from .backends.hot_types import Signal
 from .backoff import make_backoff, to_ms
 from .clock import now_ms
 from .durable import RecordWrite
-from .enqueue import build_job, build_plain_jobs, check_priority, options_from, reject_cycles
+from .enqueue import build_job, check_priority, options_from, plain_job_rows, reject_cycles
 from .errors import BackendUnavailable, ConfigurationError, DuplicateRecord, InvalidJob
 from .jobs import Job
 from .queue_control import QueueControl
@@ -183,9 +183,9 @@ class Queue(QueueControl):
 
     def _add_plain(self, payloads: list[Any]) -> list[Job]:
         """``add_bulk`` of bare payloads: fresh ids, no dependencies, one encoding pass."""
-        jobs, rows = build_plain_jobs(self, payloads)
+        jobs: list[Job] = []
         try:
-            self.engine.durable.insert_new_json(self.namespace, rows)
+            self.engine.durable.insert_new_json(self.namespace, plain_job_rows(self, payloads, jobs))
         except DuplicateRecord as exc:  # fresh random ids never clash; say so loudly if they did
             raise InvalidJob(f"A new job id of {self.name!r} already existed; no job was added: {exc}") from exc
         self._signal(jobs)

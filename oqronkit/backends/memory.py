@@ -4,7 +4,7 @@ SQLite and Postgres (values are kept as JSON text, so reads return fresh copies)
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..codec import decode_value
@@ -62,8 +62,9 @@ class MemoryDurableStore:
                     inserted.add((row.namespace, row.id))
         return inserted
 
-    def insert_new(self, scope: Scope, rows: Sequence[EncodedRow]) -> None:
-        keys = [_key(scope, row.table, row.namespace, row.id) for row in rows]
+    def insert_new(self, scope: Scope, table: str, rows: Iterable[EncodedRow]) -> None:
+        rows = list(rows)
+        keys = [_key(scope, table, row.namespace, row.id) for row in rows]
         with self._lock:
             for row, key in zip(rows, keys, strict=True):
                 if key in self._rows:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .hot_types import Lease, QueueDepths, Signal
@@ -47,10 +47,12 @@ class DurableStore(Protocol):
         """Insert rows whose key is free; existing rows stay untouched. Returns the
         (namespace, id) pairs that were inserted. Race-free across processes."""
 
-    def insert_new(self, scope: Scope, rows: Sequence[EncodedRow]) -> None:
-        """Insert rows whose keys the caller made up (fresh random ids): all of them, or
-        none and :class:`DuplicateRecord` when a key exists. Being spared the per-row
-        conflict check lets a store take its fastest bulk path (COPY on Postgres)."""
+    def insert_new(self, scope: Scope, table: str, rows: Iterable[EncodedRow]) -> None:
+        """Insert rows of ``table`` whose keys the caller made up (fresh random ids): all
+        of them, or none and :class:`DuplicateRecord` when a key exists. Being spared the
+        per-row conflict check lets a store take its fastest bulk path (a streamed COPY
+        on Postgres). ``rows`` may be lazy; an exception raised while iterating it
+        leaves nothing written."""
 
     def get_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> list[StoredRecord]:
         """The rows among ``ids`` that exist, in no particular order."""

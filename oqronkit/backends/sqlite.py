@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..codec import decode_value
@@ -99,11 +99,12 @@ class SQLiteDurableStore:
                     inserted.add((row.namespace, row.id))
         return inserted
 
-    def insert_new(self, scope: Scope, rows: Sequence[EncodedRow]) -> None:
+    def insert_new(self, scope: Scope, table: str, rows: Iterable[EncodedRow]) -> None:
+        rows = list(rows)  # before taking the write lock: building them is the caller's work
+        query = _sql(table, "insert_new")
         with self._conns.write("insert_new") as conn:
             try:
-                for row in rows:
-                    conn.execute(_sql(row.table, "insert_new"), _row_params(scope, row))
+                conn.executemany(query, [_row_params(scope, row) for row in rows])
             except sqlite3.IntegrityError as exc:  # write() rolls the whole batch back
                 raise DuplicateRecord(f"A new record's key already exists; nothing of the batch was written: "
                                       f"{exc}") from exc

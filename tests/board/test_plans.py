@@ -121,7 +121,7 @@ def cases(scope: BoardScope) -> list[tuple[str, Callable[[], object], str, str, 
         ("an error group", lambda: dead_list(scope, DeadFilters(fingerprint=dead_job("x", "y", message="error kind 3")
                                                                .error_fingerprint)),
          "oqron_jobs_dlq_fingerprint_idx", "oqron_jobs_dlq_fingerprint_idx", True),
-        ("dead-letter depth", lambda: dlq_depths(scope), "oqron_jobs_kind_idx", "oqron_jobs_kind_idx", False),
+        ("dead-letter depth", lambda: dlq_depths(scope), "oqron_jobs_dead_kind_idx", "oqron_jobs_kind_idx", False),
         ("error groups", lambda: dead_groups(scope), "oqron_jobs_", "oqron_jobs_dlq_fingerprint_idx", False),
         ("audit", lambda: audit_entries(scope, AUDIT_NAMESPACE), "oqron_records_pkey",
          "sqlite_autoindex_oqron_records_1", True),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from psycopg import sql
@@ -22,6 +22,7 @@ SCHEMA = load_sql(_PACKAGE, "sql/schema.sql")
 #: Every relation schema.sql creates; ensure_schema skips the script (and its locks)
 #: when all of them already resolve, which is the common case on every start.
 SCHEMA_OBJECTS: tuple[str, ...] = tuple(re.findall(r"IF NOT EXISTS\s+(\w+)", SCHEMA))
+RETIRED_OBJECTS: tuple[str, ...] = tuple(re.findall(r"DROP INDEX IF EXISTS\s+(\w+)", SCHEMA))
 
 
 def table_identifier(table: str) -> sql.Identifier:
@@ -45,6 +46,12 @@ def _fragment(name: str) -> str:
 def statement(name: str, table: str) -> bytes:
     """The named query ``name`` against ``table`` (a table key such as ``"runs"``)."""
     return sql.SQL(QUERIES[name]).format(table=table_identifier(table)).as_bytes(None)
+
+
+@lru_cache(maxsize=64)
+def kind_statement(name: str, table: str, kind: str) -> bytes:
+    """The named query with ``{kind}`` rendered as a literal (kinds are a small set)."""
+    return sql.SQL(QUERIES[name]).format(table=table_identifier(table), kind=sql.Literal(kind)).as_bytes(None)
 
 
 @cache

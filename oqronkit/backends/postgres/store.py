@@ -7,7 +7,7 @@ wrapped at this boundary.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
@@ -19,10 +19,12 @@ from ..types import EncodedRow, ListQuery, Scope, StoredRecord, _Absent
 from .pool import LazyPool
 from .statements import (
     QUERIES,
+    RETIRED_OBJECTS,
     SCHEMA,
     SCHEMA_OBJECTS,
     composed,
     count_plan,
+    kind_statement,
     list_plan,
     row_columns,
     statement,
@@ -54,8 +56,9 @@ class PostgresDurableStore:
 
     def ensure_schema(self) -> None:
         with self._pool.connection() as conn:
-            missing = conn.execute(QUERIES["missing_objects"], {"names": list(SCHEMA_OBJECTS)}).fetchall()
-            if missing:
+            drift = conn.execute(QUERIES["schema_drift"], {"names": list(SCHEMA_OBJECTS),
+                                                           "retired": list(RETIRED_OBJECTS)}).fetchall()
+            if drift:
                 # One transaction; the script's advisory lock serialises processes.
                 with conn.transaction():
                     conn.execute(SCHEMA)
@@ -95,20 +98,20 @@ class PostgresDurableStore:
                     inserted.update((ns, id) for ns, id in cursor.fetchall())
         return inserted
 
-    def insert_new(self, scope: Scope, rows: Sequence[EncodedRow]) -> None:
-        # COPY skips the per-row conflict arbitration of INSERT ... ON CONFLICT (about a
-        # third of a bulk enqueue's server time); a taken key fails the whole COPY.
-        groups = _by_table(rows)
-        with self._pool.connection() as conn, _atomic(conn, len(groups) > 1):
-            for table, group in groups:
-                try:
-                    with conn.cursor().copy(statement("copy_rows", table)) as copy:
-                        for row in group:
-                            copy.write_row((scope.project, scope.environment, row.namespace, row.kind, row.id,
-                                            row.value_json, row.inserted_at, row.expires_at))
-                except psycopg.errors.UniqueViolation as exc:
-                    raise DuplicateRecord(f"A new record's key already exists; nothing of the batch was "
-                                          f"written: {exc.diag.message_detail or exc}") from exc
+    def insert_new(self, scope: Scope, table: str, rows: Iterable[EncodedRow]) -> None:
+        # COPY skips the per-row conflict arbitration of INSERT ... ON CONFLICT, and rows
+        # stream: the server inserts the first ones while the caller builds the rest. A
+        # taken key, or an exception from ``rows``, fails the whole COPY (one statement).
+        project, environment = scope.project, scope.environment
+        with self._pool.connection() as conn:
+            try:
+                with conn.cursor().copy(statement("copy_rows", table)) as copy:
+                    for row in rows:
+                        copy.write_row((project, environment, row.namespace, row.kind, row.id,
+                                        row.value_json, row.inserted_at, row.expires_at))
+            except psycopg.errors.UniqueViolation as exc:
+                raise DuplicateRecord(f"A new record's key already exists; nothing of the batch was "
+                                      f"written: {exc.diag.message_detail or exc}") from exc
 
     def delete_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> int:
         params = _keys(scope, namespace, ids=sorted(set(ids)))
@@ -165,9 +168,9 @@ class PostgresDurableStore:
             return int(_scalar(conn.execute(composed(table, parts), params)))
 
     def count_by_namespace(self, scope: Scope, table: str, kind: str) -> dict[str, int]:
-        params = {"project": scope.project, "environment": scope.environment, "kind": kind}
+        params = {"project": scope.project, "environment": scope.environment}
         with self._pool.connection() as conn:
-            rows = conn.execute(statement("count_by_namespace", table), params).fetchall()
+            rows = conn.execute(kind_statement("count_by_namespace", table, kind), params).fetchall()
         return {namespace: int(n) for namespace, n in rows}
 
     # -- retention -------------------------------------------------------------------

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ...config import redact_url
@@ -148,7 +148,8 @@ class RedisDurableStore:
             batch.add(row.table, row.namespace, row.kind, "N", row.id, encode_row(row))
         return {ref for ref, done in zip(batch.refs(), self._write(scope, batch), strict=True) if done}
 
-    def insert_new(self, scope: Scope, rows: Sequence[EncodedRow]) -> None:
+    def insert_new(self, scope: Scope, table: str, rows: Iterable[EncodedRow]) -> None:
+        rows = list(rows)
         inserted = self.insert_many(scope, rows)
         if len(inserted) == len(rows):
             return

@@ -213,6 +213,26 @@ def test_failed_runs_query_is_served_by_an_index_at_scale(fresh_schema_url: str,
 # -- schema, connections, errors ------------------------------------------------------------
 
 
+def test_ensure_schema_drops_retired_indexes_of_an_older_schema(fresh_schema_url: str):
+    store = PostgresDurableStore(fresh_schema_url)
+    try:
+        store.ensure_schema()
+        with psycopg.connect(fresh_schema_url, autocommit=True) as conn:
+            # What an earlier release created (every object of today's schema exists too).
+            conn.execute("CREATE INDEX oqron_jobs_status_idx ON oqron_jobs (project, environment, namespace, "
+                         "(value->>'status'))")
+            conn.execute("CREATE INDEX oqron_jobs_kind_idx ON oqron_jobs "
+                         "(project, environment, record_kind, namespace)")
+        store.ensure_schema()
+        with psycopg.connect(fresh_schema_url, autocommit=True) as conn:
+            names = {r[0] for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'oqron_jobs' AND schemaname = current_schema()")}
+        assert "oqron_jobs_status_idx" not in names and "oqron_jobs_kind_idx" not in names
+        assert {"oqron_jobs_dead_kind_idx", "oqron_jobs_status_created_idx"} <= names
+    finally:
+        store.close()
+
+
 def test_concurrent_ensure_schema_does_not_error(fresh_schema_url: str):
     stores = [PostgresDurableStore(fresh_schema_url) for _ in range(6)]
     barrier = threading.Barrier(len(stores))

@@ -79,6 +79,9 @@ def test_add_bulk_is_one_durable_round_trip():
     assert len(jobs) == 1001 and jobs[-1].id == "custom" and jobs[-1].priority == 5
     assert store.calls == ["insert_many"]
     assert q.counts()["waiting"] == 1001
+    store.calls.clear()
+    assert len(q.add_bulk([{"i": i} for i in range(1000)])) == 1000  # plain payloads: one streamed insert
+    assert store.calls == ["insert_new"]
 
 
 @pytest.mark.parametrize("payload", [{"x": object()}, {"x": float("nan")}, {1, 2}])
@@ -101,6 +104,21 @@ def test_bad_batch_writes_nothing(engine: Engine):
     with pytest.raises(InvalidJob):
         q.add_bulk([{"ok": 1}, {"data": {"bad": object()}}])
     assert engine.durable.count("queue_job:emails") == 0
+
+
+@pytest.mark.parametrize("bad,match", [(object(), "JSON"), ("too large", "limit")])
+def test_a_bad_payload_deep_in_a_plain_bulk_writes_nothing(engine: Engine, bad, match):
+    if bad == "too large":
+        bad = "x" * (engine.config.max_record_bytes + 1)
+    # Plain payloads stream to the database (COPY on Postgres) as they are encoded: a bad
+    # one after hundreds of good ones must still leave nothing behind.
+    q = engine.queue("emails")
+    with pytest.raises(InvalidJob, match=match):
+        q.add_bulk([{"i": i} for i in range(1200)] + [{"bad": bad}] + [{"i": i} for i in range(10)])
+    assert engine.durable.count("queue_job:emails") == 0
+    assert q.counts()["waiting"] == 0
+    assert len(q.add_bulk([{"i": i} for i in range(5)])) == 5  # the connection is fine afterwards
+    assert engine.durable.count("queue_job:emails") == 5
 
 
 @pytest.mark.parametrize("options,match", [

@@ -1,10 +1,11 @@
 -- OqronKit durable plane on PostgreSQL: the spec's three tables (storage-model.md).
 --
 -- Applied as one idempotent script, inside one transaction, by
--- PostgresDurableStore.ensure_schema(); it never drops or rewrites data. Objects are
--- created unqualified, so they land in the first schema of the connection's
--- search_path. ensure_schema() skips the script when every object named after
--- "IF NOT EXISTS" below already resolves, so keep that phrase on each CREATE line.
+-- PostgresDurableStore.ensure_schema(); it never drops or rewrites data (only retired
+-- indexes). Objects are created unqualified, so they land in the first schema of the
+-- connection's search_path. ensure_schema() skips the script when every object named
+-- after "IF NOT EXISTS" below already resolves and none named after "DROP INDEX IF
+-- EXISTS" does, so keep those phrases on each CREATE and DROP line.
 --
 -- The run-field indexes are expression indexes: the planner only uses them when a
 -- query spells the very same expression, so queries.sql (and dashboards, per the spec)
@@ -63,7 +64,10 @@ CREATE TABLE IF NOT EXISTS oqron_runs (
 
 -- Listing and counting by kind (DLQ depth per queue, every definition, ...).
 CREATE INDEX IF NOT EXISTS oqron_records_kind_idx ON oqron_records (project, environment, record_kind, namespace);
-CREATE INDEX IF NOT EXISTS oqron_jobs_kind_idx ON oqron_jobs (project, environment, record_kind, namespace);
+-- oqron_jobs is listed by kind only for dead letters (DLQ depth per queue), so waiting
+-- jobs, the bulk of its inserts, stay out of this index.
+CREATE INDEX IF NOT EXISTS oqron_jobs_dead_kind_idx ON oqron_jobs (project, environment, namespace)
+    WHERE record_kind = 'dlq';
 CREATE INDEX IF NOT EXISTS oqron_runs_kind_idx ON oqron_runs (project, environment, record_kind, namespace);
 
 -- TTL pruning only ever looks at rows that have a TTL.
@@ -87,8 +91,12 @@ CREATE INDEX IF NOT EXISTS oqron_runs_message_published_idx
     ON oqron_runs (project, environment, namespace, ((value->>'publishedAt')::numeric))
     WHERE record_kind = 'message';
 
--- Jobs of one queue by status (waiting / active / ...).
-CREATE INDEX IF NOT EXISTS oqron_jobs_status_idx ON oqron_jobs (project, environment, namespace, (value->>'status'));
+-- Retired: every enqueue paid for these, and nothing needs them. Jobs of one queue by
+-- status are served by oqron_jobs_status_created_idx (same leading columns); counting
+-- jobs by kind by the partial oqron_jobs_dead_kind_idx (dead letters are the only kind
+-- counted), or by the primary key for one namespace.
+DROP INDEX IF EXISTS oqron_jobs_status_idx;
+DROP INDEX IF EXISTS oqron_jobs_kind_idx;
 
 -- The board's lists (issue 4): every sort it runs is served by one of these.
 -- Runs of one job (a job's attempts side by side) and of one worker, newest first.
