@@ -193,6 +193,18 @@ class DurablePlane:
         with self._timed("durable.get_many"):
             return self.store.get_many(self.scope, table, namespace, list(ids))
 
+    def scan_statuses(self, namespace: str, statuses: Sequence[str], *, page: int = 1000) -> Iterator[tuple[str, str]]:
+        """``(id, status)`` of every record of ``namespace`` whose status is one of
+        ``statuses``, page by page, without reading values (an id may repeat)."""
+        table = self._table(namespace, "-")
+        cursor: str | None = None
+        while True:
+            with self._timed("durable.scan_statuses"):
+                found, cursor = self.store.scan_statuses(self.scope, table, namespace, tuple(statuses), cursor, page)
+            yield from found
+            if cursor is None:
+                return
+
     def list(
         self,
         namespace: str | None = None,

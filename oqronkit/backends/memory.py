@@ -108,6 +108,16 @@ class MemoryDurableStore:
                 self._rows[key] = (row.kind, row.value_json, inserted, row.expires_at)
             return True
 
+    def scan_statuses(
+        self, scope: Scope, table: str, namespace: str, statuses: Sequence[str], cursor: str | None, limit: int
+    ) -> tuple[list[tuple[str, str]], str | None]:
+        with self._lock:
+            rows = sorted((k[4], row[1]) for k, row in self._rows.items()
+                          if k[:4] == (table, scope.project, scope.environment, namespace) and k[4] > (cursor or ""))
+        page = rows[:limit]
+        found = [(id, status) for id, text in page if (status := decode_value(text).get("status")) in statuses]
+        return found, (page[-1][0] if len(rows) > limit else None)
+
     def list(self, scope: Scope, query: ListQuery) -> list[StoredRecord]:
         with self._lock:
             candidates = [

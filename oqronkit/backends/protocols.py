@@ -74,6 +74,15 @@ class DurableStore(Protocol):
         value), write ``row`` (or delete when None) and return True; else change
         nothing and return False."""
 
+    def scan_statuses(
+        self, scope: Scope, table: str, namespace: str, statuses: Sequence[str], cursor: str | None, limit: int
+    ) -> tuple[list[tuple[str, str]], str | None]:
+        """One page of ``(id, status)`` of the rows of ``namespace`` whose top-level
+        ``status`` is one of ``statuses``, about ``limit`` of them, and the cursor of the
+        next page (None after the last). Opaque cursors let each store walk its own
+        structure without sorting or sending values back; a row may appear twice in
+        one walk, never not at all if it was there throughout (the reconciler's pass)."""
+
     def list(self, scope: Scope, query: ListQuery) -> list[StoredRecord]:
         """One page of rows per ``query`` (keyset pagination, never OFFSET)."""
 

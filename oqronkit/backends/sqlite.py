@@ -159,6 +159,16 @@ class SQLiteDurableStore:
         with self._conns.guard("get_many") as conn:
             return [_record(row) for row in conn.execute(_sql(table, "get_many"), params).fetchall()]
 
+    def scan_statuses(
+        self, scope: Scope, table: str, namespace: str, statuses: Sequence[str], cursor: str | None, limit: int
+    ) -> tuple[list[tuple[str, str]], str | None]:
+        params = (scope.project, scope.environment, namespace, cursor or "", json.dumps(list(statuses)), limit)
+        with self._conns.guard("scan_statuses") as conn:
+            rows = conn.execute(_sql(table, "scan_statuses"), params).fetchall()
+        # The cursor is the last id walked past, matching or not (see queries.sql).
+        found = [(id, status) for id, status, matches in rows if matches]
+        return found, (rows[-1][0] if len(rows) == limit else None)
+
     def list(self, scope: Scope, query: ListQuery) -> list[StoredRecord]:
         sql, params = list_statement(scope, query)
         with self._conns.guard("list") as conn:

@@ -2,12 +2,16 @@
 
 Every durable waiting or delayed job missing from the hot plane on two passes in a row
 (a Redis restart, an ``add`` while the hot plane was down) is signalled again. One pass
-cannot tell a lost job from one caught between the durable list and the hot plane's
+cannot tell a lost job from one caught between the durable scan and the hot plane's
 ``present`` check: added (stored, not yet signalled), or claimed and completed (in
 hot plane backends that settle out of order). Re-signalling those could run a job
 twice; by the next pass they are signalled or gone. Likewise an active job missing from the
 hot plane on two passes in a row (its worker would have re-created the lease with its
 heartbeat in between) is treated as stalled.
+
+A pass walks ids and statuses only (``scan_statuses``: no values, no sort), so a
+backlog of a million waiting jobs costs a key walk every interval, not a million JSON
+documents; full records are read only for the few jobs found missing.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 PAGE = 1000
+PENDING = ("waiting", "delayed")
 
 
 class Reconciler:
@@ -41,53 +46,52 @@ class Reconciler:
         suspects: dict[tuple[str, str], int | None] = {}
         missing: set[tuple[str, str]] = set()
         for queue in queues:
-            signalled += self._pending(queue, "waiting", missing) + self._pending(queue, "delayed", missing)
-            suspects |= self._active(queue)
+            batch: list[tuple[str, str]] = []
+            for entry in self.engine.durable.scan_statuses(f"queue_job:{queue}", (*PENDING, "active"), page=PAGE):
+                batch.append(entry)
+                if len(batch) == PAGE:
+                    signalled += self._check(queue, batch, missing, suspects)
+                    batch = []
+            signalled += self._check(queue, batch, missing, suspects)
         self._suspects, self._missing = suspects, missing
         if signalled:
             logger.warning("reconciler signalled %d durable job(s) the hot plane had lost", signalled,
                            extra={"action": "reconciler.signalled"})
         return signalled
 
-    def _pending(self, queue: str, status: str, missing: set[tuple[str, str]]) -> int:
-        """Signal the ``status`` jobs of ``queue`` missing from the hot plane on this pass
-        and the last; add those missing for the first time to ``missing``."""
+    def _check(self, queue: str, batch: list[tuple[str, str]], missing: set[tuple[str, str]],
+               suspects: dict[tuple[str, str], int | None]) -> int:
+        """Check one page of (id, status) against the hot plane: note what is missing for
+        the first time, act on what was missing on the last pass too. Returns how many
+        jobs were signalled again."""
+        if not batch:
+            return 0
         durable, hot = self.engine.durable, self.engine.hot
-        signalled, cursor = 0, None
-        while True:
-            page = durable.list(f"queue_job:{queue}", status=status, limit=PAGE, cursor=cursor)
-            jobs = [Job.from_value(r.value) for r in page.records]
-            present = hot.present(queue, [j.id for j in jobs])
-            lost = []
-            for job in jobs:
-                if job.id in present:
-                    continue
-                if (queue, job.id) in self._missing:
+        present = hot.present(queue, list(dict.fromkeys(id for id, _ in batch)))
+        again: list[str] = []
+        for id, status in batch:
+            key = (queue, id)
+            if id in present:
+                continue
+            if status in PENDING and key not in self._missing:
+                missing.add(key)
+            else:  # pending and missing twice, or active: decide on the full record
+                again.append(id)
+        if not again:
+            return 0
+        lost: list[Job] = []
+        for record in durable.get_many(f"queue_job:{queue}", list(dict.fromkeys(again))):
+            job = Job.from_value(record.value)
+            key = (queue, job.id)
+            if job.status in PENDING:
+                if key in self._missing:
                     lost.append(job)
-                else:
-                    missing.add((queue, job.id))
-            hot.signal(queue, [Signal(j.id, j.priority, j.run_at, j.lifo) for j in lost], now_ms())
-            signalled += len(lost)
-            if page.next_cursor is None:
-                return signalled
-            cursor = page.next_cursor
-
-    def _active(self, queue: str) -> dict[tuple[str, str], int | None]:
-        durable, hot = self.engine.durable, self.engine.hot
-        suspects: dict[tuple[str, str], int | None] = {}
-        cursor = None
-        while True:
-            page = durable.list(f"queue_job:{queue}", status="active", limit=PAGE, cursor=cursor)
-            jobs = [Job.from_value(r.value) for r in page.records]
-            present = hot.present(queue, [j.id for j in jobs])
-            for job in jobs:
-                if job.id in present:
-                    continue
-                key = (queue, job.id)
+                else:  # became pending since the scan (a retry): first sighting
+                    missing.add(key)
+            elif job.status == "active":
                 if key in self._suspects and self._suspects[key] == job.lease_token:
                     mark_stalled(self.engine, job, job.lease_token, "lease missing from the hot plane")
                 else:
                     suspects[key] = job.lease_token
-            if page.next_cursor is None:
-                return suspects
-            cursor = page.next_cursor
+        hot.signal(queue, [Signal(j.id, j.priority, j.run_at, j.lifo) for j in lost], now_ms())
+        return len(lost)

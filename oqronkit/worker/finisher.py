@@ -33,6 +33,7 @@ RUN_STATUS = {"completed": "completed", "failed": "failed", "discarded": "failed
               "cancelled": "cancelled", "interrupted": "cancelled", "lost": "failed"}
 BATCH = 500
 FLUSH_EVERY = 0.5
+ACTIVE_STATE_AFTER = 0.5  # seconds a job runs before its "active" state is written behind
 OVERLAY_GROUP = "runs"
 
 
@@ -49,10 +50,13 @@ class Finisher:
         # Writes that failed while the durable plane was away; retried on every flush.
         self._pending_runs: list[RecordWrite] = []
         self._pending_deletes: list[tuple[str, str]] = []
-        # Jobs' "active" state (attempt, lease token), written behind like the runs: a
-        # fast job completes before the flush and its active state is never encoded
-        # nor written (the value is taken at flush time, from this thread only).
-        self._pending_jobs: dict[tuple[str, str], Job] = {}
+        # Jobs' "active" state (attempt, lease token) with when they started, written
+        # behind once they have run for ACTIVE_STATE_AFTER: a fast job completes before
+        # that, so its row goes from waiting straight to deleted, without an update in
+        # between (the value is taken at write time, from this thread only). A worker
+        # dying meanwhile loses nothing: the rescuer counts the attempt of a leased job
+        # still waiting in the durable plane, and cancel asks the hot plane.
+        self._pending_jobs: dict[tuple[str, str], tuple[Job, float]] = {}
         # Completed jobs whose deletion waits for the durable plane: their leases are
         # released (acked) only once it lands, and renewed by the heartbeat meanwhile,
         # so neither the rescuer nor the reconciler hands them out again.
@@ -68,7 +72,7 @@ class Finisher:
                 self.running_runs[run_id] = inflight
                 self._dirty.add(run_id)
                 job = inflight.job
-                self._pending_jobs[(job.namespace, job.id)] = job
+                self._pending_jobs[(job.namespace, job.id)] = (job, inflight.began)
 
     def submit(self, outcome: Outcome) -> None:
         self.outcomes.put(outcome)
@@ -134,16 +138,23 @@ class Finisher:
         with self._lock:
             self._dirty.add(run_id)
 
-    def _write_runs(self, runs: list[RecordWrite], deletes: list[tuple[str, str]]) -> bool:
+    def _write_runs(self, runs: list[RecordWrite], deletes: list[tuple[str, str]], *, all_jobs: bool = False) -> bool:
         """Write runs (and delete finished jobs) in one transaction, after any earlier
-        writes still waiting; on failure keep them all for the next flush."""
+        writes still waiting, with the active state of jobs running for a while (of
+        every started job with ``all_jobs``); on failure keep them all for the next flush."""
         pending_ids = {w.id for w in runs}
         doomed = list(dict.fromkeys(self._pending_deletes + deletes))
+        started_before = time.monotonic() - ACTIVE_STATE_AFTER
         with self._lock:
             gone = set(doomed)
-            pending = [job for key, job in self._pending_jobs.items() if key not in gone]
-            self._pending_jobs.clear()
-        jobs = [RecordWrite(job.namespace, job.id, job.to_value()) for job in pending]
+            pending: list[tuple[Job, float]] = []
+            for key, (job, began) in list(self._pending_jobs.items()):
+                if key in gone:
+                    del self._pending_jobs[key]
+                elif all_jobs or began <= started_before:
+                    pending.append((job, began))
+                    del self._pending_jobs[key]
+        jobs = [RecordWrite(job.namespace, job.id, job.to_value()) for job, _ in pending]
         puts = jobs + [w for w in self._pending_runs if w.id not in pending_ids] + runs
         try:
             self.process.engine.durable.apply(puts=puts, deletes=doomed)
@@ -154,8 +165,8 @@ class Finisher:
             self._pending_runs = [w for w in puts if w.namespace == "runs"][-self.max_buffered_runs:]
             self._pending_deletes = doomed
             with self._lock:
-                for job in pending:
-                    self._pending_jobs.setdefault((job.namespace, job.id), job)
+                for job, began in pending:
+                    self._pending_jobs.setdefault((job.namespace, job.id), (job, began))
             logger.error(
                 "durable plane unavailable: %d run record(s) and %d job deletion(s) held for retry: %s",
                 len(self._pending_runs), len(doomed), exc, extra={"action": "runs.buffer"},
@@ -263,7 +274,7 @@ class Finisher:
     def _settle_other(self, outcome: Outcome) -> None:
         inflight, job = outcome.inflight, outcome.inflight.job
         engine, now = self.process.engine, now_ms()
-        if self._pending_jobs and not self._write_runs([], []):
+        if self._pending_jobs and not self._write_runs([], [], all_jobs=True):
             return  # the active state is not stored yet; the lease lapses and the rescuer retries
 
         if outcome.kind == "lost":  # someone else holds the job now: record the attempt only

@@ -86,7 +86,8 @@ def test_sigkill_mid_job_is_completed_by_another_worker(producer, config):
 
 
 def test_sigterm_drains_running_jobs_then_exits(producer, config):
-    job = producer.get_queue("slow").add({"seconds": 1})
+    # Long enough that its active state is written (after 0.5 s of running) well before it ends.
+    job = producer.get_queue("slow").add({"seconds": 2})
     proc = spawn(config)
     try:
         wait_until(lambda: (r := producer.durable.get("queue_job:slow", job.id)) and r.value["status"] == "active",

@@ -156,6 +156,15 @@ class PostgresDurableStore:
             rows = conn.execute(statement("get_many", table), params).fetchall()
         return [StoredRecord(*r) for r in rows]
 
+    def scan_statuses(
+        self, scope: Scope, table: str, namespace: str, statuses: Sequence[str], cursor: str | None, limit: int
+    ) -> tuple[list[tuple[str, str]], str | None]:
+        params = _keys(scope, namespace, after=cursor or "", statuses=list(statuses), limit=limit)
+        with self._pool.connection() as conn:
+            rows = conn.execute(statement("scan_statuses", table), params).fetchall()
+        found = [(id, status) for id, status, matches in rows if matches]
+        return found, (rows[-1][0] if len(rows) == limit else None)
+
     def list(self, scope: Scope, query: ListQuery) -> list[StoredRecord]:
         parts, params = list_plan(scope, query)
         with self._pool.connection() as conn:

@@ -210,6 +210,19 @@ class RedisDurableStore:
         found = self._call("get_many", lambda: self._client.hmget(rows_key, wanted), retry=True)
         return [decode_row(namespace, id, raw) for id, raw in zip(wanted, found, strict=True) if raw is not None]
 
+    def scan_statuses(
+        self, scope: Scope, table: str, namespace: str, statuses: Sequence[str], cursor: str | None, limit: int
+    ) -> tuple[list[tuple[str, str]], str | None]:
+        # HSCAN's own cursor over the namespace's row hash: no sort, and it survives
+        # writes during the walk (which may return a row twice, never skip one).
+        rows_key = self._keys(scope, table, namespace)[0]
+        next_cursor, raw = self._call("scan_statuses", lambda: self._client.hscan(
+            rows_key, cursor=int(cursor or 0), count=limit), retry=True)
+        wanted = set(statuses)
+        found = [(id, status) for id, blob in raw.items()
+                 if (status := decode_row(namespace, id, blob).value.get("status")) in wanted]
+        return found, (str(next_cursor) if int(next_cursor) else None)
+
     def list(self, scope: Scope, query: ListQuery) -> list[StoredRecord]:
         found: list[StoredRecord] = []
         for namespace in self._namespaces(scope, query.table, query.namespace, query.kind):

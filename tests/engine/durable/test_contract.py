@@ -125,6 +125,20 @@ def test_insert_new_writes_all_or_nothing(durable: DurablePlane):
     assert durable.count("queue_job:q") == 300
 
 
+def test_scan_statuses_walks_ids_of_the_wanted_statuses(durable: DurablePlane):
+    statuses = ["waiting", "active", "delayed", "blocked", "waiting-dependencies"]
+    durable.put_many(RecordWrite("queue_job:q", f"j{i:04d}", {"status": statuses[i % 5]}) for i in range(1_234))
+    durable.put_many([RecordWrite("queue_job:q", "no-status", {"x": 1}),
+                      RecordWrite("queue_job:other", "elsewhere", {"status": "waiting"})])
+    durable.scoped(project="someone-else", environment=durable.scope.environment).put(
+        "queue_job:q", "theirs", {"status": "waiting"})
+    found = list(durable.scan_statuses("queue_job:q", ("waiting", "delayed"), page=100))
+    expected = {(f"j{i:04d}", statuses[i % 5]) for i in range(1_234) if i % 5 in (0, 2)}
+    assert set(found) == expected and len(found) >= len(expected)
+    assert list(durable.scan_statuses("queue_job:q", ("nothing-has-this",), page=100)) == []
+    assert list(durable.scan_statuses("queue_job:empty", ("waiting",))) == []
+
+
 def test_insert_race_has_exactly_one_winner(durable: DurablePlane):
     wins: list[bool] = []
     barrier = threading.Barrier(8)

@@ -71,3 +71,22 @@ def test_a_job_missing_on_passes_that_are_not_consecutive_is_not_signalled(engin
     engine.hot.remove("flaky", [job.id])
     assert reconciler.run(["flaky"]) == 0  # missing again, but the last pass saw it
     assert reconciler.run(["flaky"]) == 1
+
+
+def test_a_pass_over_a_healthy_backlog_reads_no_job_record(engine: Engine, monkeypatch):
+    q = engine.queue("backlog")
+    for start in range(0, 2_500, 500):
+        q.add_bulk([{"i": i} for i in range(start, start + 500)])
+    reconciler = Reconciler(engine)
+
+    def no_records(*args, **kwargs):
+        raise AssertionError("the reconciler read job records although none was missing")
+
+    monkeypatch.setattr(engine.durable, "get_many", no_records)
+    monkeypatch.setattr(engine.durable, "list", no_records)
+    assert reconciler.run(["backlog"]) == 0
+    assert reconciler.run(["backlog"]) == 0
+    monkeypatch.undo()
+    lost = [j.id for j in q.list_jobs(status="waiting", limit=3)[0]]
+    engine.hot.remove("backlog", lost)
+    assert reconciler.run(["backlog"]) == 0 and reconciler.run(["backlog"]) == 3

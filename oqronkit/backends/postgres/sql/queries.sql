@@ -47,6 +47,17 @@ RETURNING namespace, id;
 -- insert_new: rows with fresh keys, streamed; a taken key fails the whole COPY.
 COPY {table} (project, environment, namespace, record_kind, id, value, inserted_at, expires_at) FROM STDIN
 
+-- name: scan_statuses
+-- scan_statuses (the reconciler's pass): a walk of the primary key in id order after a
+-- cursor id, sending back ids and statuses only. Every row walked is returned, flagged
+-- with whether its status is wanted, so a page full of other statuses still advances.
+SELECT id, value->>'status', value->>'status' = ANY(%(statuses)s::text[])
+FROM {table}
+WHERE project = %(project)s AND environment = %(environment)s AND namespace = %(namespace)s
+  AND id > %(after)s
+ORDER BY id
+LIMIT %(limit)s;
+
 -- name: get_many
 SELECT namespace, id, record_kind, value, inserted_at, expires_at
 FROM {table}

@@ -53,6 +53,17 @@ RETURNING id;
 INSERT INTO {table} (project, environment, namespace, record_kind, id, value, inserted_at, expires_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?);
 
+-- name: scan_statuses
+-- scan_statuses: a walk of the primary key in id order after a cursor id; every row is
+-- returned, flagged with whether its status is wanted, so a page full of other statuses
+-- still advances the cursor.
+SELECT id, json_extract(value, '$.status'),
+       json_extract(value, '$.status') IN (SELECT value FROM json_each(?5))
+FROM {table}
+WHERE project = ?1 AND environment = ?2 AND namespace = ?3 AND id > ?4
+ORDER BY id
+LIMIT ?6;
+
 -- name: get_many
 -- The rows of one namespace among a JSON array of ids (one statement for any count).
 SELECT namespace, id, record_kind, value, inserted_at, expires_at
