@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
 from ...errors import DuplicateRecord
 from ..matching import fields_match
@@ -233,12 +234,24 @@ def _batch(conn: psycopg.Connection[Any], statements: int) -> Iterator[None]:
     """Several write statements sent as one pipeline inside one transaction: BEGIN,
     the statements and COMMIT cost one round trip instead of one each. That matters
     most in a busy worker, where every wait on the socket hands the GIL to another
-    thread and getting it back can take longer than the statement did."""
+    thread and getting it back can take longer than the statement did.
+
+    BEGIN and COMMIT are plain statements of the pipeline: psycopg's ``transaction()``
+    inside a pipeline syncs on its own at the end (a second round trip; 540 instead of
+    180 us for two statements here). A failed statement makes the server skip the rest,
+    COMMIT included, so the block rolls the transaction back before re-raising."""
     if statements <= 1:
         yield
         return
-    with conn.pipeline(), conn.transaction():
-        yield
+    try:
+        with conn.pipeline():
+            conn.execute(QUERIES["begin"])
+            yield
+            conn.execute(QUERIES["commit"])
+    except BaseException:
+        if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+            conn.rollback()
+        raise
 
 
 def _keys(scope: Scope, namespace: str, **more: Any) -> dict[str, Any]:

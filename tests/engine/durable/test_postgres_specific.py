@@ -308,6 +308,22 @@ def test_values_postgres_refuses_are_invalid_records(production: DurablePlane):
     assert production.get("runs", "r1") is None and production.get("cron", "c1") is None
 
 
+def test_a_refused_statement_mid_transaction_rolls_back_the_whole_apply(production: DurablePlane):
+    # Several statements run as one pipelined transaction (explicit BEGIN ... COMMIT):
+    # when the server refuses one, the earlier ones are rolled back, and the pooled
+    # connection comes back clean for the next caller.
+    production.put("queue_job:q", "doomed", {"status": "waiting"})
+    with pytest.raises(InvalidRecord):
+        production.apply(puts=[RecordWrite("queue_dlq:q", "doomed", {"status": "dead"}),
+                               RecordWrite("runs", "r1", {"startedAt": "soon"})],
+                         deletes=[("queue_job:q", "doomed")])
+    assert production.get("queue_job:q", "doomed") is not None
+    assert production.get("queue_dlq:q", "doomed") is None and production.get("runs", "r1") is None
+    for _ in range(10):  # every pooled connection is usable (none left in a failed transaction)
+        production.apply(puts=[RecordWrite("runs", "r2", {"startedAt": 1})], deletes=[("queue_job:q", "nothing")])
+    assert production.get("runs", "r2") is not None
+
+
 def test_started_listing_outside_the_runs_table_skips_non_numbers(production: DurablePlane):
     production.put_many([
         RecordWrite("queue_job:q", "a", {"startedAt": 2}),

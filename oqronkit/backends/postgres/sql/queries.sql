@@ -58,6 +58,12 @@ WHERE project = %(project)s AND environment = %(environment)s AND namespace = %(
 ORDER BY id
 LIMIT %(limit)s;
 
+-- name: begin
+BEGIN
+
+-- name: commit
+COMMIT
+
 -- name: get_many
 SELECT namespace, id, record_kind, value, inserted_at, expires_at
 FROM {table}
