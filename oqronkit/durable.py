@@ -133,15 +133,14 @@ class DurablePlane:
         All of them, or none and :class:`DuplicateRecord` when an id is taken. ``rows``
         may be lazy: a store streams them, and an error raised while producing one
         (a bad payload) leaves nothing written."""
-        table = self._table(namespace, "-")
+        table = self._namespace_table(namespace)
         kind = classify_namespace(namespace)
         at, limit = now_ms(), self.max_record_bytes
 
         def encoded() -> Iterator[EncodedRow]:
             seen: set[str] = set()
             for id, text in rows:
-                if not isinstance(id, str) or not id:
-                    raise InvalidNamespace(f"A record id must be a non-empty string, got {id!r}.")
+                self._check_id(id)
                 if id in seen:
                     raise InvalidRecord("A batch names the same (namespace, id) twice; write it once.")
                 seen.add(id)
@@ -174,7 +173,7 @@ class DurablePlane:
         return self.delete_many(namespace, [id]) == 1
 
     def delete_many(self, namespace: str, ids: Sequence[str]) -> int:
-        table = self._table(namespace, "x")
+        table = self._namespace_table(namespace)
         if not ids:
             return 0
         with self._timed("durable.delete_many"):
@@ -187,7 +186,7 @@ class DurablePlane:
         return found[0] if found else None
 
     def get_many(self, namespace: str, ids: Sequence[str]) -> list[StoredRecord]:
-        table = self._table(namespace, "x")
+        table = self._namespace_table(namespace)
         if not ids:
             return []
         with self._timed("durable.get_many"):
@@ -196,7 +195,7 @@ class DurablePlane:
     def scan_statuses(self, namespace: str, statuses: Sequence[str], *, page: int = 1000) -> Iterator[tuple[str, str]]:
         """``(id, status)`` of every record of ``namespace`` whose status is one of
         ``statuses``, page by page, without reading values (an id may repeat)."""
-        table = self._table(namespace, "-")
+        table = self._namespace_table(namespace)
         cursor: str | None = None
         while True:
             with self._timed("durable.scan_statuses"):
@@ -224,7 +223,7 @@ class DurablePlane:
         indexed run fields; pass the returned ``next_cursor`` to get the next page."""
         if namespace is None and kind is None:
             raise InvalidNamespace("list needs a namespace or a record kind.")
-        table = self._table(namespace, "x") if namespace is not None else table_for_kind(kind or "")
+        table = self._namespace_table(namespace) if namespace is not None else table_for_kind(kind or "")
         if kind is not None and namespace is not None and classify_namespace(namespace) != kind:
             return Page([], None)
         if not 1 <= limit <= MAX_PAGE:
@@ -244,7 +243,7 @@ class DurablePlane:
     def count(self, namespace: str | None = None, *, kind: str | None = None) -> int:
         """Rows of one namespace, one kind, or (with neither) all three tables."""
         if namespace is not None:
-            tables: list[TableKey] = [self._table(namespace, "x")]
+            tables: list[TableKey] = [self._namespace_table(namespace)]
         elif kind is not None:
             tables = [table_for_kind(kind)]
         else:
@@ -268,7 +267,7 @@ class DurablePlane:
     def prune_older_than(self, namespace: str, *, cutoff_ms: int, limit: int = 10_000) -> int:
         """Delete up to ``limit`` rows of ``namespace`` inserted before ``cutoff_ms``
         (retention works in bounded batches so it never holds long locks)."""
-        table = self._table(namespace, "x")
+        table = self._namespace_table(namespace)
         with self._timed("durable.prune_older_than"):
             return self.store.prune_older_than(self.scope, table, namespace, cutoff_ms, limit=limit)
 
@@ -291,12 +290,22 @@ class DurablePlane:
         return EncodedRow(namespace, id, kind, table, text, at, expires_at)
 
     @staticmethod
-    def _table(namespace: Any, id: Any) -> TableKey:
+    def _namespace_table(namespace: Any) -> TableKey:
+        """The table of ``namespace``, checked."""
         if not isinstance(namespace, str) or not namespace or not namespace.strip():
             raise InvalidNamespace(f"A namespace must be a non-empty string, got {namespace!r}.")
+        return table_for_kind(classify_namespace(namespace))
+
+    @staticmethod
+    def _check_id(id: Any) -> None:
         if not isinstance(id, str) or not id:
             raise InvalidNamespace(f"A record id must be a non-empty string, got {id!r}.")
-        return table_for_kind(classify_namespace(namespace))
+
+    def _table(self, namespace: Any, id: Any) -> TableKey:
+        """The table of one record's key, both parts checked."""
+        table = self._namespace_table(namespace)
+        self._check_id(id)
+        return table
 
     @contextmanager
     def _timed(self, action: str) -> Iterator[None]:

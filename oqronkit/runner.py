@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from .config import redact_url
 from .engine import Engine
+from .errors import OqronError
 from .worker import WorkerProcess
 from .worker.affinity import affinity_setting, pin_worker
 
@@ -155,8 +156,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     import_modules(imports)
     from .engine import get_engine
 
-    return run_single(get_engine(), queues=args.queues, concurrency=args.concurrency, burst=args.burst,
-                      drain_timeout=args.drain_timeout, cpu_affinity=args.cpu_affinity)
+    try:
+        return run_single(get_engine(), queues=args.queues, concurrency=args.concurrency, burst=args.burst,
+                          drain_timeout=args.drain_timeout, cpu_affinity=args.cpu_affinity)
+    except OqronError as exc:  # a bad setting or an unreachable plane: its message, not a traceback
+        parser.exit(2, f"python -m oqronkit: error: {exc}\n")
 
 
 def add_worker_arguments(parser) -> None:

@@ -34,9 +34,10 @@ _held: list[int] = []
 
 def affinity_setting(value: str | None) -> str:
     """The ``--cpu-affinity`` / ``OQRON_CPU_AFFINITY`` value, checked."""
-    setting = (value or os.environ.get("OQRON_CPU_AFFINITY") or "auto").strip().lower()
+    given = value or os.environ.get("OQRON_CPU_AFFINITY") or "auto"
+    setting = given.strip().lower()
     if setting not in CHOICES:
-        raise ConfigurationError(f"OQRON_CPU_AFFINITY must be one of {', '.join(CHOICES)}, got {value!r}.")
+        raise ConfigurationError(f"OQRON_CPU_AFFINITY must be one of {', '.join(CHOICES)}, got {given!r}.")
     return setting
 
 

@@ -89,3 +89,12 @@ def test_the_setting_is_checked(monkeypatch):
     assert affinity_setting("auto") == "auto"
     with pytest.raises(ConfigurationError, match="OQRON_CPU_AFFINITY must be one of auto, off"):
         affinity_setting("fast")
+
+
+def test_a_bad_setting_is_a_clear_cli_error_not_a_traceback(tmp_path):
+    env = {**os.environ, "OQRON_MODE": "memory", "OQRON_CPU_AFFINITY": "fast", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "oqronkit", "worker", "--burst"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "error: OQRON_CPU_AFFINITY must be one of auto, off, got 'fast'." in done.stderr
+    assert "Traceback" not in done.stderr

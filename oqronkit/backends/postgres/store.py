@@ -225,7 +225,9 @@ def _statements(rows: Sequence[EncodedRow]) -> int:
 
 
 def _atomic(conn: psycopg.Connection[Any], needed: bool) -> AbstractContextManager[Any]:
-    """A transaction around several statements; one statement is atomic by itself."""
+    """A transaction around several statements whose results are read before the next
+    is sent (insert_many's RETURNING); one statement is atomic by itself. Writes that
+    need no results go through :func:`_batch`, one round trip."""
     return conn.transaction() if needed else nullcontext()
 
 
