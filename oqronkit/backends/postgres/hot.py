@@ -24,6 +24,7 @@ from ...errors import BackendUnavailable
 from ..hot_types import Lease, QueueDepths, Signal
 from ..sqlfiles import load_queries, load_sql
 from ..types import Scope
+from .arrays import BigintArray, TextArray
 from .pool import LazyPool
 
 _PACKAGE = "oqronkit.backends.postgres"
@@ -91,8 +92,8 @@ class PostgresHotPlane:
             return
         self._run("signal", _keys(
             scope, queue, now=now, channel=channel_for(scope, queue),
-            ids=[s.job_id for s in signals], priorities=[s.priority for s in signals],
-            run_ats=[s.run_at for s in signals], lifos=[s.lifo for s in signals],
+            ids=TextArray([s.job_id for s in signals]), priorities=BigintArray([s.priority for s in signals]),
+            run_ats=BigintArray([s.run_at for s in signals]), lifos=[s.lifo for s in signals],
         ))
 
     def claim(
@@ -117,13 +118,11 @@ class PostgresHotPlane:
     ) -> list[Lease]:
         if not leases:
             return []
-        rows = self._run("extend", _keys(
-            scope, queue, expires_at=now + lease_ms,
-            ids=[lease.job_id for lease in leases], tokens=[lease.token for lease in leases],
-        ))
-        renewed = {job_id: Lease(job_id, token, expires_at) for job_id, token, expires_at in rows}
-        if renewed:
-            self._run("raise_token", {"token": max(lease.token for lease in renewed.values())})
+        rows = self._run("extend", _keys(scope, queue, expires_at=now + lease_ms, **_lease_columns(leases)))
+        renewed = {job_id: Lease(job_id, token, expires_at) for job_id, token, expires_at, _ in rows}
+        recreated = [token for _, token, _, created in rows if created]
+        if recreated:  # the plane had lost these: their tokens must never be drawn again
+            self._run("raise_token", {"token": max(recreated)})
         # Input order, each id once (the first lease given for an id is the one tried).
         ids = dict.fromkeys(lease.job_id for lease in leases)
         return [renewed[job_id] for job_id in ids if job_id in renewed]
@@ -131,9 +130,7 @@ class PostgresHotPlane:
     def ack(self, scope: Scope, queue: str, leases: Sequence[Lease]) -> set[str]:
         if not leases:
             return set()
-        rows = self._run("ack", _keys(
-            scope, queue, ids=[lease.job_id for lease in leases], tokens=[lease.token for lease in leases],
-        ))
+        rows = self._run("ack", _keys(scope, queue, **_lease_columns(leases)))
         return {job_id for (job_id,) in rows}
 
     def release(self, scope: Scope, queue: str, lease: Lease, signal: Signal, now: int) -> bool:
@@ -155,7 +152,7 @@ class PostgresHotPlane:
     def remove(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
         if not job_ids:
             return set()
-        return {job_id for (job_id,) in self._run("remove", _keys(scope, queue, ids=list(job_ids)))}
+        return {job_id for (job_id,) in self._run("remove", _keys(scope, queue, ids=TextArray(job_ids)))}
 
     def promote(self, scope: Scope, queue: str, job_id: str, now: int) -> bool:
         params = _keys(scope, queue, job_id=job_id, channel=channel_for(scope, queue))
@@ -164,7 +161,7 @@ class PostgresHotPlane:
     def present(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
         if not job_ids:
             return set()
-        return {job_id for (job_id,) in self._run("present", _keys(scope, queue, ids=list(job_ids)))}
+        return {job_id for (job_id,) in self._run("present", _keys(scope, queue, ids=TextArray(job_ids)))}
 
     def depths(self, scope: Scope, queue: str, now: int) -> QueueDepths:
         [(ready, delayed, active)] = self._run("depths", _keys(scope, queue, now=now))
@@ -260,26 +257,26 @@ class PostgresHotPlane:
         return int(self._run("incr", _scoped(scope, name=name, by=by))[0][0])
 
     def get_counters(self, scope: Scope, names: Sequence[str]) -> dict[str, int]:
-        found = dict(self._run("get_counters", _scoped(scope, names=list(names)))) if names else {}
+        found = dict(self._run("get_counters", _scoped(scope, names=TextArray(names)))) if names else {}
         return {name: int(found.get(name, 0)) for name in names}
 
     def kv_set(self, scope: Scope, group: str, items: Mapping[str, str], *, ttl_ms: int, now: int) -> None:
         if items:
             self._run("kv_set", _scoped(
-                scope, group=group, keys=list(items), values=list(items.values()), expires_at=now + ttl_ms,
+                scope, group=group, keys=TextArray(items), values=TextArray(items.values()), expires_at=now + ttl_ms,
             ))
 
     def kv_get(self, scope: Scope, group: str, keys: Sequence[str], now: int) -> dict[str, str]:
         if not keys:
             return {}
-        return dict(self._run("kv_get", _scoped(scope, group=group, keys=list(keys), now=now)))
+        return dict(self._run("kv_get", _scoped(scope, group=group, keys=TextArray(keys), now=now)))
 
     def kv_all(self, scope: Scope, group: str, now: int) -> dict[str, str]:
         return dict(self._run("kv_all", _scoped(scope, group=group, now=now)))
 
     def kv_delete(self, scope: Scope, group: str, keys: Sequence[str]) -> None:
         if keys:
-            self._run("kv_delete", _scoped(scope, group=group, keys=list(keys)))
+            self._run("kv_delete", _scoped(scope, group=group, keys=TextArray(keys)))
 
     # -- connections -----------------------------------------------------------------
 
@@ -292,6 +289,11 @@ class PostgresHotPlane:
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
     conn.execute(QUERIES["session_setup"])
+
+
+def _lease_columns(leases: Sequence[Lease]) -> dict[str, Any]:
+    return {"ids": TextArray([lease.job_id for lease in leases]),
+            "tokens": BigintArray([lease.token for lease in leases])}
 
 
 def _keys(scope: Scope, queue: str, **more: Any) -> dict[str, Any]:

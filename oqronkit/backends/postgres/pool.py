@@ -20,6 +20,7 @@ from psycopg_pool import ConnectionPool
 
 from ...config import redact_url
 from ...errors import BackendUnavailable, InvalidRecord
+from . import arrays
 
 
 class LazyPool:
@@ -100,7 +101,7 @@ class LazyPool:
             timeout=self.timeout,
             name=self._name,
             kwargs=self._kwargs,
-            configure=self._configure,
+            configure=self._configure_connection,
         )
         try:
             pool.open(wait=True, timeout=self.timeout)
@@ -111,6 +112,11 @@ class LazyPool:
                 f"({self._probe() or exc}). Check the OQRON database URL and that the server is up."
             ) from exc
         return pool
+
+    def _configure_connection(self, conn: psycopg.Connection[Any]) -> None:
+        arrays.register(conn)
+        if self._configure is not None:
+            self._configure(conn)
 
     def _probe(self) -> str | None:
         # The pool's timeout says only "not ready"; one direct attempt tells the reason

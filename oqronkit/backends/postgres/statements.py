@@ -15,6 +15,7 @@ from ...errors import InvalidNamespace
 from ...namespaces import TABLE_NAMES
 from ..sqlfiles import load_queries, load_sql
 from ..types import EncodedRow, ListQuery, Scope
+from .arrays import BigintArray, TextArray
 
 _PACKAGE = "oqronkit.backends.postgres"
 QUERIES = load_queries(_PACKAGE, "sql/queries.sql")
@@ -69,12 +70,12 @@ def row_columns(scope: Scope, rows: list[EncodedRow]) -> dict[str, Any]:
     return {
         "project": scope.project,
         "environment": scope.environment,
-        "namespaces": [r.namespace for r in rows],
-        "kinds": [r.kind for r in rows],
-        "ids": [r.id for r in rows],
-        "values": [r.value_json for r in rows],
-        "inserted": [r.inserted_at for r in rows],
-        "expires": [r.expires_at for r in rows],
+        "namespaces": TextArray([r.namespace for r in rows]),
+        "kinds": TextArray([r.kind for r in rows]),
+        "ids": TextArray([r.id for r in rows]),
+        "values": TextArray([r.value_json for r in rows]),
+        "inserted": BigintArray([r.inserted_at for r in rows]),
+        "expires": BigintArray([r.expires_at for r in rows]),
     }
 
 

@@ -17,6 +17,7 @@ from psycopg.pq import TransactionStatus
 from ...errors import DuplicateRecord
 from ..matching import fields_match
 from ..types import EncodedRow, ListQuery, Scope, StoredRecord, _Absent
+from .arrays import TextArray
 from .pool import LazyPool
 from .statements import (
     QUERIES,
@@ -87,7 +88,7 @@ class PostgresDurableStore:
         with self._pool.connection() as conn, _batch(conn, _statements(puts) + len(doomed)):
             _upsert(conn, scope, puts)
             for (table, namespace), ids in sorted(doomed.items()):
-                conn.execute(statement("delete_many", table), _keys(scope, namespace, ids=sorted(set(ids))))
+                conn.execute(statement("delete_many", table), _keys(scope, namespace, ids=TextArray(sorted(set(ids)))))
 
     def insert_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> set[tuple[str, str]]:
         inserted: set[tuple[str, str]] = set()
@@ -115,7 +116,7 @@ class PostgresDurableStore:
                                       f"written: {exc.diag.message_detail or exc}") from exc
 
     def delete_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> int:
-        params = _keys(scope, namespace, ids=sorted(set(ids)))
+        params = _keys(scope, namespace, ids=TextArray(sorted(set(ids))))
         with self._pool.connection() as conn:
             return conn.execute(statement("delete_many", table), params).rowcount
 
@@ -152,7 +153,7 @@ class PostgresDurableStore:
     # -- reads -----------------------------------------------------------------------
 
     def get_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> list[StoredRecord]:
-        params = _keys(scope, namespace, ids=list(dict.fromkeys(ids)))
+        params = _keys(scope, namespace, ids=TextArray(dict.fromkeys(ids)))
         with self._pool.connection() as conn:
             rows = conn.execute(statement("get_many", table), params).fetchall()
         return [StoredRecord(*r) for r in rows]
@@ -160,7 +161,7 @@ class PostgresDurableStore:
     def scan_statuses(
         self, scope: Scope, table: str, namespace: str, statuses: Sequence[str], cursor: str | None, limit: int
     ) -> tuple[list[tuple[str, str]], str | None]:
-        params = _keys(scope, namespace, after=cursor or "", statuses=list(statuses), limit=limit)
+        params = _keys(scope, namespace, after=cursor or "", statuses=TextArray(statuses), limit=limit)
         with self._pool.connection() as conn:
             rows = conn.execute(statement("scan_statuses", table), params).fetchall()
         found = [(id, status) for id, status, matches in rows if matches]

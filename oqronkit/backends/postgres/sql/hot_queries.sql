@@ -88,7 +88,8 @@ RETURNING j.job_id, j.token, j.expires_at;
 -- name: extend
 -- Renew leases held with their token; an id absent in every state (the plane lost
 -- it) is re-created as a lease for the same token; a row in any other state or held
--- under another token is left alone and not returned.
+-- under another token is left alone and not returned. The last column says which rows were
+-- re-created (an inserted row has no xmax), whose tokens raise_token then retires.
 INSERT INTO oqron_hot_jobs AS j
     (project, environment, queue, job_id, priority, ord, lifo, run_at, token, expires_at, worker)
 SELECT %(project)s, %(environment)s, %(queue)s, l.job_id, 0, 0, false, NULL, l.token, %(expires_at)s, ''
@@ -100,7 +101,7 @@ FROM (
 ON CONFLICT (project, environment, queue, job_id) DO UPDATE
 SET expires_at = EXCLUDED.expires_at
 WHERE j.token = EXCLUDED.token
-RETURNING j.job_id, j.token, j.expires_at;
+RETURNING j.job_id, j.token, j.expires_at, j.xmax = 0;
 
 -- name: ack
 DELETE FROM oqron_hot_jobs AS j
