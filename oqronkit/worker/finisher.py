@@ -269,7 +269,7 @@ class Finisher:
         for o in outcomes:
             self._done(o.inflight)
             self.process.hook(o.inflight, "complete", o.output)
-        self.process.stats["completed"] += len(outcomes)
+        self.process.count("completed", len(outcomes))
 
     def _settle_other(self, outcome: Outcome) -> None:
         inflight, job = outcome.inflight, outcome.inflight.job
@@ -313,7 +313,7 @@ class Finisher:
         if self._write_runs(puts, [(f"queue_job:{job.queue}", job.id)]):
             on_parent_done(engine.durable, engine.hot, job, "dead")
             self.process.hook(inflight, "dead", outcome.error)
-            self.process.stats["dead"] += 1
+            self.process.count("dead")
 
     def _give_back(self, outcome: Outcome, signal: Signal, reason: str) -> None:
         """Store the job's next state, guarded by our lease token, then release it."""
@@ -327,7 +327,7 @@ class Finisher:
             engine.hot.release(job.queue, inflight.lease, signal, now_ms())
         if run:
             self._write_runs([run], [])
-        self.process.stats["retried" if outcome.kind != "interrupted" else "interrupted"] += 1
+        self.process.count("retried" if outcome.kind != "interrupted" else "interrupted")
 
     def _done(self, inflight: Inflight) -> None:
         if inflight.run is not None:
