@@ -43,6 +43,8 @@ class OqronConfig:
     allow_redis_eviction: bool = False
     run_log_limit: int = 200
     run_timeline_limit: int = 100
+    #: The leader runs ANALYZE / VACUUM on the PostgreSQL tables where autovacuum lags.
+    table_upkeep: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -57,7 +59,7 @@ class OqronConfig:
                     "'.', '_' or '-', starting with a letter or digit (it is part of Redis "
                     "keys and row scopes)."
                 )
-        for flag in ("acknowledge_v1_layout", "allow_redis_eviction"):
+        for flag in ("acknowledge_v1_layout", "allow_redis_eviction", "table_upkeep"):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigurationError(f"OQRON {flag} must be True or False, got {getattr(self, flag)!r}.")
         for name in ("database_url", "redis_url"):

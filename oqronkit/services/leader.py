@@ -13,6 +13,7 @@ from ..scheduler import Scheduler
 from .reconciler import Reconciler
 from .rescuer import rescue_expired
 from .retention import prune
+from .upkeep import table_upkeep
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -35,6 +36,7 @@ class Services:
         reconcile_every: float = 5.0,
         sweep_every: float = 5.0,
         retention_every: float = 60.0,
+        upkeep_every: float = 60.0,
         scheduler_every: float = 0.2,
     ) -> None:
         self.engine = engine
@@ -42,11 +44,13 @@ class Services:
         self.lease_ms = lease_ms
         # The scheduler comes first: its slots are time-critical, the other services are not.
         self.intervals = {"scheduler": scheduler_every, "scheduler-recovery": 1.0, "rescue": rescue_every,
-                          "reconcile": reconcile_every, "sweep": sweep_every, "retention": retention_every}
+                          "reconcile": reconcile_every, "sweep": sweep_every, "retention": retention_every,
+                          "upkeep": upkeep_every}
         self.is_leader = False
         self.reconciler = Reconciler(engine)
         self.scheduler = Scheduler(engine, worker_id=worker_id)
         self._last: dict[str, float] = {}
+        self._upkeep: threading.Thread | None = None
 
     def loop(self, stop: threading.Event) -> None:
         while not stop.wait(0.25):
@@ -88,6 +92,9 @@ class Services:
             except Exception:  # a scheduler bug must never stop this loop renewing the lease
                 logger.exception("%s failed", name, extra={"action": "services.scheduler_failed"})
             return
+        if name == "upkeep":
+            self.start_upkeep()
+            return
         queues = self.known_queues()
         if name == "rescue":
             rescue_expired(self.engine, queues)
@@ -99,6 +106,14 @@ class Services:
             sweep_waiting(self.engine.durable, self.engine.hot, queues)
         elif name == "retention":
             prune(self.engine)
+
+    def start_upkeep(self) -> None:
+        """Table upkeep on a thread of its own: a VACUUM of a large table must not hold up
+        the scheduler and the rescuer. One at a time; off with OQRON table_upkeep=False."""
+        if not self.engine.config.table_upkeep or (self._upkeep is not None and self._upkeep.is_alive()):
+            return
+        self._upkeep = threading.Thread(target=table_upkeep, args=(self.engine,), name="oqron-upkeep", daemon=True)
+        self._upkeep.start()
 
     def known_queues(self) -> list[str]:
         """Queues declared here plus every queue any worker recorded as control state."""

@@ -26,6 +26,7 @@ from ..sqlfiles import load_queries, load_sql
 from ..types import Scope
 from .arrays import BigintArray, TextArray
 from .pool import LazyPool
+from .upkeep import table_upkeep
 
 _PACKAGE = "oqronkit.backends.postgres"
 QUERIES = load_queries(_PACKAGE, "sql/hot_queries.sql")
@@ -47,6 +48,9 @@ def channel_for(scope: Scope, queue: str) -> str:
     key = "\0".join((scope.project, scope.environment, queue)).encode()
     return "oqron_" + hashlib.sha1(key).hexdigest()[:24]
 
+
+#: The tables of hot_schema.sql, for table upkeep.
+HOT_TABLES = ("oqron_hot_jobs", "oqron_hot_kv", "oqron_hot_locks", "oqron_hot_counters")
 
 class PostgresHotPlane:
     """Hot plane on PostgreSQL (``postgres`` mode).
@@ -79,6 +83,11 @@ class PostgresHotPlane:
                 # One transaction; the script's advisory lock serialises processes.
                 with conn.transaction():
                     conn.execute(SCHEMA)
+
+    def upkeep(self) -> list[str]:
+        """ANALYZE / VACUUM the hot tables where autovacuum lags (see upkeep.py)."""
+        with self._pool.connection() as conn:
+            return table_upkeep(conn, HOT_TABLES)
 
     def close(self) -> None:
         self._pool.close()
@@ -285,6 +294,7 @@ class PostgresHotPlane:
         with self._pool.connection() as conn:
             cursor = conn.execute(QUERIES[name], params)
             return cursor.fetchall() if cursor.description is not None else []
+
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:

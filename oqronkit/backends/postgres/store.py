@@ -15,6 +15,7 @@ import psycopg
 from psycopg.pq import TransactionStatus
 
 from ...errors import DuplicateRecord
+from ...namespaces import TABLE_NAMES
 from ..matching import fields_match
 from ..types import EncodedRow, ListQuery, Scope, StoredRecord, _Absent
 from .arrays import TextArray
@@ -31,6 +32,7 @@ from .statements import (
     row_columns,
     statement,
 )
+from .upkeep import table_upkeep
 
 #: Rows per statement in put_many / insert_many: big enough that round trips vanish
 #: in the cost, small enough to keep each statement's parameters a few megabytes.
@@ -71,6 +73,11 @@ class PostgresDurableStore:
 
     def close(self) -> None:
         self._pool.close()
+
+    def upkeep(self) -> list[str]:
+        """ANALYZE / VACUUM the three tables where autovacuum lags (see upkeep.py)."""
+        with self._pool.connection() as conn:
+            return table_upkeep(conn, list(TABLE_NAMES.values()))
 
     # -- writes ----------------------------------------------------------------------
 

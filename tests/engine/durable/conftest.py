@@ -48,3 +48,22 @@ def durable(backend_name: str, request: pytest.FixtureRequest, tmp_path, scope_n
         yield plane
     finally:
         plane.close()
+
+
+@pytest.fixture
+def fresh_schema_url() -> Iterator[str]:
+    """A Postgres schema of this test only (no tables yet), dropped afterwards: for
+    tests of schema creation and of per-table counters."""
+    import psycopg
+
+    from tests.services import require_postgres, unique_name, with_search_path
+
+    base = require_postgres()
+    schema = unique_name("oqron_pgspec")
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')  # generated name, not user input
+    try:
+        yield with_search_path(base, schema)
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')

@@ -20,7 +20,6 @@ from oqronkit.backends.memory import MemoryDurableStore
 from oqronkit.backends.postgres import PostgresDurableStore
 from oqronkit.backends.postgres.statements import composed, list_plan
 from oqronkit.backends.types import ListQuery, Scope
-from tests.services import require_postgres, unique_name, with_search_path
 
 # The five example queries of storage-model.md ("Querying from a dashboard"), verbatim.
 # Only the literal project and run id are substituted per test (see `spec_sql`).
@@ -68,20 +67,6 @@ def spec_sql(query: str, project: str, run_id: str | None = None) -> str:
 def fetch(url: str, sql: str) -> list[tuple[Any, ...]]:
     with psycopg.connect(url) as conn:
         return conn.execute(sql).fetchall()
-
-
-@pytest.fixture
-def fresh_schema_url() -> Iterator[str]:
-    """A schema of its own (no tables yet), dropped afterwards."""
-    base = require_postgres()
-    schema = unique_name("oqron_pgspec")
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')  # generated name, not user input
-    try:
-        yield with_search_path(base, schema)
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 @pytest.fixture

@@ -1,0 +1,31 @@
+"""Table upkeep: ANALYZE / VACUUM where autovacuum lags, for the planes that have
+tables (PostgreSQL; see ``oqronkit/backends/postgres/upkeep.py`` for why)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ..errors import OqronError
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+logger = logging.getLogger(__name__)
+
+
+def table_upkeep(engine: Engine) -> list[str]:
+    """Run each plane's upkeep; returns what was done. Errors are logged, not raised:
+    upkeep only helps, and the next round tries again."""
+    done: list[str] = []
+    for plane in (engine.durable.store, engine.hot.plane):
+        upkeep = getattr(plane, "upkeep", None)
+        if upkeep is None:
+            continue
+        try:
+            done += upkeep()
+        except OqronError as exc:
+            logger.warning("table upkeep failed: %s", exc, extra={"action": "upkeep.failed"})
+    if done:
+        logger.info("table upkeep: %s", ", ".join(done), extra={"action": "upkeep.done"})
+    return done
