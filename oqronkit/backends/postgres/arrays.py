@@ -63,6 +63,9 @@ class TextArrayDumper(_ArrayDumper):
             encoded = [s.encode() for s in obj]
         except UnicodeEncodeError as exc:  # a lone surrogate: not text PostgreSQL can store
             raise psycopg.DataError(f"a string is not valid UTF-8 text: {exc}") from exc
+        except AttributeError as exc:  # not a str (an int id, say): bad input, said as such
+            wrong = next((v for v in obj if v is not None and not isinstance(v, str)), None)
+            raise psycopg.DataError(f"a text array element is {wrong!r} ({type(wrong).__name__}), not a str") from exc
         return _header(len(obj), False, TEXT_OID) + b"".join(
             [len(e).to_bytes(4, "big") + e for e in encoded]
         )

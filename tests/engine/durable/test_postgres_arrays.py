@@ -64,6 +64,9 @@ def test_out_of_range_integers_and_lone_surrogates_are_bad_input_not_outages() -
         with pytest.raises(InvalidRecord, match="bigint"):
             with pool.connection() as c:
                 c.execute("SELECT %s::bigint[]", [BigintArray([1, 2**63])])
+        with pytest.raises(InvalidRecord, match=r"element is 7 \(int\), not a str"):
+            with pool.connection() as c:
+                c.execute("SELECT %s::text[]", [TextArray(["ok", 7])])
         with pytest.raises(InvalidRecord, match="UTF-8"):
             with pool.connection() as c:
                 c.execute("SELECT %s::text[]", [TextArray(["ok", "\ud800"])])
