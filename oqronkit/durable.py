@@ -176,8 +176,9 @@ class DurablePlane:
         table = self._namespace_table(namespace)
         if not ids:
             return 0
+        keys = self._lookup_ids(ids)
         with self._timed("durable.delete_many"):
-            return self.store.delete_many(self.scope, table, namespace, list(ids))
+            return self.store.delete_many(self.scope, table, namespace, keys)
 
     # -- reads -----------------------------------------------------------------------
 
@@ -189,8 +190,9 @@ class DurablePlane:
         table = self._namespace_table(namespace)
         if not ids:
             return []
+        keys = self._lookup_ids(ids)
         with self._timed("durable.get_many"):
-            return self.store.get_many(self.scope, table, namespace, list(ids))
+            return self.store.get_many(self.scope, table, namespace, keys)
 
     def scan_statuses(self, namespace: str, statuses: Sequence[str], *, page: int = 1000) -> Iterator[tuple[str, str]]:
         """``(id, status)`` of every record of ``namespace`` whose status is one of
@@ -295,6 +297,16 @@ class DurablePlane:
         if not isinstance(namespace, str) or not namespace or not namespace.strip():
             raise InvalidNamespace(f"A namespace must be a non-empty string, got {namespace!r}.")
         return table_for_kind(classify_namespace(namespace))
+
+    @staticmethod
+    def _lookup_ids(ids: Sequence[Any]) -> list[str]:
+        """The ids of a read or delete as a list, each a string (an empty one just
+        matches nothing); the same error on every backend for anything else."""
+        keys = list(ids)
+        for id in keys:
+            if not isinstance(id, str):
+                raise InvalidNamespace(f"A record id must be a string, got {id!r}.")
+        return keys
 
     @staticmethod
     def _check_id(id: Any) -> None:

@@ -334,6 +334,17 @@ def test_bad_namespace_or_id(durable: DurablePlane, namespace, id):
         durable.put(namespace, id, {})
 
 
+@pytest.mark.parametrize("bad", [5, None, b"a"])
+def test_reads_and_deletes_refuse_ids_that_are_not_strings(durable: DurablePlane, bad):
+    durable.put("queue_job:q", "5", {})
+    with pytest.raises(InvalidNamespace, match="must be a string"):
+        durable.get("queue_job:q", bad)
+    with pytest.raises(InvalidNamespace, match="must be a string"):
+        durable.delete_many("queue_job:q", ["5", bad])
+    assert durable.get("queue_job:q", "5") is not None  # nothing was deleted
+    assert durable.get("queue_job:q", "") is None  # an empty id matches nothing
+
+
 def test_ids_and_namespaces_with_odd_characters(durable: DurablePlane):
     odd = "a'b\"c;--%_\\ é 🎉"
     durable.put(f"queue_job:{odd}", odd, {"k": odd})
