@@ -18,14 +18,16 @@ def table_upkeep(engine: Engine) -> list[str]:
     """Run each plane's upkeep; returns what was done. Errors are logged, not raised:
     upkeep only helps, and the next round tries again."""
     done: list[str] = []
-    for plane in (engine.durable.store, engine.hot.plane):
-        upkeep = getattr(plane, "upkeep", None)
-        if upkeep is None:
-            continue
+    for plane in ("durable", "hot"):
         try:
-            done += upkeep()
+            # Inside the try: opening a plane that is down raises too, and this runs on a
+            # thread of its own, where an escaping error would only print a traceback.
+            backend = engine.durable.store if plane == "durable" else engine.hot.plane
+            upkeep = getattr(backend, "upkeep", None)
+            if upkeep is not None:
+                done += upkeep()
         except OqronError as exc:
-            logger.warning("table upkeep failed: %s", exc, extra={"action": "upkeep.failed"})
+            logger.warning("table upkeep of the %s plane failed: %s", plane, exc, extra={"action": "upkeep.failed"})
     if done:
         logger.info("table upkeep: %s", ", ".join(done), extra={"action": "upkeep.done"})
     return done

@@ -52,6 +52,7 @@ def channel_for(scope: Scope, queue: str) -> str:
 #: The tables of hot_schema.sql, for table upkeep.
 HOT_TABLES = ("oqron_hot_jobs", "oqron_hot_kv", "oqron_hot_locks", "oqron_hot_counters")
 
+
 class PostgresHotPlane:
     """Hot plane on PostgreSQL (``postgres`` mode).
 
@@ -294,7 +295,6 @@ class PostgresHotPlane:
         with self._pool.connection() as conn:
             cursor = conn.execute(QUERIES[name], params)
             return cursor.fetchall() if cursor.description is not None else []
-
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
