@@ -38,6 +38,9 @@ class RecordWrite:
     id: str
     value: dict[str, Any]
     expires_at: int | None = None
+    # A hint that no row holds this key yet (a run written for the first time): a store
+    # may insert it without conflict arbitration. A wrong hint costs a retry, not data.
+    new: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,19 +280,21 @@ class DurablePlane:
 
     def _encode_all(self, writes: Iterable[RecordWrite]) -> list[EncodedRow]:
         at = now_ms()
-        rows = [self._encode(w.namespace, w.id, w.value, w.expires_at, at) for w in writes]
+        rows = [self._encode(w.namespace, w.id, w.value, w.expires_at, at, w.new) for w in writes]
         keys = {(r.namespace, r.id) for r in rows}
         if len(keys) != len(rows):
             raise InvalidRecord("A batch names the same (namespace, id) twice; write it once.")
         return rows
 
-    def _encode(self, namespace: str, id: str, value: Any, expires_at: int | None, at: int) -> EncodedRow:
+    def _encode(
+        self, namespace: str, id: str, value: Any, expires_at: int | None, at: int, new: bool = False
+    ) -> EncodedRow:
         table = self._table(namespace, id)
         if expires_at is not None and (not isinstance(expires_at, int) or isinstance(expires_at, bool)):
             raise InvalidRecord("expires_at must be integer epoch milliseconds or None.")
         kind = classify_namespace(namespace)
         text = encode_value(value, limit=self.max_record_bytes, what=f"{namespace}/{id}")
-        return EncodedRow(namespace, id, kind, table, text, at, expires_at)
+        return EncodedRow(namespace, id, kind, table, text, at, expires_at, new)
 
     @staticmethod
     def _namespace_table(namespace: Any) -> TableKey:

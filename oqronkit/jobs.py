@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from .codec import jsonb_key_order
+
 JobStatus = Literal["waiting", "delayed", "active", "waiting-dependencies", "blocked", "dead"]
 ParentFailure = Literal["block", "cascade-fail", "ignore"]
 PARENT_FAILURE_POLICIES = ("block", "cascade-fail", "ignore")
@@ -88,7 +90,9 @@ class Job:
         del self.errors[:-MAX_ERRORS_KEPT]
 
 
-_KEYS: tuple[tuple[str, str], ...] = tuple((f.name, _CAMEL.get(f.name, f.name)) for f in fields(Job))
+# In jsonb's storage order (codec.jsonb_key_order), so Postgres need not sort them.
+_KEYS: tuple[tuple[str, str], ...] = tuple(sorted(
+    ((f.name, _CAMEL.get(f.name, f.name)) for f in fields(Job)), key=lambda pair: jsonb_key_order(pair[1])))
 _NAME_FOR_KEY: dict[str, str] = {key: name for name, key in _KEYS}
 
 _VOLATILE = [

@@ -28,6 +28,7 @@ class EncodedRow:
     value_json: str
     inserted_at: int
     expires_at: int | None
+    new: bool = False  # RecordWrite.new: believed absent, still overwritten if present
 
 
 @dataclass(frozen=True, slots=True)

@@ -130,7 +130,9 @@ class Finisher:
             self._dirty.clear()
         writes = list(self._pending_runs)
         if self.process.record_runs:
-            writes += [RecordWrite("runs", i.run["id"], i.run_snapshot()) for i in dirty]
+            for inflight in dirty:
+                inflight.run_stored = True
+                writes.append(RecordWrite("runs", inflight.run["id"], inflight.run_snapshot()))
         if writes or self._pending_deletes or self._pending_jobs:
             self._write_runs(writes, [])
 
@@ -229,7 +231,7 @@ class Finisher:
             return None
         ttl = inflight.queue.completed_run_ttl_ms if status == "completed" else None
         return RecordWrite("runs", inflight.run["id"], inflight.run_snapshot(),
-                           now_ms() + ttl if ttl is not None else None)
+                           now_ms() + ttl if ttl is not None else None, new=not inflight.run_stored)
 
     def _settle_completed(self, outcomes: list[Outcome]) -> None:
         engine = self.process.engine

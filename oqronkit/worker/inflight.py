@@ -29,6 +29,7 @@ class Inflight:
     lease_lost: bool = False
     overlay_dirty: bool = False
     overlay_published: bool = False
+    run_stored: bool = False  # its run was sent to the durable plane while it ran
     _settled: bool = False
     _loop: Any = None
     _task: Any = None

@@ -92,10 +92,16 @@ class PostgresDurableStore:
         doomed: dict[tuple[str, str], list[str]] = {}
         for table, namespace, id in deletes:
             doomed.setdefault((table, namespace), []).append(id)
-        with self._pool.connection() as conn, _batch(conn, _statements(puts) + len(doomed)):
-            _upsert(conn, scope, puts)
-            for (table, namespace), ids in sorted(doomed.items()):
-                conn.execute(statement("delete_many", table), _keys(scope, namespace, ids=TextArray(sorted(set(ids)))))
+        with self._pool.connection() as conn:
+            try:
+                _apply(conn, scope, _writes(puts, trust_new=True), doomed)
+            except psycopg.errors.UniqueViolation:
+                # A row hinted new was there already (a run stored before, by a flush
+                # while it ran or a write whose outcome was lost): write the rolled-back
+                # batch again, every row an upsert.
+                if conn.info.transaction_status != TransactionStatus.IDLE:
+                    conn.rollback()
+                _apply(conn, scope, _writes(puts, trust_new=False), doomed)
 
     def insert_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> set[tuple[str, str]]:
         inserted: set[tuple[str, str]] = set()
@@ -211,6 +217,28 @@ def _upsert(conn: psycopg.Connection[Any], scope: Scope, rows: Sequence[EncodedR
         query = statement("upsert_rows", table)
         for start in range(0, len(group), CHUNK_ROWS):
             conn.execute(query, row_columns(scope, group[start:start + CHUNK_ROWS]))
+
+
+def _writes(rows: Sequence[EncodedRow], *, trust_new: bool) -> list[tuple[str, str, list[EncodedRow]]]:
+    """The statements writing ``rows``: (query name, table, chunk of rows); with
+    ``trust_new`` the rows hinted new are plain inserts, the others upserts."""
+    out = []
+    for table, group in _by_table(rows):
+        fresh = [r for r in group if r.new] if trust_new else []
+        rest = [r for r in group if not r.new] if fresh else group
+        for query, part in (("insert_fresh_rows", fresh), ("upsert_rows", rest)):
+            out += [(query, table, part[start:start + CHUNK_ROWS]) for start in range(0, len(part), CHUNK_ROWS)]
+    return out
+
+
+def _apply(conn: psycopg.Connection[Any], scope: Scope, writes: list[tuple[str, str, list[EncodedRow]]],
+           doomed: dict[tuple[str, str], list[str]]) -> None:
+    """Writes first, then deletes (as memory does), in one transaction and round trip."""
+    with _batch(conn, len(writes) + len(doomed)):
+        for query, table, chunk in writes:
+            conn.execute(statement(query, table), row_columns(scope, chunk))
+        for (table, namespace), ids in sorted(doomed.items()):
+            conn.execute(statement("delete_many", table), _keys(scope, namespace, ids=TextArray(sorted(set(ids)))))
 
 
 def _by_table(rows: Sequence[EncodedRow]) -> list[tuple[str, list[EncodedRow]]]:

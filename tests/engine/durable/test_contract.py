@@ -365,6 +365,28 @@ def test_apply_moves_atomically(durable: DurablePlane):
     assert durable.get("queue_job:q", "j2") is not None
 
 
+def test_apply_writes_rows_hinted_new_and_overwrites_them_when_the_hint_is_wrong(durable: DurablePlane):
+    # RecordWrite.new lets a store skip conflict arbitration; a key that turns out to be
+    # taken must still end like a put: value replaced, inserted_at kept, the rest of the
+    # batch (other rows, deletes) written with it.
+    durable.put("runs", "r1", run(1, status="running"))
+    first = durable.get("runs", "r1")
+    durable.put("queue_job:q", "j1", {"status": "active"})
+    durable.apply(puts=[RecordWrite("runs", "r2", run(2), new=True)], deletes=[])
+    assert durable.get("runs", "r2").value == run(2)
+    durable.apply(
+        puts=[RecordWrite("runs", "r1", run(1, status="completed"), new=True),
+              RecordWrite("runs", "r3", run(3), new=True), RecordWrite("runs", "r4", run(4))],
+        deletes=[("queue_job:q", "j1")],
+    )
+    again = durable.get("runs", "r1")
+    assert again.value["status"] == "completed" and again.inserted_at == first.inserted_at
+    assert durable.get("runs", "r3").value == run(3) and durable.get("runs", "r4").value == run(4)
+    assert durable.get("queue_job:q", "j1") is None
+    durable.apply(puts=[RecordWrite("runs", "r2", run(2, status="failed"), new=True)], deletes=[])
+    assert durable.get("runs", "r2").value["status"] == "failed"
+
+
 def test_apply_with_bad_value_changes_nothing(durable: DurablePlane):
     durable.put("queue_job:q", "j1", {"status": "active"})
     with pytest.raises(InvalidRecord):

@@ -367,3 +367,30 @@ def test_list_matches_memory_backend(production: DurablePlane):
     ]
     for kwargs in cases:
         assert pages(production, **kwargs) == pages(memory, **kwargs), kwargs
+
+
+def test_rows_hinted_new_are_plain_inserts_and_a_wrong_hint_writes_the_batch_again(
+    production: DurablePlane, monkeypatch: pytest.MonkeyPatch
+):
+    from oqronkit.backends.postgres import store as store_module
+
+    calls: list[list[str]] = []
+    real_apply = store_module._apply
+
+    def spy(conn: Any, scope: Any, writes: Any, doomed: Any) -> None:
+        calls.append([query for query, _, _ in writes])
+        real_apply(conn, scope, writes, doomed)
+
+    monkeypatch.setattr(store_module, "_apply", spy)
+    production.put("queue_job:q", "j1", {"status": "active"})
+    production.apply(puts=[RecordWrite("runs", "r1", {"status": "running", "startedAt": 1}, new=True)],
+                     deletes=[("queue_job:q", "j1")])
+    assert calls == [["insert_fresh_rows"]]
+    calls.clear()
+    production.put("queue_job:q", "j2", {"status": "active"})
+    production.apply(puts=[RecordWrite("runs", "r1", {"status": "completed", "startedAt": 1}, new=True),
+                           RecordWrite("runs", "r2", {"status": "completed", "startedAt": 2}, new=True)],
+                     deletes=[("queue_job:q", "j2")])
+    assert calls == [["insert_fresh_rows"], ["upsert_rows"]]  # r1 was taken: all again as upserts
+    assert production.get("runs", "r1").value["status"] == "completed"
+    assert production.get("runs", "r2") is not None and production.get("queue_job:q", "j2") is None

@@ -32,6 +32,17 @@ FROM unnest(%(namespaces)b::text[], %(kinds)b::text[], %(ids)b::text[], %(values
 ON CONFLICT (project, environment, namespace, id) DO UPDATE
 SET value = EXCLUDED.value, record_kind = EXCLUDED.record_kind, expires_at = EXCLUDED.expires_at;
 
+-- name: insert_fresh_rows
+-- apply, for rows hinted new (RecordWrite.new: a run written for the first time): the
+-- upsert above without its conflict arbitration, which costs each row an extra probe
+-- of the primary key (~4 of ~48 us of server CPU per run row, measured). A taken key
+-- fails the statement, and apply writes the whole batch again with upsert_rows.
+INSERT INTO {table} (project, environment, namespace, record_kind, id, value, inserted_at, expires_at)
+SELECT %(project)s, %(environment)s, r.namespace, r.record_kind, r.id, r.value::jsonb, r.inserted_at, r.expires_at
+FROM unnest(%(namespaces)b::text[], %(kinds)b::text[], %(ids)b::text[], %(values)b::text[],
+            %(inserted)b::bigint[], %(expires)b::bigint[])
+     AS r(namespace, record_kind, id, value, inserted_at, expires_at);
+
 -- name: insert_rows
 -- insert_many (and compare_and_set against ABSENT): rows whose key is taken are left
 -- alone; RETURNING names the rows this statement inserted, race-free.
