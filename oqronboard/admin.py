@@ -62,7 +62,7 @@ class KindFilter(admin.SimpleListFilter):
         return [(kind, kind) for kind in model_admin.record_kinds]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        return queryset.filter(record_kind=self.value()) if self.value() else queryset
+        return queryset.of_kind(self.value()) if self.value() else queryset
 
 
 class NamespaceFilter(admin.SimpleListFilter):

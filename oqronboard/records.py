@@ -15,6 +15,7 @@ from django.db import models
 from django.db.models import Q
 
 from oqronkit import OqronError
+from oqronkit.namespaces import sole_namespace_of_kind
 
 _ADVICE = (
     "OqronBoard's {what} rows belong to the engine: read them with the ORM, change them "
@@ -48,7 +49,10 @@ class DurableRecordQuerySet(models.QuerySet):
 
     def of_kind(self, *kinds: str) -> DurableRecordQuerySet:
         """Rows stamped with any of ``kinds`` (``"job"``, ``"dlq"``, ``"run"``...)."""
-        return self.filter(record_kind__in=kinds)
+        qs = self.filter(record_kind__in=kinds)
+        namespace = sole_namespace_of_kind(kinds[0]) if len(kinds) == 1 else None
+        # Runs are left out of oqron_runs' kind index; their one namespace is indexed.
+        return qs.filter(namespace=namespace) if namespace is not None else qs
 
     def live(self, at_ms: int | None = None) -> DurableRecordQuerySet:
         """Rows not yet expired at ``at_ms`` (default: now); pruning may lag behind."""

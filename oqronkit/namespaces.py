@@ -79,3 +79,16 @@ def table_for_kind(kind: str) -> TableKey:
 def table_name_for_namespace(namespace: str) -> str:
     """The SQL table name (``oqron_jobs`` ...) that stores rows of ``namespace``."""
     return TABLE_NAMES[table_for_kind(classify_namespace(namespace))]
+
+
+def sole_namespace_of_kind(kind: str) -> str | None:
+    """The one namespace that holds ``kind`` (``"run"`` -> ``"runs"``), or None when the
+    kind spans several (families, or ``record``). A kind filter can then name the
+    namespace too, which the primary key serves: oqron_runs' kind index leaves runs out."""
+    return _SOLE_NAMESPACE.get(kind)
+
+
+_SOLE_NAMESPACE: Final[dict[str, str]] = {
+    kind: namespace for namespace, kind in _EXACT.items()
+    if list(_EXACT.values()).count(kind) == 1 and kind not in _FAMILIES.values() and kind != "record"
+}

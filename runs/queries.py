@@ -3,7 +3,8 @@
 A list is always bounded by a time window on ``startedAt`` (default: the last 24 h)
 and sorted newest first on ``(startedAt, id)``, the trailing columns of every run
 index; a filter on status, name, module, worker or job picks the index whose leading
-expression it pins. Pages are keyset pages: the cursor is the last row's
+expression it pins (for the status and module values those indexes leave out, the
+startedAt index with a filter). Pages are keyset pages: the cursor is the last row's
 ``(startedAt, id)``.
 """
 
@@ -25,6 +26,10 @@ from .models import RunRecord
 
 RUN_NAMESPACE = "runs"
 PAGE_SIZE = 50
+# The dominant values oqron_runs' partial status and module indexes leave out
+# (oqronkit/backends/postgres/sql/schema.sql).
+UNINDEXED_STATUSES = ("completed",)
+UNINDEXED_MODULES = ("queue", "worker")
 
 
 def list_fields() -> dict[str, JsonText]:
@@ -60,14 +65,16 @@ def runs_of(scope: BoardScope) -> QuerySet[RunRecord]:
 def run_list(scope: BoardScope, filters: RunFilters, *, limit: int = PAGE_SIZE) -> tuple[list[dict], str | None]:
     """One page of runs, newest first, and the next page's cursor (None at the end)."""
     qs = runs_of(scope)
-    indexed = False
-    for key, value in (("status", filters.status), ("name", filters.name), ("module", filters.module),
-                       ("workerId", filters.worker), ("jobId", filters.job)):
+    fields = (("status", filters.status), ("name", filters.name), ("module", filters.module),
+              ("workerId", filters.worker), ("jobId", filters.job))
+    for key, value in fields:
         if value:
             qs = qs.alias(**{f"f_{key}": JsonText(key)}).filter(**{f"f_{key}": value})
-            indexed = True
-    if not indexed:
-        # The unfiltered list walks (project, environment, namespace, startedAt, id).
+    if not any(value for _, value in fields) or filters.status in UNINDEXED_STATUSES \
+            or filters.module in UNINDEXED_MODULES:
+        # Unfiltered, or on a value Postgres's partial status / module indexes leave
+        # out: walk (project, environment, namespace, startedAt, id), which the planner
+        # may still trade for another filter's index.
         qs = qs.filter(namespace=RUN_NAMESPACE)
     qs = qs.alias(started=RunStarted()).filter(started__gte=filters.since)
     if filters.until is not None:

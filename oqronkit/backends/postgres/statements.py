@@ -12,7 +12,7 @@ from typing import Any
 from psycopg import sql
 
 from ...errors import InvalidNamespace
-from ...namespaces import TABLE_NAMES
+from ...namespaces import TABLE_NAMES, sole_namespace_of_kind
 from ..sqlfiles import load_queries, load_sql
 from ..types import EncodedRow, ListQuery, Scope
 from .arrays import BigintArray, TextArray
@@ -20,9 +20,11 @@ from .arrays import BigintArray, TextArray
 _PACKAGE = "oqronkit.backends.postgres"
 QUERIES = load_queries(_PACKAGE, "sql/queries.sql")
 SCHEMA = load_sql(_PACKAGE, "sql/schema.sql")
-#: Every relation schema.sql creates; ensure_schema skips the script (and its locks)
-#: when all of them already resolve, which is the common case on every start.
-SCHEMA_OBJECTS: tuple[str, ...] = tuple(re.findall(r"IF NOT EXISTS\s+(\w+)", SCHEMA))
+#: Every relation schema.sql creates, and every statistics object (not a relation, so
+#: looked up apart); ensure_schema skips the script (and its locks) when all of them
+#: already resolve, which is the common case on every start.
+SCHEMA_OBJECTS: tuple[str, ...] = tuple(re.findall(r"(?:TABLE|INDEX) IF NOT EXISTS\s+(\w+)", SCHEMA))
+SCHEMA_STATISTICS: tuple[str, ...] = tuple(re.findall(r"STATISTICS IF NOT EXISTS\s+(\w+)", SCHEMA))
 RETIRED_OBJECTS: tuple[str, ...] = tuple(re.findall(r"DROP INDEX IF EXISTS\s+(\w+)", SCHEMA))
 
 
@@ -86,8 +88,9 @@ def list_plan(scope: Scope, query: ListQuery) -> tuple[tuple[str, ...], dict[str
     params: dict[str, Any] = {
         "project": scope.project, "environment": scope.environment, "limit": query.limit,
     }
+    namespace = _namespace_for(query.namespace, query.kind)
     for field in ("namespace", "kind", "status", "name", "module"):
-        value = getattr(query, field)
+        value = namespace if field == "namespace" else getattr(query, field)
         if value is not None:
             parts.append(f"where_{field}")
             params[field] = value
@@ -108,6 +111,12 @@ def list_plan(scope: Scope, query: ListQuery) -> tuple[tuple[str, ...], dict[str
     return tuple(parts), params
 
 
+def _namespace_for(namespace: str | None, kind: str | None) -> str | None:
+    """The namespace to filter on: a kind held by one namespace names it (runs are left
+    out of oqron_runs' kind index, and their namespace is indexed)."""
+    return namespace if namespace is not None or kind is None else sole_namespace_of_kind(kind)
+
+
 def _numeric(value: int | float) -> Decimal:
     # A float bound as float8 would be compared as float8 (missing the numeric index)
     # or cast to numeric with 15 digits; its shortest repr converts exactly, like the
@@ -119,6 +128,7 @@ def count_plan(scope: Scope, namespace: str | None, kind: str | None) -> tuple[t
     """The fragments and parameters of a count over one namespace and/or kind."""
     parts = ["count_rows"]
     params: dict[str, Any] = {"project": scope.project, "environment": scope.environment}
+    namespace = _namespace_for(namespace, kind)
     if namespace is not None:
         parts.append("where_namespace")
         params["namespace"] = namespace

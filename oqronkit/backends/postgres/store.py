@@ -25,6 +25,7 @@ from .statements import (
     RETIRED_OBJECTS,
     SCHEMA,
     SCHEMA_OBJECTS,
+    SCHEMA_STATISTICS,
     composed,
     count_plan,
     kind_statement,
@@ -61,6 +62,7 @@ class PostgresDurableStore:
     def ensure_schema(self) -> None:
         with self._pool.connection() as conn:
             drift = conn.execute(QUERIES["schema_drift"], {"names": list(SCHEMA_OBJECTS),
+                                                           "statistics": list(SCHEMA_STATISTICS),
                                                            "retired": list(RETIRED_OBJECTS)}).fetchall()
             if drift:
                 # One transaction; the script's advisory lock serialises processes.

@@ -50,8 +50,8 @@ ORDER BY (value->>'publishedAt')::numeric DESC
 LIMIT 50;"""
 
 OUR_INDEXES = {
-    "oqron_runs_status_started_idx", "oqron_runs_name_started_idx", "oqron_runs_module_started_idx",
-    "oqron_runs_namespace_started_idx", "oqron_runs_message_published_idx", "oqron_runs_kind_idx",
+    "oqron_runs_other_status_started_idx", "oqron_runs_name_started_idx", "oqron_runs_other_module_started_idx",
+    "oqron_runs_namespace_started_idx", "oqron_runs_message_published_idx", "oqron_runs_other_kind_idx",
 }
 
 
@@ -189,6 +189,20 @@ def test_failed_runs_query_is_served_by_an_index_at_scale(fresh_schema_url: str,
                                started_from=1_700_000_100_000, started_to=1_700_000_200_000)
             parts, params = list_plan(Scope(project, "production"), window)
             assert_index_served(explain(conn, composed("runs", parts), params))
+            # The planner's own choice (sequential scans allowed): the dominant values
+            # the partial status / module indexes leave out walk the startedAt index
+            # newest first.
+            for field, value in (("status", "completed"), ("module", "queue"), ("status", "failed"),
+                                 ("module", "cron")):
+                query = ListQuery(table="runs", namespace="runs", order="started", descending=True, limit=51,
+                                  started_from=1_700_000_000_000, **{field: value})
+                parts, params = list_plan(Scope(project, "production"), query)
+                plan = explain(conn, composed("runs", parts), params)
+                assert_index_served(plan)
+                used = {n.get("Index Name") for n in plan_nodes(plan)}
+                expected = ("oqron_runs_namespace_started_idx" if value in ("completed", "queue")
+                            else f"oqron_runs_other_{field}_started_idx")
+                assert expected in used, (field, value, plan)
         page = plane.list("runs", status="failed", order="started", descending=True, limit=50)
         assert len(page.records) == 50 and all(r.value["status"] == "failed" for r in page.records)
     finally:
@@ -208,12 +222,25 @@ def test_ensure_schema_drops_retired_indexes_of_an_older_schema(fresh_schema_url
                          "(value->>'status'))")
             conn.execute("CREATE INDEX oqron_jobs_kind_idx ON oqron_jobs "
                          "(project, environment, record_kind, namespace)")
+            # The full run indexes that the partial oqron_runs_other_* ones replaced.
+            conn.execute("CREATE INDEX oqron_runs_kind_idx ON oqron_runs "
+                         "(project, environment, record_kind, namespace)")
+            for field in ("status", "module"):
+                conn.execute(f"CREATE INDEX oqron_runs_{field}_started_idx ON oqron_runs "
+                             f"(project, environment, (value->>'{field}'), ((value->>'startedAt')::numeric))")
+            conn.execute("DROP STATISTICS oqron_runs_status_module_stats")
         store.ensure_schema()
         with psycopg.connect(fresh_schema_url, autocommit=True) as conn:
             names = {r[0] for r in conn.execute(
-                "SELECT indexname FROM pg_indexes WHERE tablename = 'oqron_jobs' AND schemaname = current_schema()")}
-        assert "oqron_jobs_status_idx" not in names and "oqron_jobs_kind_idx" not in names
-        assert {"oqron_jobs_dead_kind_idx", "oqron_jobs_status_created_idx"} <= names
+                "SELECT indexname FROM pg_indexes WHERE tablename IN ('oqron_jobs', 'oqron_runs') "
+                "AND schemaname = current_schema()")}
+            statistics = {r[0] for r in conn.execute(
+                "SELECT stxname FROM pg_statistic_ext WHERE stxnamespace = current_schema()::regnamespace")}
+        assert not {"oqron_jobs_status_idx", "oqron_jobs_kind_idx", "oqron_runs_kind_idx",
+                    "oqron_runs_status_started_idx", "oqron_runs_module_started_idx"} & names
+        assert {"oqron_jobs_dead_kind_idx", "oqron_jobs_status_created_idx", "oqron_runs_other_kind_idx",
+                "oqron_runs_other_status_started_idx", "oqron_runs_other_module_started_idx"} <= names
+        assert statistics == {"oqron_runs_status_module_stats"}
     finally:
         store.close()
 

@@ -13,7 +13,11 @@
 -- The schema's objects that do not resolve on the search_path, and retired ones that still do.
 SELECT name FROM unnest(%(names)s::text[]) AS t(name) WHERE to_regclass(name) IS NULL
 UNION ALL
-SELECT name FROM unnest(%(retired)s::text[]) AS t(name) WHERE to_regclass(name) IS NOT NULL;
+SELECT name FROM unnest(%(retired)s::text[]) AS t(name) WHERE to_regclass(name) IS NOT NULL
+UNION ALL
+SELECT name FROM unnest(%(statistics)s::text[]) AS t(name)
+WHERE NOT EXISTS (SELECT 1 FROM pg_statistic_ext s JOIN pg_namespace n ON n.oid = s.stxnamespace
+                  WHERE s.stxname = t.name AND n.nspname = current_schema());
 
 -- name: has_table
 SELECT to_regclass(%(name)s) IS NOT NULL;
