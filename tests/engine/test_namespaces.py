@@ -15,6 +15,7 @@ from oqronkit import (
     table_for_kind,
     table_name_for_namespace,
 )
+from oqronkit.namespaces import sole_namespace_of_kind
 
 # Every row of the spec's table, one namespace (or family member) per case.
 SPEC_ROWS = [
@@ -137,3 +138,15 @@ def test_table_names():
 )
 def test_table_name_for_namespace(namespace, table):
     assert table_name_for_namespace(namespace) == table
+
+
+@pytest.mark.parametrize("kind", RECORD_KINDS)
+def test_sole_namespace_of_kind_names_the_only_namespace_a_kind_can_have(kind):
+    # A kind filter may add this namespace (an index serves it): it must never drop a row.
+    namespace = sole_namespace_of_kind(kind)
+    expected = {"run": "runs", "state": "webhook_cb"}.get(kind)
+    assert namespace == expected
+    if namespace is not None:
+        assert classify_namespace(namespace) == kind
+        others = [ns for ns, _ in SPEC_ROWS] + ["x", "x:y", "runs:x", "webhook_cb:x"]
+        assert all(classify_namespace(other) != kind or other == namespace for other in others)
