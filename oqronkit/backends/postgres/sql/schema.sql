@@ -69,8 +69,8 @@ CREATE INDEX IF NOT EXISTS oqron_records_kind_idx ON oqron_records (project, env
 CREATE INDEX IF NOT EXISTS oqron_jobs_dead_kind_idx ON oqron_jobs (project, environment, namespace)
     WHERE record_kind = 'dlq';
 -- oqron_runs: every run row is kind 'run' in namespace 'runs' (the classifier), which the
--- primary key and the startedAt index already serve; only messages and module logs,
--- the table's other kinds, are listed by kind here.
+-- primary key and the startedAt index already serve; only retained messages, the
+-- table's other kind, are listed by kind here.
 CREATE INDEX IF NOT EXISTS oqron_runs_other_kind_idx ON oqron_runs (project, environment, record_kind, namespace)
     WHERE record_kind <> 'run';
 
