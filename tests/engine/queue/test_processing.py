@@ -182,6 +182,44 @@ def test_progress_and_logs_reach_the_run_and_stay_bounded(engine: Engine):
     assert run["logs"][-1]["msg"] == "line 299" and run["logs"][0]["level"] == "info"
 
 
+def test_a_run_written_while_running_is_completed_in_place(engine: Engine, mode: str,
+                                                          monkeypatch: pytest.MonkeyPatch):
+    # The finisher writes a busy run behind (progress, logs) while it runs; its final
+    # write must then replace that row as an upsert, not try the first-write INSERT
+    # (on Postgres a wrong guess is caught, but costs the batch a second round).
+    retried = []
+    if mode in ("postgres", "redis-postgres"):
+        from oqronkit.backends.postgres import store as store_module
+
+        real_writes = store_module._writes
+
+        def spy(rows, *, trust_new):
+            if not trust_new:
+                retried.append(len(rows))
+            return real_writes(rows, trust_new=trust_new)
+
+        monkeypatch.setattr(store_module, "_writes", spy)
+    release = threading.Event()
+    q = engine.queue("long")
+
+    @q.handler
+    def long(ctx):
+        ctx.progress(30, "started")
+        release.wait(10)
+        return "done"
+
+    job = q.add({})
+    with running(engine):
+        wait_until(lambda: runs_of(engine, job.id) and runs_of(engine, job.id)[0]["progressPercent"] == 30)
+        assert runs_of(engine, job.id)[0]["status"] == "running"
+        release.set()
+        wait_until(lambda: runs_of(engine, job.id)[0]["status"] == "completed")
+    runs = runs_of(engine, job.id)
+    assert len(runs) == 1 and runs[0]["output"] == "done" and runs[0]["progressPercent"] == 100
+    assert engine.durable.get(f"queue_job:{q.name}", job.id) is None
+    assert retried == []
+
+
 def test_live_overlay_shows_progress_while_running(engine: Engine):
     release = threading.Event()
 
