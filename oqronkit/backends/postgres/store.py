@@ -84,8 +84,7 @@ class PostgresDurableStore:
     # -- writes ----------------------------------------------------------------------
 
     def put_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> None:
-        with self._pool.connection() as conn, _batch(conn, _statements(rows)):
-            _upsert(conn, scope, rows)
+        self.apply(scope, rows, ())
 
     def apply(
         self, scope: Scope, puts: Sequence[EncodedRow], deletes: Sequence[tuple[str, str, str]]
@@ -214,13 +213,6 @@ class PostgresDurableStore:
             return conn.execute(statement("prune_older_than", table), params).rowcount
 
 
-def _upsert(conn: psycopg.Connection[Any], scope: Scope, rows: Sequence[EncodedRow]) -> None:
-    for table, group in _by_table(rows):
-        query = statement("upsert_rows", table)
-        for start in range(0, len(group), CHUNK_ROWS):
-            conn.execute(query, row_columns(scope, group[start:start + CHUNK_ROWS]))
-
-
 def _writes(rows: Sequence[EncodedRow], *, trust_new: bool) -> list[tuple[str, str, list[EncodedRow]]]:
     """The statements writing ``rows``: (query name, table, chunk of rows); with
     ``trust_new`` the rows hinted new are plain inserts, the others upserts."""
@@ -255,7 +247,7 @@ def _by_table(rows: Sequence[EncodedRow]) -> list[tuple[str, list[EncodedRow]]]:
 
 
 def _statements(rows: Sequence[EncodedRow]) -> int:
-    """How many statements _upsert / insert_many run for ``rows``."""
+    """How many statements insert_many runs for ``rows``."""
     per_table: dict[str, int] = {}
     for row in rows:
         per_table[row.table] = per_table.get(row.table, 0) + 1

@@ -410,11 +410,13 @@ def test_rows_hinted_new_are_plain_inserts_and_a_wrong_hint_writes_the_batch_aga
 
     monkeypatch.setattr(store_module, "_apply", spy)
     production.put("queue_job:q", "j1", {"status": "active"})
+    calls.clear()  # put_many goes through the same path
     production.apply(puts=[RecordWrite("runs", "r1", {"status": "running", "startedAt": 1}, new=True)],
                      deletes=[("queue_job:q", "j1")])
     assert calls == [["insert_fresh_rows"]]
     calls.clear()
     production.put("queue_job:q", "j2", {"status": "active"})
+    calls.clear()
     production.apply(puts=[RecordWrite("runs", "r1", {"status": "completed", "startedAt": 1}, new=True),
                            RecordWrite("runs", "r2", {"status": "completed", "startedAt": 2}, new=True)],
                      deletes=[("queue_job:q", "j2")])
