@@ -141,3 +141,55 @@ def test_the_leader_runs_upkeep_on_its_own_thread_unless_turned_off(schema_url: 
 def test_table_upkeep_must_be_a_boolean() -> None:
     with pytest.raises(ConfigurationError, match="table_upkeep"):
         OqronConfig(mode="memory", database_url=None, table_upkeep="no")  # type: ignore[arg-type]
+
+
+
+def explain(url: str, query: str | bytes, params: dict[str, Any]) -> str:
+    text = query if isinstance(query, bytes) else query.encode()
+    with psycopg.connect(url, autocommit=True) as conn:
+        return "\n".join(r[0] for r in conn.execute(b"EXPLAIN " + text, params))
+
+
+def index_condition(plan: str) -> str:
+    return plan.split("Index Cond:")[1].splitlines()[0] if "Index Cond:" in plan else ""
+
+
+def test_batch_lookups_probe_the_primary_key_before_statistics_know_the_queue(schema_url: str) -> None:
+    """The worker's batch reads and deletes of jobs (and the hot plane's batch statements)
+    stay primary-key probes when the statistics have never seen the project or queue:
+    a burst into a new queue must not make every batch walk the whole queue."""
+    from oqronkit.backends.postgres.hot import QUERIES as HOT_QUERIES
+    from oqronkit.backends.postgres.statements import statement
+
+    def fill(project: str, queue: str, count: int) -> None:
+        plane = DurablePlane(PostgresDurableStore(schema_url), project=project, environment="test")
+        plane.start()
+        plane.insert_new_json(f"queue_job:{queue}", ((f"job-{i}", '{"status":"waiting","createdAt":1}')
+                                                     for i in range(count)))
+        plane.close()
+        hot = PostgresHotPlane(schema_url)
+        hot.ensure_ready()
+        try:
+            hot.signal(Scope(project, "test"), queue, [Signal(f"job-{i}", 0, None, False) for i in range(count)], 1)
+        finally:
+            hot.close()
+
+    fill("p-old", "reports", 2_000)
+    with psycopg.connect(schema_url, autocommit=True) as conn:
+        for table in ("oqron_jobs", "oqron_hot_jobs"):  # statistics of the old project only
+            conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+            conn.execute(f"ANALYZE {table}")
+    fill("p-new", "emails", 20_000)
+    ids = [f"job-{i}" for i in range(100, 140)]
+    # The trap is real: the same lookup with its values in plain sight filters the queue.
+    plain = explain(schema_url, "SELECT id FROM oqron_jobs WHERE project = 'p-new' AND environment = 'test' "
+                                "AND namespace = 'queue_job:emails' AND id = ANY(%(ids)s::text[])", {"ids": ids})
+    assert "id = ANY" not in index_condition(plain), plain
+    keys = {"project": "p-new", "environment": "test", "namespace": "queue_job:emails", "ids": ids}
+    for name in ("get_many", "delete_many"):
+        plan = explain(schema_url, statement(name, "jobs"), keys)
+        assert "oqron_jobs_pkey" in plan and "id = ANY" in index_condition(plan), plan
+    hot_keys = {"project": "p-new", "environment": "test", "queue": "emails", "ids": ids}
+    for name in ("present", "remove"):
+        plan = explain(schema_url, HOT_QUERIES[name].encode(), hot_keys)
+        assert "oqron_hot_jobs_pkey" in plan and "job_id = ANY" in index_condition(plan), plan

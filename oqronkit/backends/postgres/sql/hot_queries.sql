@@ -8,6 +8,10 @@
 --
 -- Note: psycopg scans the whole text for placeholders, comments included, so comments
 -- here never contain a percent sign.
+--
+-- Batch lookups by key (= ANY) pass the key's leading values as (SELECT value), as the
+-- durable store's queries.sql explains: so the planner never answers them by walking a
+-- whole queue it wrongly believes to hold one row.
 
 -- name: missing_objects
 -- Which of the given relation names do not resolve on the search_path.
@@ -106,7 +110,8 @@ RETURNING j.job_id, j.token, j.expires_at, j.xmax = 0;
 -- name: ack
 DELETE FROM oqron_hot_jobs AS j
 USING unnest(%(ids)s::text[], %(tokens)s::bigint[]) AS a(job_id, token)
-WHERE j.project = %(project)s AND j.environment = %(environment)s AND j.queue = %(queue)s
+WHERE j.project = (SELECT %(project)s::text) AND j.environment = (SELECT %(environment)s::text)
+  AND j.queue = (SELECT %(queue)s::text)
   AND j.job_id = ANY(%(ids)s::text[]) AND j.job_id = a.job_id AND j.token = a.token
 RETURNING j.job_id;
 
@@ -140,7 +145,8 @@ RETURNING job_id, token, expires_at;
 
 -- name: remove
 DELETE FROM oqron_hot_jobs
-WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
+  AND queue = (SELECT %(queue)s::text)
   AND job_id = ANY(%(ids)s::text[]) AND token IS NULL
 RETURNING job_id;
 
@@ -157,7 +163,8 @@ SELECT pg_notify(%(channel)s, '') FROM promoted;
 
 -- name: present
 SELECT job_id FROM oqron_hot_jobs
-WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
+  AND queue = (SELECT %(queue)s::text)
   AND job_id = ANY(%(ids)s::text[]);
 
 -- name: depths
@@ -217,7 +224,8 @@ RETURNING c.value;
 
 -- name: get_counters
 SELECT name, value FROM oqron_hot_counters
-WHERE project = %(project)s AND environment = %(environment)s AND name = ANY(%(names)s::text[]);
+WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
+  AND name = ANY(%(names)s::text[]);
 
 -- name: kv_set
 INSERT INTO oqron_hot_kv (project, environment, grp, key, value, expires_at)
@@ -229,7 +237,8 @@ SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at;
 
 -- name: kv_get
 SELECT key, value FROM oqron_hot_kv
-WHERE project = %(project)s AND environment = %(environment)s AND grp = %(group)s
+WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
+  AND grp = (SELECT %(group)s::text)
   AND key = ANY(%(keys)s::text[]) AND expires_at > %(now)s;
 
 -- name: kv_all
@@ -246,7 +255,8 @@ WHERE project = %(project)s AND environment = %(environment)s AND grp = %(group)
 
 -- name: kv_delete
 DELETE FROM oqron_hot_kv
-WHERE project = %(project)s AND environment = %(environment)s AND grp = %(group)s
+WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
+  AND grp = (SELECT %(group)s::text)
   AND key = ANY(%(keys)s::text[]);
 
 -- name: listen

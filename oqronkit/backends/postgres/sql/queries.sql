@@ -8,6 +8,14 @@
 --
 -- Note: psycopg scans the whole text for placeholders, comments included, so comments
 -- here never contain a percent sign or braces other than the two fill-ins above.
+--
+-- Batch lookups by key (id = ANY) pass the key's leading values as (SELECT value): the
+-- planner then costs them as an unknown value (1 / n_distinct) instead of by their
+-- statistics. With plain values, a project, environment or namespace the statistics
+-- have not seen (a new queue, a bulk enqueue into an empty one) is estimated at about
+-- one row, and the batch is answered by walking all that namespace's rows with the ids
+-- as a filter: once per batch, so the cost grows with the backlog (measured: 8.6 ms
+-- instead of 0.16 ms for 35 ids among 20,000 jobs; half the worker's throughput).
 
 -- name: schema_drift
 -- The schema's objects that do not resolve on the search_path, and retired ones that still do.
@@ -82,13 +90,13 @@ COMMIT
 -- name: get_many
 SELECT namespace, id, record_kind, value, inserted_at, expires_at
 FROM {table}
-WHERE project = %(project)s AND environment = %(environment)s
-  AND namespace = %(namespace)s AND id = ANY(%(ids)s::text[]);
+WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
+  AND namespace = (SELECT %(namespace)s::text) AND id = ANY(%(ids)s::text[]);
 
 -- name: delete_many
 DELETE FROM {table}
-WHERE project = %(project)s AND environment = %(environment)s
-  AND namespace = %(namespace)s AND id = ANY(%(ids)s::text[]);
+WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
+  AND namespace = (SELECT %(namespace)s::text) AND id = ANY(%(ids)s::text[]);
 
 -- name: lock_row
 -- compare_and_set: hold the row until the transaction ends, so the comparison made in
