@@ -87,8 +87,8 @@ def cursor_of(rows_and_cursor: tuple[list, str | None]) -> tuple[int, str]:
     return decode_cursor(rows_and_cursor[1])
 
 
-# (label, query, Postgres index, SQLite index, is an ordered list)
-def cases(scope: BoardScope) -> list[tuple[str, Callable[[], object], str, str, bool]]:
+# (label, query, Postgres index, SQLite index (or indexes, any of them), is an ordered list)
+def cases(scope: BoardScope) -> list[tuple[str, Callable[[], object], str, str | tuple[str, ...], bool]]:
     since = now_ms() - DAY
     page_two = cursor_of(run_list(scope, RunFilters(since=since, status="completed")))
     failed_two = cursor_of(run_list(scope, RunFilters(since=since, status="failed")))
@@ -102,9 +102,11 @@ def cases(scope: BoardScope) -> list[tuple[str, Callable[[], object], str, str, 
          "oqron_runs_other_status_started_idx", "oqron_runs_status_idx", True),
         # Completed runs, and runs of queues, are left out of the partial status and
         # module indexes: they walk the startedAt index.
+        # SQLite's status index holds every status: either of its two indexes serves the
+        # walk, and which one its planner takes depends on what else the file holds.
         ("completed runs, page two", lambda: run_list(scope, RunFilters(since=since, status="completed",
                                                                          cursor=page_two)),
-         "oqron_runs_namespace_started_idx", "oqron_runs_started_idx", True),
+         "oqron_runs_namespace_started_idx", ("oqron_runs_started_idx", "oqron_runs_status_idx"), True),
         ("queue runs", lambda: run_list(scope, RunFilters(since=since, module="queue")),
          "oqron_runs_namespace_started_idx", "oqron_runs_module_idx", True),
         ("runs by name", lambda: run_list(scope, RunFilters(since=since, name="c")),
@@ -113,7 +115,8 @@ def cases(scope: BoardScope) -> list[tuple[str, Callable[[], object], str, str, 
          "oqron_runs_other_module_started_idx", "oqron_runs_module_idx", True),
         ("runs by worker", lambda: run_list(scope, RunFilters(since=since, worker="w3")),
          "oqron_runs_worker_started_idx", "oqron_runs_worker_idx", True),
-        ("runs of a job", lambda: job_runs(scope, "j42"), "oqron_runs_job_started_idx", "oqron_runs_job_idx", True),
+        # On Postgres a hash of jobId: a job's few runs are sorted after the lookup.
+        ("runs of a job", lambda: job_runs(scope, "j42"), "oqron_runs_job_idx", "oqron_runs_job_idx", False),
         ("a run", lambda: get_run(scope, "r00042"), "oqron_runs_pkey", "sqlite_autoindex_oqron_runs_1", False),
         ("last hour", lambda: last_hour_counts(scope, since=now_ms() - 3600_000, bucket_ms=300_000),
          "oqron_runs_namespace_started_idx", "oqron_runs_started_idx", False),
@@ -151,7 +154,7 @@ def test_the_main_queries_use_an_index(shared_db: SharedDatabase):
         assert texts, label
         plan = "\n".join(texts)
         expected = sqlite_index if shared_db.alias == "default" else pg_index
-        if expected not in plan:
+        if not any(name in plan for name in ((expected,) if isinstance(expected, str) else expected)):
             problems.append(f"{label}: expected {expected}\n{plan}")
         if shared_db.alias == "default":
             if "SCAN oqron_" in plan or (ordered and "TEMP B-TREE FOR ORDER BY" in plan):

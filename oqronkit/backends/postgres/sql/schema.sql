@@ -125,10 +125,16 @@ DROP INDEX IF EXISTS oqron_runs_kind_idx;
 DROP INDEX IF EXISTS oqron_runs_status_started_idx;
 DROP INDEX IF EXISTS oqron_runs_module_started_idx;
 
--- The board's lists (issue 4): every sort it runs is served by one of these.
--- Runs of one job (a job's attempts side by side) and of one worker, newest first.
-CREATE INDEX IF NOT EXISTS oqron_runs_job_started_idx
-    ON oqron_runs (project, environment, (value->>'jobId'), ((value->>'startedAt')::numeric), id COLLATE "C");
+-- Replaced by the hash index on jobId below (a run row costs ~2.7 us less to insert).
+DROP INDEX IF EXISTS oqron_runs_job_started_idx;
+
+-- The board's lists (issue 4): every sort they run is served by an index, but one.
+-- Runs of one job (its attempts side by side): a hash of jobId, and the handful of
+-- rows it finds sorted. Job ids are random, so a B-tree on them took each run row to
+-- a random leaf (3.5 us of server CPU per row with startedAt and id in the key, 1.8
+-- without); a hash bucket costs 0.8. Rows without a jobId (cron runs) are not in it.
+CREATE INDEX IF NOT EXISTS oqron_runs_job_idx ON oqron_runs USING hash ((value->>'jobId'));
+-- Runs of one worker, newest first.
 CREATE INDEX IF NOT EXISTS oqron_runs_worker_started_idx
     ON oqron_runs (project, environment, (value->>'workerId'), ((value->>'startedAt')::numeric), id COLLATE "C");
 -- Jobs of one queue and status by creation time (jobs page; oldest waiting job). The
