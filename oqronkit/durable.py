@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .backends.protocols import DurableStore
 from .backends.types import ABSENT, EncodedRow, ListQuery, Order, Scope, StoredRecord, _Absent, sort_key
@@ -22,7 +22,7 @@ from .clock import now_ms
 from .codec import check_size, encode_value
 from .config import DEFAULT_MAX_RECORD_BYTES
 from .errors import InvalidNamespace, InvalidRecord, LegacyLayoutDetected
-from .namespaces import TableKey, classify_namespace, table_for_kind
+from .namespaces import RecordKind, TableKey, classify_namespace, table_for_kind
 
 logger = logging.getLogger(__name__)
 
@@ -30,9 +30,10 @@ LEGACY_TABLE = "oqron_kv"
 MAX_PAGE = 1000
 
 
-@dataclass(frozen=True, slots=True)
-class RecordWrite:
-    """One record to write with :meth:`DurablePlane.put_many`."""
+class RecordWrite(NamedTuple):
+    """One record to write with :meth:`DurablePlane.put_many`. (A named tuple, not a
+    frozen dataclass: the worker makes one per run, and a frozen dataclass's
+    ``__init__`` costs 0.8 us against 0.2.)"""
 
     namespace: str
     id: str
@@ -280,21 +281,28 @@ class DurablePlane:
 
     def _encode_all(self, writes: Iterable[RecordWrite]) -> list[EncodedRow]:
         at = now_ms()
-        rows = [self._encode(w.namespace, w.id, w.value, w.expires_at, at, w.new) for w in writes]
+        stamps: dict[str, tuple[RecordKind, TableKey]] = {}  # each namespace checked once a batch
+        rows = [self._encode(w.namespace, w.id, w.value, w.expires_at, at, w.new, stamps) for w in writes]
         keys = {(r.namespace, r.id) for r in rows}
         if len(keys) != len(rows):
             raise InvalidRecord("A batch names the same (namespace, id) twice; write it once.")
         return rows
 
     def _encode(
-        self, namespace: str, id: str, value: Any, expires_at: int | None, at: int, new: bool = False
+        self, namespace: str, id: str, value: Any, expires_at: int | None, at: int, new: bool = False,
+        stamps: dict[str, tuple[RecordKind, TableKey]] | None = None,
     ) -> EncodedRow:
-        table = self._table(namespace, id)
+        stamp = stamps.get(namespace) if stamps is not None and type(namespace) is str else None
+        if stamp is None:
+            table = self._namespace_table(namespace)  # checks it first
+            stamp = (classify_namespace(namespace), table)
+            if stamps is not None:
+                stamps[namespace] = stamp
+        self._check_id(id)
         if expires_at is not None and (not isinstance(expires_at, int) or isinstance(expires_at, bool)):
             raise InvalidRecord("expires_at must be integer epoch milliseconds or None.")
-        kind = classify_namespace(namespace)
         text = encode_value(value, limit=self.max_record_bytes, what=f"{namespace}/{id}")
-        return EncodedRow(namespace, id, kind, table, text, at, expires_at, new)
+        return EncodedRow(namespace, id, stamp[0], stamp[1], text, at, expires_at, new)
 
     @staticmethod
     def _namespace_table(namespace: Any) -> TableKey:

@@ -13,12 +13,10 @@ from typing import Any
 from .backends.hot_types import MAX_PRIORITY, MIN_PRIORITY
 from .backoff import make_backoff, to_ms
 from .clock import now_ms
-from .codec import encode_value
+from .codec import dumps_compact, encode_value, utf8_size
 from .errors import InvalidJob
 from .ids import new_id
 from .jobs import PARENT_FAILURE_POLICIES, Job
-
-_payload_encoder = json.JSONEncoder(allow_nan=False, separators=(",", ":"), ensure_ascii=False)
 
 
 def check_priority(priority: Any) -> int:
@@ -36,10 +34,10 @@ def encode_payload(data: Any, *, limit: int, queue: str) -> tuple[str, Any]:
     """The payload's JSON text and the value a worker will read back from it; refuses
     payloads that are not JSON-serialisable or too large."""
     try:
-        text = _payload_encoder.encode(data)
+        text = dumps_compact(data)
     except (TypeError, ValueError) as exc:
         raise InvalidJob(f"Queue {queue!r}: the job payload is not JSON-serialisable ({exc}).") from exc
-    size = len(text.encode())
+    size = utf8_size(text)
     if size > limit:
         raise InvalidJob(
             f"Queue {queue!r}: the job payload is {size:,} bytes of JSON, over the {limit:,}-byte "

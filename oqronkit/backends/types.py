@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 from ..namespaces import RecordKind, TableKey
 
@@ -16,10 +16,10 @@ class Scope:
     environment: str
 
 
-@dataclass(frozen=True, slots=True)
-class EncodedRow:
+class EncodedRow(NamedTuple):
     """A record ready to store: its JSON text is already size-checked and its kind
-    and table are already stamped from the namespace."""
+    and table are already stamped from the namespace. (A named tuple for the reason
+    RecordWrite is one: one is made per record written.)"""
 
     namespace: str
     id: str

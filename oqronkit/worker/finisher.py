@@ -34,6 +34,7 @@ RUN_STATUS = {"completed": "completed", "failed": "failed", "discarded": "failed
 BATCH = 500
 FLUSH_EVERY = 0.5
 ACTIVE_STATE_AFTER = 0.5  # seconds a job runs before its "active" state is written behind
+RUN_WRITE_AFTER = 0.5  # seconds a run runs before it is written behind (before it ends)
 OVERLAY_GROUP = "runs"
 
 
@@ -125,9 +126,14 @@ class Finisher:
     def flush_running(self) -> None:
         """Write behind the runs still running (progress, logs) and any retried runs."""
         self._last_flush = time.monotonic()
+        ripe = self._last_flush - RUN_WRITE_AFTER
         with self._lock:
-            dirty = [self.running_runs[r] for r in self._dirty if r in self.running_runs]
-            self._dirty.clear()
+            # Only runs busy for a while: most end sooner and are written once, as a
+            # first-time insert; the younger ones wait for a later flush.
+            self._dirty.intersection_update(self.running_runs)
+            ids = [r for r in self._dirty if self.running_runs[r].began <= ripe]
+            self._dirty.difference_update(ids)
+            dirty = [self.running_runs[r] for r in ids]
         writes = list(self._pending_runs)
         if self.process.record_runs:
             for inflight in dirty:

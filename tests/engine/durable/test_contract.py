@@ -322,10 +322,25 @@ def test_record_size_limit(durable: DurablePlane):
     assert durable.get("runs", "big") is None
 
 
-@pytest.mark.parametrize("bad", [[1, 2], "text", None, {"x": float("nan")}, {"x": {1, 2}}])
+def circular() -> dict:
+    value: dict = {"name": "loop"}
+    value["self"] = value
+    return value
+
+
+def too_deep(levels: int = 100_000) -> dict:
+    value: dict = {}
+    for _ in range(levels):
+        value = {"x": value}
+    return value
+
+
+@pytest.mark.parametrize("bad", [[1, 2], "text", None, {"x": float("nan")}, {"x": {1, 2}}, circular(), too_deep()],
+                         ids=["list", "str", "none", "nan", "set", "circular", "too-deep"])
 def test_non_object_or_non_json_values_are_refused(durable: DurablePlane, bad):
     with pytest.raises(InvalidRecord):
         durable.put("runs", "bad", bad)
+    assert durable.get("runs", "bad") is None
 
 
 @pytest.mark.parametrize("namespace,id", [("", "a"), ("  ", "a"), ("runs", ""), (None, "a"), ("runs", 5)])

@@ -84,7 +84,14 @@ def test_add_bulk_is_one_durable_round_trip():
     assert store.calls == ["insert_new"]
 
 
-@pytest.mark.parametrize("payload", [{"x": object()}, {"x": float("nan")}, {1, 2}])
+def _circular() -> dict:
+    payload: dict = {"order": 1}
+    payload["again"] = [payload]
+    return payload
+
+
+@pytest.mark.parametrize("payload", [{"x": object()}, {"x": float("nan")}, {1, 2}, _circular()],
+                         ids=["object", "nan", "set", "circular"])
 def test_non_json_payload_is_refused_and_nothing_written(engine: Engine, payload):
     q = engine.queue("emails")
     with pytest.raises(InvalidJob, match="JSON"):

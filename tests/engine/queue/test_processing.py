@@ -220,6 +220,28 @@ def test_a_run_written_while_running_is_completed_in_place(engine: Engine, mode:
     assert retried == []
 
 
+def test_a_short_run_is_written_once_when_it_ends(engine: Engine, monkeypatch: pytest.MonkeyPatch):
+    # The finisher writes running runs behind every half second, but only those that
+    # have run for a while: a run that ends sooner is written once, as a new row.
+    written = []
+    real_apply = engine.durable.apply
+
+    def spy(*, puts=(), deletes=()):
+        puts = list(puts)
+        written.extend(w for w in puts if w.namespace == "runs")
+        return real_apply(puts=puts, deletes=deletes)
+
+    monkeypatch.setattr(engine.durable, "apply", spy)
+    q = engine.queue("short", concurrency=1, handler=lambda ctx: time.sleep(0.3))
+    jobs = [q.add({"n": n}) for n in range(5)]  # 1.5 s of work, one at a time: flushes come mid-run
+    with running(engine):
+        wait_until(lambda: all(runs_of(engine, j.id) and runs_of(engine, j.id)[0]["status"] == "completed"
+                               for j in jobs))
+    run_ids = sorted(runs_of(engine, j.id)[0]["id"] for j in jobs)
+    assert sorted(w.id for w in written) == run_ids
+    assert all(w.new and w.value["status"] == "completed" for w in written)
+
+
 def test_live_overlay_shows_progress_while_running(engine: Engine):
     release = threading.Event()
 
