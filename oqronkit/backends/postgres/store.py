@@ -28,6 +28,8 @@ from .statements import (
     SCHEMA_STATISTICS,
     composed,
     count_plan,
+    joined_params,
+    joined_statement,
     kind_statement,
     list_plan,
     row_columns,
@@ -38,6 +40,9 @@ from .upkeep import table_upkeep
 #: Rows per statement in put_many / insert_many: big enough that round trips vanish
 #: in the cost, small enough to keep each statement's parameters a few megabytes.
 CHUNK_ROWS = 5000
+#: Most statements one apply joins into one (statements.joined_statement); more go
+#: as a pipeline in one transaction.
+MAX_JOINED_PARTS = 8
 
 
 class PostgresDurableStore:
@@ -227,12 +232,27 @@ def _writes(rows: Sequence[EncodedRow], *, trust_new: bool) -> list[tuple[str, s
 
 def _apply(conn: psycopg.Connection[Any], scope: Scope, writes: list[tuple[str, str, list[EncodedRow]]],
            doomed: dict[tuple[str, str], list[str]]) -> None:
-    """Writes first, then deletes (as memory does), in one transaction and round trip."""
-    with _batch(conn, len(writes) + len(doomed)):
-        for query, table, chunk in writes:
-            conn.execute(statement(query, table), row_columns(scope, chunk))
-        for (table, namespace), ids in sorted(doomed.items()):
-            conn.execute(statement("delete_many", table), _keys(scope, namespace, ids=TextArray(sorted(set(ids)))))
+    """Writes first, then deletes (as memory does), in one transaction and round trip:
+    one statement when they touch distinct keys, else a pipeline of statements."""
+    parts = [(statement(query, table), row_columns(scope, chunk)) for query, table, chunk in writes]
+    parts += [(statement("delete_many", table), _keys(scope, namespace, ids=TextArray(sorted(set(ids)))))
+              for (table, namespace), ids in sorted(doomed.items())]
+    if len(parts) == 1:
+        conn.execute(*parts[0])
+    elif len(parts) <= MAX_JOINED_PARTS and not _overlap(writes, doomed):
+        conn.execute(joined_statement(tuple(q for q, _ in parts)), joined_params([p for _, p in parts]))
+    else:
+        with _batch(conn, len(parts)):
+            for query, params in parts:
+                conn.execute(query, params)
+
+
+def _overlap(writes: list[tuple[str, str, list[EncodedRow]]], doomed: dict[tuple[str, str], list[str]]) -> bool:
+    """Whether a key is both written and deleted (one statement would see neither)."""
+    if not doomed:
+        return False
+    gone = {(table, namespace, id) for (table, namespace), ids in doomed.items() for id in ids}
+    return any((row.table, row.namespace, row.id) in gone for _, _, chunk in writes for row in chunk)
 
 
 def _by_table(rows: Sequence[EncodedRow]) -> list[tuple[str, list[EncodedRow]]]:

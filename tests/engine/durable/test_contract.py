@@ -380,6 +380,28 @@ def test_apply_moves_atomically(durable: DurablePlane):
     assert durable.get("queue_job:q", "j2") is not None
 
 
+def test_apply_deletes_a_key_it_also_writes(durable: DurablePlane):
+    # Writes first, then deletes: a key in both ends deleted.
+    durable.put("queue_job:q", "j1", {"status": "active"})
+    durable.apply(puts=[RecordWrite("queue_job:q", "j1", {"status": "done"}), RecordWrite("runs", "r1", run(1))],
+                  deletes=[("queue_job:q", "j1")])
+    assert durable.get("queue_job:q", "j1") is None
+    assert durable.get("runs", "r1").value == run(1)
+
+
+@pytest.mark.parametrize("queues", [2, 12])  # few statements, or more than one statement joins
+def test_apply_across_many_namespaces(durable: DurablePlane, queues: int):
+    for n in range(queues):
+        durable.put(f"queue_job:q{n}", "j", {"status": "active"})
+    durable.apply(puts=[RecordWrite(f"queue_dlq:q{n}", "j", {"n": n}) for n in range(queues)]
+                  + [RecordWrite("runs", f"r{n}", run(n), new=True) for n in range(queues)],
+                  deletes=[(f"queue_job:q{n}", "j") for n in range(queues)])
+    for n in range(queues):
+        assert durable.get(f"queue_job:q{n}", "j") is None
+        assert durable.get(f"queue_dlq:q{n}", "j").value == {"n": n}
+        assert durable.get("runs", f"r{n}").value == run(n)
+
+
 def test_apply_writes_rows_hinted_new_and_overwrites_them_when_the_hint_is_wrong(durable: DurablePlane):
     # RecordWrite.new lets a store skip conflict arbitration; a key that turns out to be
     # taken must still end like a put: value replaced, inserted_at kept, the rest of the

@@ -321,9 +321,9 @@ def test_values_postgres_refuses_are_invalid_records(production: DurablePlane):
 
 
 def test_a_refused_statement_mid_transaction_rolls_back_the_whole_apply(production: DurablePlane):
-    # Several statements run as one pipelined transaction (explicit BEGIN ... COMMIT):
-    # when the server refuses one, the earlier ones are rolled back, and the pooled
-    # connection comes back clean for the next caller.
+    # Several statements run as one (joined in a WITH) or as one pipelined transaction
+    # (explicit BEGIN ... COMMIT): when the server refuses one part, the others are
+    # undone too, and the pooled connection comes back clean for the next caller.
     production.put("queue_job:q", "doomed", {"status": "waiting"})
     with pytest.raises(InvalidRecord):
         production.apply(puts=[RecordWrite("queue_dlq:q", "doomed", {"status": "dead"}),
@@ -423,3 +423,24 @@ def test_rows_hinted_new_are_plain_inserts_and_a_wrong_hint_writes_the_batch_aga
     assert calls == [["insert_fresh_rows"], ["upsert_rows"]]  # r1 was taken: all again as upserts
     assert production.get("runs", "r1").value["status"] == "completed"
     assert production.get("runs", "r2") is not None and production.get("queue_job:q", "j2") is None
+
+
+def test_a_finishers_apply_is_one_statement_unless_a_key_is_written_and_deleted(
+    production: DurablePlane, monkeypatch: pytest.MonkeyPatch
+):
+    from oqronkit.backends.postgres import store as store_module
+
+    joined: list[int] = []
+    pipelined: list[int] = []
+    real_joined, real_batch = store_module.joined_statement, store_module._batch
+    monkeypatch.setattr(store_module, "joined_statement", lambda parts: joined.append(len(parts))
+                        or real_joined(parts))
+    monkeypatch.setattr(store_module, "_batch", lambda conn, n: pipelined.append(n) or real_batch(conn, n))
+    production.put("queue_job:q", "j1", {"status": "active"})
+    production.apply(puts=[RecordWrite("runs", "r1", {"status": "completed", "startedAt": 1}, new=True)],
+                     deletes=[("queue_job:q", "j1")])
+    assert (joined, pipelined) == ([2], [])
+    production.put("queue_job:q", "j2", {"status": "active"})
+    production.apply(puts=[RecordWrite("queue_job:q", "j2", {"status": "done"})], deletes=[("queue_job:q", "j2")])
+    assert (joined, pipelined) == ([2], [2])
+    assert production.get("runs", "r1") is not None and production.get("queue_job:q", "j2") is None
