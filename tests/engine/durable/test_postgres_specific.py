@@ -229,6 +229,10 @@ def test_ensure_schema_drops_retired_indexes_of_an_older_schema(fresh_schema_url
                 conn.execute(f"CREATE INDEX oqron_runs_{field}_started_idx ON oqron_runs "
                              f"(project, environment, (value->>'{field}'), ((value->>'startedAt')::numeric))")
             conn.execute("DROP STATISTICS oqron_runs_status_module_stats")
+            # The B-tree on jobId that the hash index replaced.
+            conn.execute("DROP INDEX oqron_runs_job_idx")
+            conn.execute("CREATE INDEX oqron_runs_job_started_idx ON oqron_runs (project, environment, "
+                         "(value->>'jobId'), ((value->>'startedAt')::numeric), id COLLATE \"C\")")
         store.ensure_schema()
         with psycopg.connect(fresh_schema_url, autocommit=True) as conn:
             names = {r[0] for r in conn.execute(
@@ -237,9 +241,11 @@ def test_ensure_schema_drops_retired_indexes_of_an_older_schema(fresh_schema_url
             statistics = {r[0] for r in conn.execute(
                 "SELECT stxname FROM pg_statistic_ext WHERE stxnamespace = current_schema()::regnamespace")}
         assert not {"oqron_jobs_status_idx", "oqron_jobs_kind_idx", "oqron_runs_kind_idx",
-                    "oqron_runs_status_started_idx", "oqron_runs_module_started_idx"} & names
+                    "oqron_runs_status_started_idx", "oqron_runs_module_started_idx",
+                    "oqron_runs_job_started_idx"} & names
         assert {"oqron_jobs_dead_kind_idx", "oqron_jobs_status_created_idx", "oqron_runs_other_kind_idx",
-                "oqron_runs_other_status_started_idx", "oqron_runs_other_module_started_idx"} <= names
+                "oqron_runs_other_status_started_idx", "oqron_runs_other_module_started_idx",
+                "oqron_runs_job_idx"} <= names
         assert statistics == {"oqron_runs_status_module_stats"}
     finally:
         store.close()
