@@ -130,3 +130,44 @@ def test_claim_and_ack_throughput(hot, scope, capsys):
     with capsys.disabled():  # the figure is the point of this test: always show it
         print(f"\npostgres hot plane: claim+ack {total} jobs in batches of {batch}: "
               f"{total / elapsed:,.0f} jobs/s ({elapsed * 1000 / (total / batch):.2f} ms per batch)")
+
+
+def test_acks_and_renewals_of_the_same_leases_at_once_never_deadlock(pg_schema_url, scope):
+    # The finisher acks completed jobs while the heartbeat renews the same leases on
+    # another connection. Both must lock the rows in one order (job id): a deadlock
+    # costs one of them Postgres's deadlock_timeout (1 s) and then an error.
+    renewer, acker = PostgresHotPlane(pg_schema_url), PostgresHotPlane(pg_schema_url)
+    errors: list[BaseException] = []
+    try:
+        acker.ensure_ready()
+        for round_ in range(12):
+            queue = f"dl{round_}"
+            ids = [f"job-{n:04d}" for n in range(400)]
+            acker.signal(scope, queue, [Signal(i, 0, None, False) for i in ids], NOW)
+            leases = acker.claim(scope, queue, worker_id="w", limit=400, lease_ms=LEASE, now=NOW)
+            assert len(leases) == 400
+            go = threading.Barrier(2)
+
+            def renew(leases: list[Lease] = leases, queue: str = queue, go: threading.Barrier = go) -> None:
+                go.wait()
+                try:
+                    for step in range(1, 4):  # each renewal moves every row in the lease index
+                        renewer.extend(scope, queue, leases[::-1], lease_ms=LEASE + step, now=NOW + step)
+                except BaseException as exc:  # reported below
+                    errors.append(exc)
+
+            thread = threading.Thread(target=renew)
+            thread.start()
+            go.wait()
+            try:
+                acked = set()
+                for part in range(4):  # in slices, newest lease first, as a finisher's batches come
+                    acked |= acker.ack(scope, queue, leases[part::4][::-1])
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+            thread.join()
+            assert not errors, errors
+            assert len(acked) == 400
+    finally:
+        renewer.close()
+        acker.close()

@@ -108,11 +108,21 @@ WHERE j.token = EXCLUDED.token
 RETURNING j.job_id, j.token, j.expires_at, j.xmax = 0;
 
 -- name: ack
+-- The rows are locked first, in job id order, the order extend locks them in: the
+-- finisher acks while the heartbeat renews the same leases, and a scan in another
+-- order (the lease index's) deadlocked with it, costing both deadlock_timeout (1 s).
+WITH locked AS MATERIALIZED (
+    SELECT job_id FROM oqron_hot_jobs
+    WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
+      AND queue = (SELECT %(queue)s::text) AND job_id = ANY(%(ids)s::text[])
+    ORDER BY job_id
+    FOR UPDATE
+)
 DELETE FROM oqron_hot_jobs AS j
 USING unnest(%(ids)s::text[], %(tokens)s::bigint[]) AS a(job_id, token)
 WHERE j.project = (SELECT %(project)s::text) AND j.environment = (SELECT %(environment)s::text)
-  AND j.queue = (SELECT %(queue)s::text)
-  AND j.job_id = ANY(%(ids)s::text[]) AND j.job_id = a.job_id AND j.token = a.token
+  AND j.queue = (SELECT %(queue)s::text) AND j.job_id = ANY(%(ids)s::text[])
+  AND j.job_id IN (SELECT job_id FROM locked) AND j.job_id = a.job_id AND j.token = a.token
 RETURNING j.job_id;
 
 -- name: release
