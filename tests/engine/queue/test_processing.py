@@ -232,8 +232,8 @@ def test_a_short_run_is_written_once_when_it_ends(engine: Engine, monkeypatch: p
         return real_apply(puts=puts, deletes=deletes)
 
     monkeypatch.setattr(engine.durable, "apply", spy)
-    q = engine.queue("short", concurrency=1, handler=lambda ctx: time.sleep(0.3))
-    jobs = [q.add({"n": n}) for n in range(5)]  # 1.5 s of work, one at a time: flushes come mid-run
+    q = engine.queue("short", concurrency=1, handler=lambda ctx: time.sleep(0.2))
+    jobs = [q.add({"n": n}) for n in range(8)]  # 1.6 s of work, one at a time: flushes come mid-run
     with running(engine):
         wait_until(lambda: all(runs_of(engine, j.id) and runs_of(engine, j.id)[0]["status"] == "completed"
                                for j in jobs))
