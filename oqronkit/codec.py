@@ -8,22 +8,20 @@ from typing import Any
 
 from .errors import InvalidRecord, RecordTooLarge
 
-_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
 
 def _refuse(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _make_dumps() -> Callable[[Any], str]:
-    """``_encoder.encode`` without its per-call set-up. JSONEncoder.encode builds a new C
-    encoder on every call and tracks the containers it enters to detect cycles; the C
-    encoder made once, without that tracking, encodes a run record in 2.9 instead of
-    4.0 us (a cycle still ends, in RecursionError). The pure-Python fallback (where
-    the C accelerator is missing) is the encoder itself."""
+    """Compact JSON encoding without JSONEncoder.encode's per-call set-up: that builds a
+    new C encoder on every call and tracks the containers it enters to detect cycles;
+    the C encoder made once, without that tracking, encodes a run record in 2.9 instead
+    of 4.0 us (a cycle still ends, in RecursionError). Where the C accelerator is
+    missing, a plain JSONEncoder with the same settings."""
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:  # pragma: no cover - CPython always has the accelerator
-        return _encoder.encode
+        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
     encode = make(None, _refuse, json.encoder.encode_basestring, None, ":", ",", False, False, False)
     return lambda value: encode(value, 0)[0]
 

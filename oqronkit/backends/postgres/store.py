@@ -7,8 +7,8 @@ wrapped at this boundary.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import psycopg
@@ -242,9 +242,7 @@ def _apply(conn: psycopg.Connection[Any], scope: Scope, writes: list[tuple[str, 
     elif len(parts) <= MAX_JOINED_PARTS and not _overlap(writes, doomed):
         conn.execute(joined_statement(tuple(q for q, _ in parts)), joined_params([p for _, p in parts]))
     else:
-        with _batch(conn, len(parts)):
-            for query, params in parts:
-                conn.execute(query, params)
+        _pipelined(conn, parts)
 
 
 def _overlap(writes: list[tuple[str, str, list[EncodedRow]]], doomed: dict[tuple[str, str], list[str]]) -> bool:
@@ -277,12 +275,11 @@ def _statements(rows: Sequence[EncodedRow]) -> int:
 def _atomic(conn: psycopg.Connection[Any], needed: bool) -> AbstractContextManager[Any]:
     """A transaction around several statements whose results are read before the next
     is sent (insert_many's RETURNING); one statement is atomic by itself. Writes that
-    need no results go through :func:`_batch`, one round trip."""
+    need no results go through :func:`_apply`, one round trip."""
     return conn.transaction() if needed else nullcontext()
 
 
-@contextmanager
-def _batch(conn: psycopg.Connection[Any], statements: int) -> Iterator[None]:
+def _pipelined(conn: psycopg.Connection[Any], parts: list[tuple[bytes, dict[str, Any]]]) -> None:
     """Several write statements sent as one pipeline inside one transaction: BEGIN,
     the statements and COMMIT cost one round trip instead of one each. That matters
     most in a busy worker, where every wait on the socket hands the GIL to another
@@ -291,14 +288,12 @@ def _batch(conn: psycopg.Connection[Any], statements: int) -> Iterator[None]:
     BEGIN and COMMIT are plain statements of the pipeline: psycopg's ``transaction()``
     inside a pipeline syncs on its own at the end (a second round trip; 540 instead of
     180 us for two statements here). A failed statement makes the server skip the rest,
-    COMMIT included, so the block rolls the transaction back before re-raising."""
-    if statements <= 1:
-        yield
-        return
+    COMMIT included, so the transaction is rolled back before re-raising."""
     try:
         with conn.pipeline():
             conn.execute(QUERIES["begin"])
-            yield
+            for query, params in parts:
+                conn.execute(query, params)
             conn.execute(QUERIES["commit"])
     except BaseException:
         if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:

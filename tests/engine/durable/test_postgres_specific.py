@@ -438,10 +438,11 @@ def test_a_finishers_apply_is_one_statement_unless_a_key_is_written_and_deleted(
 
     joined: list[int] = []
     pipelined: list[int] = []
-    real_joined, real_batch = store_module.joined_statement, store_module._batch
+    real_joined, real_pipelined = store_module.joined_statement, store_module._pipelined
     monkeypatch.setattr(store_module, "joined_statement", lambda parts: joined.append(len(parts))
                         or real_joined(parts))
-    monkeypatch.setattr(store_module, "_batch", lambda conn, n: pipelined.append(n) or real_batch(conn, n))
+    monkeypatch.setattr(store_module, "_pipelined", lambda conn, parts: pipelined.append(len(parts))
+                        or real_pipelined(conn, parts))
     production.put("queue_job:q", "j1", {"status": "active"})
     production.apply(puts=[RecordWrite("runs", "r1", {"status": "completed", "startedAt": 1}, new=True)],
                      deletes=[("queue_job:q", "j1")])

@@ -111,6 +111,7 @@ RETURNING j.job_id, j.token, j.expires_at, j.xmax = 0;
 -- The rows are locked first, in job id order, the order extend locks them in: the
 -- finisher acks while the heartbeat renews the same leases, and a scan in another
 -- order (the lease index's) deadlocked with it, costing both deadlock_timeout (1 s).
+-- The DELETE repeats job_id = ANY so the planner can probe the primary key for it.
 WITH locked AS MATERIALIZED (
     SELECT job_id FROM oqron_hot_jobs
     WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
