@@ -79,6 +79,21 @@ def jsonb_key_order(key: str) -> tuple[int, bytes]:
     return len(encoded), encoded
 
 
+_CONTAINERS = (dict, list)
+
+
+def copy_json(value: Any) -> Any:
+    """A copy of a decoded JSON value that shares nothing mutable with it: its dicts and
+    lists are copied, its scalars (str, numbers, bool, None) shared. Several times
+    faster than ``copy.deepcopy``, which it equals on what JSON decodes to."""
+    kind = type(value)
+    if kind is dict:
+        return {k: copy_json(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
+    if kind is list:
+        return [copy_json(v) if type(v) in _CONTAINERS else v for v in value]
+    return value
+
+
 def decode_value(text: str | bytes) -> dict[str, Any]:
     """Decode stored JSON text."""
     return json.loads(text)

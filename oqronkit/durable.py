@@ -119,6 +119,11 @@ class DurablePlane:
             with self._timed("durable.apply"):
                 self.store.apply(self.scope, rows, doomed)
 
+    def check(self, write: RecordWrite) -> None:
+        """Raise what writing ``write`` would (InvalidRecord, RecordTooLarge, ...)
+        without writing it: which record of a refused batch is the culprit."""
+        self._encode_all([write])
+
     def insert(self, namespace: str, id: str, value: dict[str, Any], *, expires_at: int | None = None) -> bool:
         """Insert a record only if its id is free; True when inserted."""
         return bool(self.insert_many([RecordWrite(namespace, id, value, expires_at)]))

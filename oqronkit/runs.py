@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import traceback
+from collections.abc import Iterator
 from typing import Any
 
 from .clock import now_ms
@@ -67,6 +68,26 @@ def add_timeline(run: dict[str, Any], from_: str, to: str, reason: str, *, limit
 def add_log(run: dict[str, Any], level: str, msg: str, *, limit: int) -> None:
     run["logs"].append({"ts": now_ms(), "msg": msg, "level": level})
     del run["logs"][:-limit]
+
+
+#: What a run record can do without, in the order it is given up, when the durable plane
+#: refuses the run as it is (over the record size limit, say).
+SHEDDABLE_PARTS = ("output", "logs", "input")
+
+
+def shed_parts(run: dict[str, Any], problem: str) -> Iterator[dict[str, Any]]:
+    """Copies of ``run`` without its output, then also its logs, then also its input,
+    each with a warning log line saying what was left out and why: the receipt of an
+    attempt is kept even when what the handler produced cannot be."""
+    shed: list[str] = []
+    for part in SHEDDABLE_PARTS:
+        shed.append(part)
+        reduced = dict(run)
+        for name in shed:
+            reduced[name] = [] if name == "logs" else None
+        note = f"run record not stored in full ({problem[:300]}); left out: {', '.join(shed)}"
+        reduced["logs"] = [*reduced["logs"], {"ts": now_ms(), "msg": note, "level": "warning"}]
+        yield reduced
 
 
 def describe_error(exc: BaseException, *, kind: str | None = None) -> dict[str, Any]:

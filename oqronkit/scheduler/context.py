@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from ..codec import copy_json
 from .timing import get_zone
 
 LEVELS = ("debug", "info", "warning", "error")
@@ -54,7 +55,8 @@ class LeaderContext(CronContext):
     def __init__(self, running: Any, *, log_limit: int) -> None:
         run, d = running.run, running.definition
         super().__init__(name=d.name, kind=d.kind, run_id=run["id"], slot_ms=run.get("slotAt"),
-                         payload=run.get("input"), attempt=run["attempts"], trigger=run["trigger"], zone=d.timezone)
+                         payload=copy_json(run.get("input")), attempt=run["attempts"], trigger=run["trigger"],
+                         zone=d.timezone)
         self._running = running
         self._log_limit = log_limit
 

@@ -22,8 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import OqronError
-from ..runs import describe_error, finish_run
+from ..durable import RecordWrite
+from ..errors import InvalidRecord, OqronError, RecordTooLarge
+from ..runs import describe_error, finish_run, shed_parts
 from .context import LeaderContext
 from .definition import Definition
 from .planner import retry_item
@@ -153,10 +154,28 @@ class RunExecutor:
                                    "this outcome (%s) is not stored", run["id"], run["status"],
                                    extra={"action": "scheduler.run_already_resolved"})
                 return
+            except (InvalidRecord, RecordTooLarge) as exc:  # never storable as it is: retrying won't help
+                run = self._storable(run, str(exc))
+                if run is None:
+                    return
             except OqronError as exc:
                 logger.warning("could not store run %s (%s); retrying", run["id"], exc,
                                extra={"action": "scheduler.run_write_failed"})
                 time.sleep(0.2 * (attempt + 1))
+
+    def _storable(self, run: dict[str, Any], problem: str) -> dict[str, Any] | None:
+        """``run`` without the parts it can do without (runs.shed_parts), or None."""
+        for reduced in shed_parts(run, problem):
+            try:
+                self.engine.durable.check(RecordWrite("runs", run["id"], reduced))
+            except (InvalidRecord, RecordTooLarge):
+                continue
+            logger.warning("run %s stored without some of its parts: %s", run["id"], problem,
+                           extra={"action": "runs.shed"})
+            return reduced
+        logger.error("run %s cannot be stored at all, left out: %s", run["id"], problem,
+                     extra={"action": "runs.unstorable"})
+        return None
 
     # -- inspection and control ----------------------------------------------------------------
 

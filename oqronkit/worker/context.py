@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from ..codec import copy_json
 from ..errors import Discard
 from ..runs import add_log
 
@@ -23,7 +24,10 @@ class JobContext:
         self._inflight = inflight
         self._process = process
         job = inflight.job
-        self.data: Any = job.data
+        # The handler's own copy: what it changes stays out of the run's input snapshot
+        # and of the payload a retry or the dead-letter queue keeps (a datetime put in
+        # there used to make the whole batch of run records unstorable).
+        self.data: Any = copy_json(job.data)
         self.job_id: str = job.id
         self.queue: str = job.queue
         self.attempt: int = job.attempts

@@ -7,19 +7,18 @@ One behaviour, two forms: :func:`classify` turns whatever a handler did into an
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..codec import dumps_compact
 from ..errors import Discard
 from ..runs import describe_error
 from .context import JobContext
 from .inflight import Inflight, Outcome
 
 logger = logging.getLogger(__name__)
-_json_check = json.JSONEncoder(allow_nan=False)
 
 
 def classify(inflight: Inflight, output: Any = None, exc: BaseException | None = None) -> Outcome:
@@ -27,7 +26,7 @@ def classify(inflight: Inflight, output: Any = None, exc: BaseException | None =
     if exc is None:
         try:
             if output is not None:
-                _json_check.encode(output)
+                dumps_compact(output)  # a cycle or nesting too deep is a ValueError here
         except (TypeError, ValueError) as err:
             return Outcome(inflight, "failed", error=describe_error(
                 TypeError(f"the handler returned a value that is not JSON-serialisable: {err}")))

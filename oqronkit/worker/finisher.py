@@ -18,9 +18,9 @@ from ..backoff import Backoff
 from ..clock import now_ms
 from ..dependencies import on_parent_done
 from ..durable import RecordWrite
-from ..errors import OqronError
+from ..errors import InvalidRecord, OqronError, RecordTooLarge
 from ..jobs import Job
-from ..runs import finish_run
+from ..runs import finish_run, shed_parts
 from .inflight import Inflight, Outcome
 
 CANCEL_GROUP = "cancel"
@@ -165,7 +165,13 @@ class Finisher:
         jobs = [RecordWrite(job.namespace, job.id, job.to_value()) for job, _ in pending]
         puts = jobs + [w for w in self._pending_runs if w.id not in pending_ids] + runs
         try:
-            self.process.engine.durable.apply(puts=puts, deletes=doomed)
+            try:
+                self.process.engine.durable.apply(puts=puts, deletes=doomed)
+            except (InvalidRecord, RecordTooLarge):
+                # Not an outage: a record the durable plane will never take. Held for
+                # retry as it is, it would hold back every later write with it.
+                puts = self._storable(puts)
+                self.process.engine.durable.apply(puts=puts, deletes=doomed)
         except OqronError as exc:
             if len(puts) > self.max_buffered_runs:
                 logger.critical("run buffer full: dropping the %d oldest run records",
@@ -183,6 +189,39 @@ class Finisher:
         self._pending_runs, self._pending_deletes = [], []
         self._ack_unacked()
         return True
+
+    def _storable(self, writes: list[RecordWrite]) -> list[RecordWrite]:
+        """``writes`` checked one by one: a run record the durable plane refuses is
+        written without the parts it can do without (runs.shed_parts); any other
+        refused record (a job's running state, written behind only as a courtesy) is
+        left out. Both are logged."""
+        durable = self.process.engine.durable
+        out: list[RecordWrite] = []
+        for write in writes:
+            try:
+                durable.check(write)
+                out.append(write)
+                continue
+            except (InvalidRecord, RecordTooLarge) as exc:
+                problem = str(exc)
+            if write.namespace == "runs":
+                for reduced in shed_parts(write.value, problem):
+                    candidate = write._replace(value=reduced)
+                    try:
+                        durable.check(candidate)
+                    except (InvalidRecord, RecordTooLarge):
+                        continue
+                    out.append(candidate)
+                    logger.warning("run %s stored without some of its parts: %s", write.id, problem,
+                                   extra={"action": "runs.shed"})
+                    break
+                else:
+                    logger.error("run %s cannot be stored at all, left out: %s", write.id, problem,
+                                 extra={"action": "runs.unstorable"})
+            else:
+                logger.error("%s/%s cannot be stored, left out: %s", write.namespace, write.id, problem,
+                             extra={"action": "finisher.unstorable"})
+        return out
 
     def _ack_unacked(self) -> None:
         """Release the leases of completed jobs now deleted from the durable plane."""

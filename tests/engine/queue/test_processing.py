@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+import datetime
 import threading
 import time
 
@@ -268,6 +270,69 @@ def test_non_json_return_value_fails_the_attempt(engine: Engine):
     with running(engine):
         wait_until(lambda: engine.durable.get("queue_dlq:weird", job.id) is not None)
     assert "JSON" in engine.durable.get("queue_dlq:weird", job.id).value["lastError"]["message"]
+
+
+def test_a_too_deeply_nested_return_value_fails_the_attempt(engine: Engine):
+    """It used to escape the check as RecursionError: the slot thread died and the job
+    stayed running for good."""
+
+    def nested(ctx):
+        value: list = []
+        for _ in range(100_000):
+            value = [value]
+        return value
+
+    q = engine.queue("nested", handler=nested, retries=0)
+    job = q.add({})
+    with running(engine):
+        wait_until(lambda: engine.durable.get("queue_dlq:nested", job.id) is not None)
+    assert "nesting too deep" in engine.durable.get("queue_dlq:nested", job.id).value["lastError"]["message"]
+
+
+def test_what_a_handler_does_to_its_data_stays_out_of_the_run_and_the_retry(engine: Engine):
+    """ctx.data is the handler's own copy. A datetime put there used to reach the run's
+    input snapshot, and the run, with every other run and job deletion of its batch,
+    was held for a retry that could never succeed."""
+    seen = []
+
+    def meddle(ctx):
+        seen.append(copy.deepcopy(ctx.data))
+        ctx.data["when"] = datetime.datetime.now()
+        ctx.data["tags"].append("touched")
+        if ctx.attempt == 1 and ctx.data["n"] == 0:
+            raise RuntimeError("once more")
+
+    q = engine.queue("meddle", handler=meddle, retries=1, backoff=0)
+    jobs = q.add_bulk([{"n": n, "tags": ["a"]} for n in range(3)])
+    with running(engine):
+        wait_until(lambda: engine.durable.count("queue_job:meddle") == 0
+                   and sum(len(runs_of(engine, j.id)) for j in jobs) == 4)
+    for job in jobs:
+        for run in runs_of(engine, job.id):
+            assert run["input"] == {"n": job.data["n"], "tags": ["a"]}
+    # The retry got the payload as it was added, not as the first attempt left it.
+    assert sorted(s["n"] for s in seen) == [0, 0, 1, 2]
+    assert all(s["tags"] == ["a"] and "when" not in s for s in seen)
+
+
+def test_a_run_too_large_to_store_is_stored_without_its_output(engine: Engine):
+    """A 2 MB return value is JSON, but its run is over the record size limit. The run
+    used to be held for retry with its whole batch, for good: the jobs stayed active
+    and no later run of the worker was stored."""
+    q = engine.queue("bulky", handler=lambda ctx: "x" * 2_000_000 if ctx.data["n"] == 1 else ctx.data["n"])
+    jobs = q.add_bulk([{"n": n} for n in range(3)])
+    with running(engine):
+        wait_until(lambda: engine.durable.count("queue_job:bulky") == 0
+                   and all(runs_of(engine, j.id) for j in jobs))
+        later = q.add({"n": 3})
+        wait_until(lambda: runs_of(engine, later.id))
+    runs = {job.data["n"]: runs_of(engine, job.id)[0] for job in [*jobs, later]}
+    assert all(run["status"] == "completed" for run in runs.values())
+    assert [runs[n]["output"] for n in (0, 2, 3)] == [0, 2, 3]
+    assert runs[1]["output"] is None and runs[1]["input"] == {"n": 1}
+    note = runs[1]["logs"][-1]
+    assert note["level"] == "warning" and "left out: output" in note["msg"] and "limit" in note["msg"]
+    assert q.counts()["active"] == 0
 
 
 def test_spawn_child_carries_the_correlation_id(engine: Engine):

@@ -290,3 +290,22 @@ def test_paused_definitions_are_skipped_by_the_heap_not_by_scanning(mem_engine, 
     mem_engine.durable.put_many([RecordWrite("runs", "x", {"id": "x"})])
     step(sched)
     assert sched.entries[("cron", "p")].token > 0
+
+
+def test_a_run_too_large_to_store_is_stored_without_its_output(mem_engine, clock, sched):
+    """Its final write used to fail five times over and leave the run 'running'."""
+    oqronkit.cron("bulky", "* * * * *", payload={"x": 1}, handler=lambda ctx: "x" * 2_000_000, engine=mem_engine)
+    step(sched)
+    run = runs_of(mem_engine, "bulky")[0]
+    assert run["status"] == "completed" and run["output"] is None and run["input"] == {"x": 1}
+    assert "left out: output" in run["logs"][-1]["msg"]
+
+
+def test_what_a_handler_does_to_its_payload_stays_out_of_the_run(mem_engine, clock, sched):
+    def meddle(ctx):
+        ctx.payload["when"] = datetime.now(UTC)  # not JSON: it used to make the run unstorable
+
+    oqronkit.cron("meddle", "* * * * *", payload={"x": 1}, handler=meddle, engine=mem_engine)
+    step(sched)
+    run = runs_of(mem_engine, "meddle")[0]
+    assert run["status"] == "completed" and run["input"] == {"x": 1}
