@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
 from .errors import InvalidRecord, RecordTooLarge
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - a dependency (requirements.txt); the stdlib does the same, slower
+    orjson = None  # type: ignore[assignment]
 
 
 def _refuse(value: Any) -> Any:
@@ -38,13 +44,36 @@ def dumps_compact(value: Any) -> str:
         raise ValueError("circular reference or nesting too deep") from exc
 
 
-def encode_value(value: Any, *, limit: int, what: str) -> str:
+# orjson refuses what the stdlib refuses (datetimes, dataclasses and subclasses of str,
+# int, dict and list go to _refuse, as the stdlib sends them to its default) except
+# NaN and infinity, which it writes as null, and UUIDs and enums, which it writes.
+_ORJSON_OPTIONS = (orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+                   | orjson.OPT_PASSTHROUGH_SUBCLASS) if orjson is not None else 0
+
+
+def dumps_checked(value: Any) -> str:
+    """:func:`dumps_compact` for values already known to hold only what JSON holds: a
+    record built from decoded JSON and checked values, like the worker's run records
+    (the payload was decoded, the return value passed dumps_compact). orjson encodes a
+    run record in 0.7 instead of 4.1 us; it writes NaN as null, hence only for such
+    values. What orjson refuses (an int dict key, an integer beyond 64 bits, a str
+    subclass) goes to dumps_compact, which decides."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS).decode()
+        except TypeError:  # orjson.JSONEncodeError is one
+            pass
+    return dumps_compact(value)
+
+
+def encode_value(value: Any, *, limit: int, what: str, checked: bool = False) -> str:
     """Encode a record value (a JSON object) to compact text, refusing non-objects,
-    non-JSON values and anything over ``limit`` bytes of UTF-8."""
+    non-JSON values and anything over ``limit`` bytes of UTF-8. ``checked``: the value
+    holds only what JSON holds (see :func:`dumps_checked`)."""
     if not isinstance(value, dict):
         raise InvalidRecord(f"{what}: a record value must be a dict (JSON object), got {type(value).__name__}.")
     try:
-        text = dumps_compact(value)
+        text = dumps_checked(value) if checked else dumps_compact(value)
     except (TypeError, ValueError) as exc:
         raise InvalidRecord(f"{what}: the value is not JSON-serialisable ({exc}).") from exc
     return check_size(text, limit=limit, what=what)
@@ -94,6 +123,28 @@ def copy_json(value: Any) -> Any:
     return value
 
 
+# Nineteen digits in a row: maybe an integer orjson would read as a float (it reads
+# those beyond 64 bits so); the stdlib reads it exactly.
+_LONG_DIGITS_TEXT = re.compile(r"\d{19}")
+_LONG_DIGITS_BYTES = re.compile(rb"\d{19}")
+
+
+def decode_json(data: str | bytes | bytearray | memoryview) -> Any:
+    """Decode JSON text exactly as ``json.loads`` does, with orjson (2.5x as fast on a
+    job record) wherever the two agree: not on integers beyond 64 bits (orjson makes
+    them floats: such text goes to the stdlib) nor on what orjson refuses and the
+    stdlib reads (NaN, a lone surrogate: retried there). Also psycopg's JSON loader on
+    the engine's connections."""
+    if orjson is not None:
+        long_digits = _LONG_DIGITS_TEXT if isinstance(data, str) else _LONG_DIGITS_BYTES
+        if long_digits.search(data) is None:
+            try:
+                return orjson.loads(data)
+            except orjson.JSONDecodeError:
+                pass
+    return json.loads(bytes(data) if isinstance(data, memoryview) else data)
+
+
 def decode_value(text: str | bytes) -> dict[str, Any]:
     """Decode stored JSON text."""
-    return json.loads(text)
+    return decode_json(text)

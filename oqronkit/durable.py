@@ -42,6 +42,9 @@ class RecordWrite(NamedTuple):
     # A hint that no row holds this key yet (a run written for the first time): a store
     # may insert it without conflict arbitration. A wrong hint costs a retry, not data.
     new: bool = False
+    # The value holds only what JSON holds (codec.dumps_checked): encoded by the fast
+    # encoder. The worker's run records; never a value straight from a user.
+    checked: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,7 +290,8 @@ class DurablePlane:
     def _encode_all(self, writes: Iterable[RecordWrite]) -> list[EncodedRow]:
         at = now_ms()
         stamps: dict[str, tuple[RecordKind, TableKey]] = {}  # each namespace checked once a batch
-        rows = [self._encode(w.namespace, w.id, w.value, w.expires_at, at, w.new, stamps) for w in writes]
+        rows = [self._encode(w.namespace, w.id, w.value, w.expires_at, at, w.new, stamps, w.checked)
+                for w in writes]
         keys = {(r.namespace, r.id) for r in rows}
         if len(keys) != len(rows):
             raise InvalidRecord("A batch names the same (namespace, id) twice; write it once.")
@@ -295,7 +299,7 @@ class DurablePlane:
 
     def _encode(
         self, namespace: str, id: str, value: Any, expires_at: int | None, at: int, new: bool = False,
-        stamps: dict[str, tuple[RecordKind, TableKey]] | None = None,
+        stamps: dict[str, tuple[RecordKind, TableKey]] | None = None, checked: bool = False,
     ) -> EncodedRow:
         stamp = stamps.get(namespace) if stamps is not None and type(namespace) is str else None
         if stamp is None:
@@ -306,7 +310,7 @@ class DurablePlane:
         self._check_id(id)
         if expires_at is not None and (not isinstance(expires_at, int) or isinstance(expires_at, bool)):
             raise InvalidRecord("expires_at must be integer epoch milliseconds or None.")
-        text = encode_value(value, limit=self.max_record_bytes, what=f"{namespace}/{id}")
+        text = encode_value(value, limit=self.max_record_bytes, what=f"{namespace}/{id}", checked=checked)
         return EncodedRow(namespace, id, stamp[0], stamp[1], text, at, expires_at, new)
 
     @staticmethod

@@ -138,7 +138,7 @@ class Finisher:
         if self.process.record_runs:
             for inflight in dirty:
                 inflight.run_stored = True
-                writes.append(RecordWrite("runs", inflight.run["id"], inflight.run_snapshot()))
+                writes.append(RecordWrite("runs", inflight.run["id"], inflight.run_snapshot(), checked=True))
         if writes or self._pending_deletes or self._pending_jobs:
             self._write_runs(writes, [])
 
@@ -275,8 +275,10 @@ class Finisher:
         if not self.process.record_runs:
             return None
         ttl = inflight.queue.completed_run_ttl_ms if status == "completed" else None
+        # checked: the input is the decoded payload (the handler has a copy), the
+        # output passed executor.classify's check, the rest the worker wrote.
         return RecordWrite("runs", inflight.run["id"], inflight.run_snapshot(),
-                           now_ms() + ttl if ttl is not None else None, new=not inflight.run_stored)
+                           now_ms() + ttl if ttl is not None else None, new=not inflight.run_stored, checked=True)
 
     def _settle_completed(self, outcomes: list[Outcome]) -> None:
         engine = self.process.engine

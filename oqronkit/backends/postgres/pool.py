@@ -16,8 +16,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool
 
+from ...codec import decode_json
 from ...config import redact_url
 from ...errors import BackendUnavailable, InvalidRecord
 from . import arrays
@@ -115,6 +117,7 @@ class LazyPool:
 
     def _configure_connection(self, conn: psycopg.Connection[Any]) -> None:
         arrays.register(conn)
+        set_json_loads(decode_json, conn)  # json and jsonb columns: orjson where exact
         if self._configure is not None:
             self._configure(conn)
 

@@ -22,6 +22,7 @@ import json
 import struct
 from typing import Any
 
+from ...codec import decode_json
 from ..types import EncodedRow, StoredRecord
 
 NO_START = "-" * 16
@@ -47,7 +48,7 @@ def started_key(value: int | float) -> str:
 
 
 def encode_row(row: EncodedRow) -> str:
-    value: dict[str, Any] = json.loads(row.value_json)
+    value: dict[str, Any] = decode_json(row.value_json)
     started = value.get("startedAt")
     numeric = isinstance(started, (int, float)) and not isinstance(started, bool)
     fields = [v if isinstance(v := value.get(name), str) else None for name in FILTER_FIELDS]
@@ -61,7 +62,7 @@ def decode_row(namespace: str, id: str, raw: str) -> StoredRecord:
     end = _HEADER_AT + int(raw[2 * KEY_WIDTH:_HEADER_AT])
     expires, kind, *_fields = json.loads(raw[_HEADER_AT:end])
     return StoredRecord(
-        namespace, id, kind, json.loads(raw[end:]), int(raw[:KEY_WIDTH]), None if expires is None else int(expires),
+        namespace, id, kind, decode_json(raw[end:]), int(raw[:KEY_WIDTH]), None if expires is None else int(expires),
     )
 
 

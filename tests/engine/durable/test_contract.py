@@ -32,6 +32,22 @@ def test_put_get_roundtrip_keeps_json_and_stamps_kind(durable: DurablePlane):
     assert record.expires_at is None
 
 
+def test_numbers_come_back_exactly(durable: DurablePlane):
+    """Integers beyond 64 bits stay integers (the fast decoder would make them floats:
+    codec.decode_json routes them to the stdlib), floats keep every bit; a checked
+    write (the worker's run records) likewise."""
+    value = {"big": 123456789012345678901234567890, "neg": -(2**64) - 1, "u64": 2**64 - 1,
+             "f": 0.1, "tiny": 5e-324, "id": "1234567890123456789012345"}
+    # (Not 1e308: jsonb keeps numbers as numeric and writes that one back in 309 digits,
+    # an int to any JSON reader.)
+    durable.put_many([RecordWrite("queue_job:emails", "j1", value), RecordWrite("runs", "r1", value, checked=True)])
+    for namespace, id in (("queue_job:emails", "j1"), ("runs", "r1")):
+        got = durable.get(namespace, id).value
+        assert got == value and all(type(got[k]) is type(v) for k, v in value.items())
+        [listed] = [r.value for r in durable.get_many(namespace, [id])]
+        assert repr(sorted(listed.items())) == repr(sorted(value.items()))  # jsonb sorts keys
+
+
 def test_get_missing_returns_none(durable: DurablePlane):
     assert durable.get("runs", "nope") is None
     assert durable.get_many("runs", ["a", "b"]) == []

@@ -1,0 +1,109 @@
+"""The JSON codec: orjson where it agrees with the stdlib, the stdlib where it doesn't,
+and the same answers with orjson missing."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+import json
+import math
+
+import pytest
+
+from oqronkit import codec
+from oqronkit.errors import InvalidRecord, RecordTooLarge
+
+
+@pytest.fixture(params=["orjson", "stdlib"])
+def fast(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "stdlib":
+        monkeypatch.setattr(codec, "orjson", None)
+    else:
+        assert codec.orjson is not None, "orjson is in requirements.txt"
+    return request.param
+
+
+DECODABLE = [
+    '{"a":1,"b":[1.5,-0.0,1E2,null,true,false],"c":{"d":"é\\u00e9 日本"}}',
+    '{"big":123456789012345678901234567890,"neg":-9223372036854775809}',  # beyond 64 bits: exact
+    '{"u64":18446744073709551615,"i64":-9223372036854775808,"f":1.7976931348623157e308}',
+    '{"a":1,"a":2}',
+    '{"lone":"\\ud800"}',  # orjson refuses it, the stdlib reads it
+    '{"x":NaN,"y":Infinity}',  # not JSON, but the stdlib reads it, so nothing is lost on old rows
+    "[]",
+    '"text"',
+]
+
+
+@pytest.mark.parametrize("text", DECODABLE)
+def test_decode_json_reads_what_the_stdlib_reads_exactly(fast: str, text: str):
+    expected = json.loads(text)
+    for data in (text, text.encode(), memoryview(text.encode()), bytearray(text.encode())):
+        got = codec.decode_json(data)
+        assert repr(got) == repr(expected)  # repr: ints stay ints, NaN compares by text
+
+
+def test_decode_json_refuses_what_the_stdlib_refuses(fast: str):
+    for bad in ('{"a":', "{'a':1}", ""):
+        with pytest.raises(json.JSONDecodeError):
+            codec.decode_json(bad)
+
+
+class Colour(enum.Enum):
+    RED = "red"
+
+
+class Label(str):
+    pass
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+
+
+def test_dumps_checked_writes_what_dumps_compact_writes(fast: str):
+    values = [
+        {"id": "r1", "input": {"to": "a@x.com", "n": [1, 2.5, None, True]}, "logs": [], "output": None},
+        {"nested": {"é": "日本", "quote": 'say "hi"\n', "ctl": "\x00\x1f"}},
+        {"big": 2**70, "neg": -(2**64)},  # orjson refuses these ints: the stdlib writes them
+        {1: "int key", None: "none key"},  # so too for non-str keys
+        {"label": Label("x")},  # a str subclass: the stdlib's way
+    ]
+    for value in values:
+        assert json.loads(codec.dumps_checked(value)) == json.loads(codec.dumps_compact(value))
+    assert codec.dumps_checked(values[0]) == codec.dumps_compact(values[0])
+
+
+def test_dumps_checked_refuses_what_json_cannot_hold(fast: str):
+    for value in ({"when": datetime.datetime.now()}, {"p": Point(1)}, {"o": object()}, {"s": {1, 2}}):
+        with pytest.raises(TypeError):
+            codec.dumps_checked(value)
+    circular: dict = {}
+    circular["self"] = circular
+    with pytest.raises(ValueError):
+        codec.dumps_checked(circular)
+
+
+def test_only_checked_values_take_the_fast_encoder(fast: str):
+    """The unchecked path refuses what orjson would write (NaN as null, enums): values
+    from users go there."""
+    for value in ({"x": math.nan}, {"x": math.inf}, {"c": Colour.RED}):
+        with pytest.raises(InvalidRecord):
+            codec.encode_value(value, limit=1000, what="t/1")
+    assert codec.encode_value({"a": 1}, limit=1000, what="t/1", checked=True) == '{"a":1}'
+    with pytest.raises(RecordTooLarge):
+        codec.encode_value({"a": "x" * 2000}, limit=1000, what="t/1", checked=True)
+    with pytest.raises(InvalidRecord):
+        codec.encode_value({"when": datetime.date.today()}, limit=1000, what="t/1", checked=True)
+
+
+def test_copy_json_shares_nothing_mutable():
+    value = {"a": [1, {"b": [2]}], "c": "s", "d": None}
+    copied = codec.copy_json(value)
+    assert copied == value
+    copied["a"][1]["b"].append(3)
+    copied["a"].append(4)
+    assert value == {"a": [1, {"b": [2]}], "c": "s", "d": None}
+    assert codec.copy_json([1, [2]]) == [1, [2]] and codec.copy_json("x") == "x"
