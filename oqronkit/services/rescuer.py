@@ -11,7 +11,7 @@ from ..backoff import Backoff
 from ..clock import now_ms
 from ..dependencies import on_parent_done
 from ..durable import RecordWrite
-from ..jobs import Job
+from ..jobs import Job, write_shedding_errors
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -70,15 +70,24 @@ def mark_stalled(engine: Engine, job: Job, token: int | None, why: str) -> None:
         reason = (f"stalled {job.stalls} times (max_stalls={max_stalls}): {why}" if job.stalls >= max_stalls
                   else f"{why}; attempts exhausted ({job.attempts} of {job.max_attempts})")
         job.die(reason, now)
+        # The dead letter first, then the job's guarded removal: a crash or an outage
+        # between the two leaves the job in both places, and the next pass ends it; the
+        # other order left it in neither (lost).
+        dead = f"queue_dlq:{job.queue}"
+        ours = write_shedding_errors(lambda value: engine.durable.insert(dead, job.id, value), job.to_value())
         if not engine.durable.compare_and_set(namespace, job.id, expect={"leaseToken": token}, value=None):
+            if ours:  # it moved on meanwhile (another holder): not dead after all
+                engine.durable.delete(dead, job.id)
             return
-        engine.durable.put(f"queue_dlq:{job.queue}", job.id, job.to_value())
         logger.warning("job %s/%s dead-lettered: %s", job.queue, job.id, reason, extra={"action": "rescuer.dead"})
         on_parent_done(engine.durable, engine.hot, job, "dead")
         return
     delay = Backoff.from_value(job.backoff).delay_ms(job.attempts)
     job.status, job.run_at = "delayed", now + delay
-    if engine.durable.compare_and_set(namespace, job.id, expect={"leaseToken": token}, value=job.to_value()):
+    if write_shedding_errors(
+        lambda value: engine.durable.compare_and_set(namespace, job.id, expect={"leaseToken": token}, value=value),
+        job.to_value(),
+    ):
         engine.hot.signal(job.queue, [Signal(job.id, job.priority, job.run_at, job.lifo)], now)
         logger.warning("job %s/%s rescued (%s); retry in %d ms", job.queue, job.id, why, delay,
                        extra={"action": "rescuer.retry"})

@@ -11,7 +11,7 @@ import queue as queue_module
 import threading
 import time
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..backends.hot_types import Lease, Signal
 from ..backoff import Backoff
@@ -19,7 +19,7 @@ from ..clock import now_ms
 from ..dependencies import on_parent_done
 from ..durable import RecordWrite
 from ..errors import InvalidRecord, OqronError, RecordTooLarge
-from ..jobs import Job
+from ..jobs import Job, shed_error_detail, write_shedding_errors
 from ..runs import finish_run, shed_parts
 from .inflight import Inflight, Outcome
 
@@ -170,13 +170,22 @@ class Finisher:
             except (InvalidRecord, RecordTooLarge):
                 # Not an outage: a record the durable plane will never take. Held for
                 # retry as it is, it would hold back every later write with it.
-                puts = self._storable(puts)
+                puts, kept = self._storable(puts)
+                doomed = [key for key in doomed if key not in kept]
                 self.process.engine.durable.apply(puts=puts, deletes=doomed)
         except OqronError as exc:
-            if len(puts) > self.max_buffered_runs:
-                logger.critical("run buffer full: dropping the %d oldest run records",
-                                len(puts) - self.max_buffered_runs, extra={"action": "runs.buffer_full"})
-            self._pending_runs = [w for w in puts if w.namespace == "runs"][-self.max_buffered_runs:]
+            # Held: runs and dead letters (a dead letter's job deletion is held with it,
+            # so neither may go without the other); the jobs' running state is queued
+            # again below. Only the oldest runs give way when the buffer is full.
+            job_keys = {(w.namespace, w.id) for w in jobs}
+            held = [w for w in puts if (w.namespace, w.id) not in job_keys]
+            runs = [w for w in held if w.namespace == "runs"]
+            if len(runs) > self.max_buffered_runs:
+                dropped = {id(w) for w in runs[:len(runs) - self.max_buffered_runs]}
+                logger.critical("run buffer full: dropping the %d oldest run records", len(dropped),
+                                extra={"action": "runs.buffer_full"})
+                held = [w for w in held if id(w) not in dropped]
+            self._pending_runs = held
             self._pending_deletes = doomed
             with self._lock:
                 for job, began in pending:
@@ -190,13 +199,16 @@ class Finisher:
         self._ack_unacked()
         return True
 
-    def _storable(self, writes: list[RecordWrite]) -> list[RecordWrite]:
-        """``writes`` checked one by one: a run record the durable plane refuses is
-        written without the parts it can do without (runs.shed_parts); any other
-        refused record (a job's running state, written behind only as a courtesy) is
-        left out. Both are logged."""
+    def _storable(self, writes: list[RecordWrite]) -> tuple[list[RecordWrite], set[tuple[str, str]]]:
+        """``writes`` checked one by one, and the jobs that must not be deleted now. A
+        refused run is written without the parts it can do without (runs.shed_parts);
+        a refused job or dead letter with less error detail (jobs.shed_error_detail).
+        A dead letter that still cannot be stored keeps its job (not deleted: it runs
+        again rather than vanish); a job's running state, written behind only as a
+        courtesy, is left out. Each is logged."""
         durable = self.process.engine.durable
         out: list[RecordWrite] = []
+        kept: set[tuple[str, str]] = set()
         for write in writes:
             try:
                 durable.check(write)
@@ -204,24 +216,24 @@ class Finisher:
                 continue
             except (InvalidRecord, RecordTooLarge) as exc:
                 problem = str(exc)
-            if write.namespace == "runs":
-                for reduced in shed_parts(write.value, problem):
-                    candidate = write._replace(value=reduced)
-                    try:
-                        durable.check(candidate)
-                    except (InvalidRecord, RecordTooLarge):
-                        continue
-                    out.append(candidate)
-                    logger.warning("run %s stored without some of its parts: %s", write.id, problem,
-                                   extra={"action": "runs.shed"})
-                    break
-                else:
-                    logger.error("run %s cannot be stored at all, left out: %s", write.id, problem,
-                                 extra={"action": "runs.unstorable"})
+            is_run = write.namespace == "runs"
+            candidates = shed_parts(write.value, problem) if is_run else shed_error_detail(write.value)
+            for reduced in candidates:
+                candidate = write._replace(value=reduced)
+                try:
+                    durable.check(candidate)
+                except (InvalidRecord, RecordTooLarge):
+                    continue
+                out.append(candidate)
+                logger.warning("%s/%s stored with less detail: %s", write.namespace, write.id, problem,
+                               extra={"action": "finisher.shed"})
+                break
             else:
+                if write.namespace.startswith("queue_dlq:"):
+                    kept.add((f"queue_job:{write.namespace.removeprefix('queue_dlq:')}", write.id))
                 logger.error("%s/%s cannot be stored, left out: %s", write.namespace, write.id, problem,
                              extra={"action": "finisher.unstorable"})
-        return out
+        return out, kept
 
     def _ack_unacked(self) -> None:
         """Release the leases of completed jobs now deleted from the durable plane."""
@@ -301,6 +313,9 @@ class Finisher:
                 for lease in renewed:
                     self._unacked[(queue, lease.job_id)] = (lease, lease_ms)
             acked |= {(queue, lease.job_id) for lease in renewed}
+            for o in group:  # renewed through _unacked from now on, until acked
+                if (queue, o.inflight.job.id) in acked:
+                    o.inflight.lease_released = True
         runs, deletes = [], []
         for o in outcomes:
             job = o.inflight.job
@@ -349,6 +364,7 @@ class Finisher:
         reason = {"cancelled": f"cancelled: {inflight.cancel_reason or 'by request'}",
                   "discarded": f"discarded: {(outcome.error or {}).get('message', '')}"}.get(
             outcome.kind, f"{outcome.kind} on attempt {job.attempts} of {job.max_attempts}")
+        inflight.lease_released = True  # before the ack: a renewal after it would recreate the lease
         if not engine.hot.ack(job.queue, [inflight.lease]):
             self._write_runs([r for r in [self._finish(outcome, RUN_STATUS[outcome.kind], reason)] if r], [])
             return
@@ -371,12 +387,19 @@ class Finisher:
         token = job.lease_token
         job.lease_token, job.worker_id, job.updated_at = None, None, now_ms()
         run = self._finish(outcome, RUN_STATUS[outcome.kind], reason)
-        if engine.durable.compare_and_set(f"queue_job:{job.queue}", job.id, expect={"leaseToken": token},
-                                          value=job.to_value()):
+        if self._store_guarded(job, token):
             engine.hot.release(job.queue, inflight.lease, signal, now_ms())
         if run:
             self._write_runs([run], [])
         self.process.count("retried" if outcome.kind != "interrupted" else "interrupted")
+
+    def _store_guarded(self, job: Job, token: Any) -> bool:
+        """Write the job's next state if our lease token is still its own; with less
+        error detail if it is over the record size limit."""
+        durable, namespace = self.process.engine.durable, f"queue_job:{job.queue}"
+        return write_shedding_errors(
+            lambda value: durable.compare_and_set(namespace, job.id, expect={"leaseToken": token}, value=value),
+            job.to_value())
 
     def _done(self, inflight: Inflight) -> None:
         if inflight.run is not None:

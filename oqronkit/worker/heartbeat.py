@@ -89,7 +89,7 @@ class Heartbeat:
         for inflight in self.process.all_inflight():
             # Settled attempts too: their outcome may wait on a slow durable plane in the
             # finisher, which still needs the lease to complete or retry the job.
-            if not inflight.lease_lost:
+            if not inflight.lease_lost and not inflight.lease_released:
                 by_queue[inflight.job.queue].append(inflight)
         hot = self.process.engine.hot
         finisher = self.process.finisher

@@ -27,6 +27,11 @@ class Inflight:
     cancelled: threading.Event = field(default_factory=threading.Event)
     cancel_reason: str | None = None
     lease_lost: bool = False
+    # The finisher acked the lease or took over its renewal (completed jobs waiting for
+    # their deletion): the heartbeat must not renew it here. A renewal of an acked lease
+    # recreates it (extend restores leases a hot-plane restart lost), which left a
+    # phantom "active" lease until the rescuer dropped it.
+    lease_released: bool = False
     overlay_dirty: bool = False
     overlay_published: bool = False
     run_stored: bool = False  # its run was sent to the durable plane while it ran

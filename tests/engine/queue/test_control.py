@@ -5,7 +5,9 @@ from __future__ import annotations
 import threading
 import time
 
-from oqronkit import Engine, JobNotFound
+import pytest
+
+from oqronkit import BackendUnavailable, Engine, JobNotFound
 from oqronkit.clock import now_ms
 from oqronkit.services.rescuer import rescue_expired
 
@@ -140,6 +142,40 @@ def test_after_max_stalls_the_job_is_dead_lettered(engine: Engine):
         rescue_expired(engine, ["poison"])
     letter = engine.durable.get("queue_dlq:poison", job.id).value
     assert "stalled 2 times" in letter["deadReason"]
+
+
+def test_a_dead_letter_the_rescuer_cannot_write_leaves_the_job_in_its_queue(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+):
+    """The rescuer removed the job first and wrote its dead letter after: an outage in
+    between lost the job. Now the dead letter comes first and the job stays until it
+    is written (an interrupted pass leaves it in both places, never in neither)."""
+    q = engine.queue("poison", backoff=0.01, max_stalls=1)
+    job = q.add({"n": 1})
+    durable = engine.durable
+    failures: list[str] = []
+
+    def refuse_dead_letters(method: str) -> None:
+        real = getattr(durable, method)
+
+        def write(namespace, *args, **kwargs):
+            if namespace.startswith("queue_dlq:") and not failures:
+                failures.append(method)
+                raise BackendUnavailable("durable plane down (test)")
+            return real(namespace, *args, **kwargs)
+
+        monkeypatch.setattr(durable, method, write)
+
+    for method in ("put", "insert"):
+        refuse_dead_letters(method)
+    claim_and_abandon(engine, "poison")
+    time.sleep(0.3)
+    with pytest.raises(BackendUnavailable):
+        rescue_expired(engine, ["poison"])
+    assert failures
+    stored = durable.get("queue_job:poison", job.id)
+    assert stored is not None and stored.value["data"] == {"n": 1}
+    assert durable.get("queue_dlq:poison", job.id) is None
 
 
 def test_leader_rescues_automatically(engine: Engine):
