@@ -11,6 +11,7 @@ import queue as queue_module
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..backends.hot_types import Lease, Signal
@@ -51,6 +52,8 @@ class Finisher:
         # Writes that failed while the durable plane was away; retried on every flush.
         self._pending_runs: list[RecordWrite] = []
         self._pending_deletes: list[tuple[str, str]] = []
+        # What follows a held write once it lands (a dead job's hook, its dependents).
+        self._pending_after: list[Callable[[], None]] = []
         # Jobs' "active" state (attempt, lease token) with when they started, written
         # behind once they have run for ACTIVE_STATE_AFTER: a fast job completes before
         # that, so its row goes from waiting straight to deleted, without an update in
@@ -146,7 +149,8 @@ class Finisher:
         with self._lock:
             self._dirty.add(run_id)
 
-    def _write_runs(self, runs: list[RecordWrite], deletes: list[tuple[str, str]], *, all_jobs: bool = False) -> bool:
+    def _write_runs(self, runs: list[RecordWrite], deletes: list[tuple[str, str]], *, all_jobs: bool = False,
+                    then: Callable[[], None] | None = None) -> bool:
         """Write runs (and delete finished jobs) in one transaction, after any earlier
         writes still waiting, with the active state of jobs running for a while (of
         every started job with ``all_jobs``); on failure keep them all for the next flush."""
@@ -187,6 +191,8 @@ class Finisher:
                 held = [w for w in held if id(w) not in dropped]
             self._pending_runs = held
             self._pending_deletes = doomed
+            if then is not None:
+                self._pending_after.append(then)
             with self._lock:
                 for job, began in pending:
                     self._pending_jobs.setdefault((job.namespace, job.id), (job, began))
@@ -197,6 +203,12 @@ class Finisher:
             return False
         self._pending_runs, self._pending_deletes = [], []
         self._ack_unacked()
+        after, self._pending_after = self._pending_after + ([then] if then is not None else []), []
+        for step in after:
+            try:
+                step()
+            except OqronError as exc:  # the sweeper still resolves dependents; nothing is lost
+                logger.warning("a step after a durable write failed: %s", exc, extra={"action": "finisher.after"})
         return True
 
     def _storable(self, writes: list[RecordWrite]) -> tuple[list[RecordWrite], set[tuple[str, str]]]:
@@ -375,10 +387,12 @@ class Finisher:
             puts.append(RecordWrite(f"queue_dlq:{job.queue}", job.id, job.to_value()))
         if outcome.kind == "cancelled":
             engine.hot.kv_delete(CANCEL_GROUP, [job.id])
-        if self._write_runs(puts, [(f"queue_job:{job.queue}", job.id)]):
-            on_parent_done(engine.durable, engine.hot, job, "dead")
-            self.process.hook(inflight, "dead", outcome.error)
+        def buried() -> None:  # now, or once a write held by an outage lands
             self.process.count("dead")
+            self.process.hook(inflight, "dead", outcome.error)
+            on_parent_done(engine.durable, engine.hot, job, "dead")
+
+        self._write_runs(puts, [(f"queue_job:{job.queue}", job.id)], then=buried)
 
     def _give_back(self, outcome: Outcome, signal: Signal, reason: str) -> None:
         """Store the job's next state, guarded by our lease token, then release it."""

@@ -76,10 +76,13 @@ def test_a_dead_letter_written_during_an_outage_is_held_with_the_job_deletion(
         return apply(puts=puts, deletes=deletes)
 
     monkeypatch.setattr(engine.durable, "apply", first_dead_letter_fails)
-    q = engine.queue("doomed", handler=loud, retries=0)
+    dead = []
+    q = engine.queue("doomed", handler=loud, retries=0, on_dead=lambda job, error: dead.append(job.id))
     job = q.add({"n": 1})
     with running(engine):
         wait_until(lambda: refused)
         wait_until(lambda: engine.durable.get("queue_dlq:doomed", job.id) is not None)
+        wait_until(lambda: dead)  # the hook runs once the held dead letter lands
     assert engine.durable.get("queue_job:doomed", job.id) is None
     assert engine.durable.get("queue_dlq:doomed", job.id).value["data"] == {"n": 1}
+    assert dead == [job.id]
