@@ -4,17 +4,13 @@
 from __future__ import annotations
 
 import hashlib
-import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from .codec import jsonb_key_order
-from .errors import InvalidRecord, RecordTooLarge
-
-logger = logging.getLogger(__name__)
-T = TypeVar("T")
+from .shedding import trim_error
 
 JobStatus = Literal["waiting", "delayed", "active", "waiting-dependencies", "blocked", "dead"]
 ParentFailure = Literal["block", "cascade-fail", "ignore"]
@@ -96,52 +92,20 @@ class Job:
         del self.errors[:-MAX_ERRORS_KEPT]
 
 
-def shed_error_detail(value: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def shed_error_detail(value: dict[str, Any], _problem: str = "") -> Iterator[dict[str, Any]]:
     """Copies of a job record with less and less error detail, for one over the record
     size limit (a payload near it, and tracebacks of up to 8,000 characters per
     attempt): tracebacks dropped but the last error's; then messages cut to 500
     characters and that traceback to 2,000; then only the last three errors; then only
     the last, without traceback, its message cut to 200 (a few hundred bytes: payloads
     are held 4,096 bytes under the limit). The payload and the job's state are never
-    touched."""
-
-    def cut(error: Any, message: int | None, traceback: int | None) -> Any:
-        if not isinstance(error, dict):
-            return error
-        error = dict(error)
-        if traceback is None:
-            error.pop("traceback", None)
-        elif isinstance(error.get("traceback"), str):
-            error["traceback"] = error["traceback"][-traceback:]
-        if message is not None and isinstance(error.get("message"), str):
-            error["message"] = error["message"][:message]
-        return error
-
+    touched. (A shedding.Shed.)"""
     errors = value.get("errors") if isinstance(value.get("errors"), list) else []
     last = value.get("lastError")
     for message, traceback, kept in ((None, 8000, len(errors)), (500, 2000, len(errors)), (500, 2000, 3),
                                      (200, None, 1)):
-        yield {**value, "lastError": cut(last, message, traceback),
-               "errors": [cut(e, message, None) for e in errors[-kept:]]}
-
-
-def write_shedding_errors(write: Callable[[dict[str, Any]], T], value: dict[str, Any]) -> T:
-    """``write(value)``; when the durable plane refuses the record (over the size
-    limit), ``write`` again with less error detail (:func:`shed_error_detail`) until
-    one is taken. Raises the first refusal if none is."""
-    try:
-        return write(value)
-    except (InvalidRecord, RecordTooLarge) as exc:
-        problem = exc
-    for reduced in shed_error_detail(value):
-        try:
-            result = write(reduced)
-        except (InvalidRecord, RecordTooLarge):
-            continue
-        logger.warning("job %s stored with less error detail: %s", value.get("id"), problem,
-                       extra={"action": "job.shed"})
-        return result
-    raise problem
+        yield {**value, "lastError": trim_error(last, message=message, traceback=traceback),
+               "errors": [trim_error(e, message=message, traceback=None) for e in errors[-kept:]]}
 
 
 # In jsonb's storage order (codec.jsonb_key_order), so Postgres need not sort them.

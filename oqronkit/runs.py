@@ -9,6 +9,7 @@ from typing import Any
 
 from .clock import now_ms
 from .ids import new_id
+from .shedding import trim_error
 
 RUN_STATUSES = ("queued", "running", "completed", "failed", "cancelled", "held")
 
@@ -79,30 +80,20 @@ def shed_parts(run: dict[str, Any], problem: str) -> Iterator[dict[str, Any]]:
     """Copies of ``run`` without its output, then also its logs, then also its input,
     then with its error cut short too (message 500 characters, traceback the last
     2,000), each with a warning log line saying what was left out and why: the receipt
-    of an attempt is kept even when what the handler produced cannot be."""
+    of an attempt is kept even when what the handler produced cannot be. (A
+    shedding.Shed.)"""
     shed: list[str] = []
     for part in (*SHEDDABLE_PARTS, "error detail"):
         shed.append(part)
         reduced = dict(run)
         for name in shed:
             if name == "error detail":
-                reduced["error"] = _cut_error(run.get("error"))
+                reduced["error"] = trim_error(run.get("error"), message=500, traceback=2000)
             else:
                 reduced[name] = [] if name == "logs" else None
         note = f"run record not stored in full ({problem[:300]}); left out: {', '.join(shed)}"
         reduced["logs"] = [*reduced["logs"], {"ts": now_ms(), "msg": note, "level": "warning"}]
         yield reduced
-
-
-def _cut_error(error: Any) -> Any:
-    if not isinstance(error, dict):
-        return error
-    cut = dict(error)
-    if isinstance(cut.get("message"), str):
-        cut["message"] = cut["message"][:500]
-    if isinstance(cut.get("traceback"), str):
-        cut["traceback"] = cut["traceback"][-2000:]
-    return cut
 
 
 def describe_error(exc: BaseException, *, kind: str | None = None) -> dict[str, Any]:

@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..durable import RecordWrite
 from ..errors import InvalidRecord, OqronError, RecordTooLarge
 from ..runs import describe_error, finish_run, shed_parts
+from ..shedding import write_shedding
 from .context import LeaderContext
 from .definition import Definition
 from .planner import retry_item
@@ -147,35 +147,25 @@ class RunExecutor:
         return True
 
     def _write_final(self, run: dict[str, Any]) -> None:
+        durable = self.engine.durable
         for attempt in range(5):
             try:
-                if not self.engine.durable.compare_and_set("runs", run["id"], expect={"status": "running"}, value=run):
+                stored = write_shedding(
+                    lambda value: durable.compare_and_set("runs", run["id"], expect={"status": "running"}, value=value),
+                    run, shed_parts)
+                if not stored:
                     logger.warning("run %s was already resolved elsewhere (its leader was presumed dead); "
                                    "this outcome (%s) is not stored", run["id"], run["status"],
                                    extra={"action": "scheduler.run_already_resolved"})
                 return
-            except (InvalidRecord, RecordTooLarge) as exc:  # never storable as it is: retrying won't help
-                run = self._storable(run, str(exc))
-                if run is None:
-                    return
+            except (InvalidRecord, RecordTooLarge) as exc:  # not even with less detail: retrying won't help
+                logger.error("run %s cannot be stored at all, left out: %s", run["id"], exc,
+                             extra={"action": "runs.unstorable"})
+                return
             except OqronError as exc:
                 logger.warning("could not store run %s (%s); retrying", run["id"], exc,
                                extra={"action": "scheduler.run_write_failed"})
                 time.sleep(0.2 * (attempt + 1))
-
-    def _storable(self, run: dict[str, Any], problem: str) -> dict[str, Any] | None:
-        """``run`` without the parts it can do without (runs.shed_parts), or None."""
-        for reduced in shed_parts(run, problem):
-            try:
-                self.engine.durable.check(RecordWrite("runs", run["id"], reduced))
-            except (InvalidRecord, RecordTooLarge):
-                continue
-            logger.warning("run %s stored without some of its parts: %s", run["id"], problem,
-                           extra={"action": "runs.shed"})
-            return reduced
-        logger.error("run %s cannot be stored at all, left out: %s", run["id"], problem,
-                     extra={"action": "runs.unstorable"})
-        return None
 
     # -- inspection and control ----------------------------------------------------------------
 

@@ -11,7 +11,8 @@ from ..backoff import Backoff
 from ..clock import now_ms
 from ..dependencies import on_parent_done
 from ..durable import RecordWrite
-from ..jobs import Job, write_shedding_errors
+from ..jobs import Job, shed_error_detail
+from ..shedding import write_shedding
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -74,7 +75,8 @@ def mark_stalled(engine: Engine, job: Job, token: int | None, why: str) -> None:
         # between the two leaves the job in both places, and the next pass ends it; the
         # other order left it in neither (lost).
         dead = f"queue_dlq:{job.queue}"
-        ours = write_shedding_errors(lambda value: engine.durable.insert(dead, job.id, value), job.to_value())
+        ours = write_shedding(lambda value: engine.durable.insert(dead, job.id, value), job.to_value(),
+                              shed_error_detail)
         if not engine.durable.compare_and_set(namespace, job.id, expect={"leaseToken": token}, value=None):
             if ours:  # it moved on meanwhile (another holder): not dead after all
                 engine.durable.delete(dead, job.id)
@@ -84,9 +86,9 @@ def mark_stalled(engine: Engine, job: Job, token: int | None, why: str) -> None:
         return
     delay = Backoff.from_value(job.backoff).delay_ms(job.attempts)
     job.status, job.run_at = "delayed", now + delay
-    if write_shedding_errors(
+    if write_shedding(
         lambda value: engine.durable.compare_and_set(namespace, job.id, expect={"leaseToken": token}, value=value),
-        job.to_value(),
+        job.to_value(), shed_error_detail,
     ):
         engine.hot.signal(job.queue, [Signal(job.id, job.priority, job.run_at, job.lifo)], now)
         logger.warning("job %s/%s rescued (%s); retry in %d ms", job.queue, job.id, why, delay,

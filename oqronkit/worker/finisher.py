@@ -20,8 +20,9 @@ from ..clock import now_ms
 from ..dependencies import on_parent_done
 from ..durable import RecordWrite
 from ..errors import InvalidRecord, OqronError, RecordTooLarge
-from ..jobs import Job, shed_error_detail, write_shedding_errors
+from ..jobs import Job, shed_error_detail
 from ..runs import finish_run, shed_parts
+from ..shedding import write_shedding
 from .inflight import Inflight, Outcome
 
 CANCEL_GROUP = "cancel"
@@ -219,32 +220,24 @@ class Finisher:
         again rather than vanish); a job's running state, written behind only as a
         courtesy, is left out. Each is logged."""
         durable = self.process.engine.durable
+
+        def checked(write: RecordWrite) -> Callable[[dict[str, Any]], RecordWrite]:
+            def check(value: dict[str, Any]) -> RecordWrite:
+                candidate = write._replace(value=value)
+                durable.check(candidate)
+                return candidate
+            return check
+
         out: list[RecordWrite] = []
         kept: set[tuple[str, str]] = set()
         for write in writes:
+            shed = shed_parts if write.namespace == "runs" else shed_error_detail
             try:
-                durable.check(write)
-                out.append(write)
-                continue
+                out.append(write_shedding(checked(write), write.value, shed))
             except (InvalidRecord, RecordTooLarge) as exc:
-                problem = str(exc)
-            is_run = write.namespace == "runs"
-            candidates = shed_parts(write.value, problem) if is_run else shed_error_detail(write.value)
-            for reduced in candidates:
-                candidate = write._replace(value=reduced)
-                try:
-                    durable.check(candidate)
-                except (InvalidRecord, RecordTooLarge):
-                    continue
-                out.append(candidate)
-                logger.warning("%s/%s stored with less detail: %s", write.namespace, write.id, problem,
-                               extra={"action": "finisher.shed"})
-                break
-            else:
                 if write.namespace.startswith("queue_dlq:"):
                     kept.add((f"queue_job:{write.namespace.removeprefix('queue_dlq:')}", write.id))
-                logger.error("%s/%s cannot be stored, left out: %s", write.namespace, write.id, problem,
-                             extra={"action": "finisher.unstorable"})
+                logger.error("cannot be stored, left out: %s", exc, extra={"action": "finisher.unstorable"})
         return out, kept
 
     def _ack_unacked(self) -> None:
@@ -411,9 +404,9 @@ class Finisher:
         """Write the job's next state if our lease token is still its own; with less
         error detail if it is over the record size limit."""
         durable, namespace = self.process.engine.durable, f"queue_job:{job.queue}"
-        return write_shedding_errors(
+        return write_shedding(
             lambda value: durable.compare_and_set(namespace, job.id, expect={"leaseToken": token}, value=value),
-            job.to_value())
+            job.to_value(), shed_error_detail)
 
     def _done(self, inflight: Inflight) -> None:
         if inflight.run is not None:

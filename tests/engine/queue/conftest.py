@@ -4,6 +4,7 @@ condition holds."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,9 +37,12 @@ def mode(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-@pytest.fixture
-def engine(mode: str, request: pytest.FixtureRequest, tmp_path, scope_names) -> Iterator[Engine]:
-    eng = Engine(make_config(mode, request, tmp_path, scope_names[0]), registry=Registry())
+@contextlib.contextmanager
+def built_engine(mode: str, request: pytest.FixtureRequest, tmp_path, project: str, **settings) -> Iterator[Engine]:
+    """An engine on ``mode`` (``settings`` override its config), closed and its Redis
+    keys dropped afterwards."""
+    config = dataclasses.replace(make_config(mode, request, tmp_path, project), **settings)
+    eng = Engine(config, registry=Registry())
     try:
         yield eng
     finally:
@@ -46,7 +50,13 @@ def engine(mode: str, request: pytest.FixtureRequest, tmp_path, scope_names) -> 
         if mode.startswith("redis"):
             from tests.services import drop_redis_project
 
-            drop_redis_project(eng.config.redis_url or "", scope_names[0])
+            drop_redis_project(eng.config.redis_url or "", project)
+
+
+@pytest.fixture
+def engine(mode: str, request: pytest.FixtureRequest, tmp_path, scope_names) -> Iterator[Engine]:
+    with built_engine(mode, request, tmp_path, scope_names[0]) as eng:
+        yield eng
 
 
 def wait_until(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.02) -> None:

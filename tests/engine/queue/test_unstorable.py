@@ -3,14 +3,13 @@ the record size limit, a dead letter written during an outage. None may lose the
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 
 import pytest
 
-from oqronkit import BackendUnavailable, Engine, Registry
+from oqronkit import BackendUnavailable, Engine
 
-from .conftest import make_config, running, wait_until
+from .conftest import built_engine, running, wait_until
 
 LIMIT = 8_000
 BIG_PAYLOAD = {"blob": "x" * 3_800}  # within the payload limit (the record limit less 4,096)
@@ -18,16 +17,8 @@ BIG_PAYLOAD = {"blob": "x" * 3_800}  # within the payload limit (the record limi
 
 @pytest.fixture
 def small_engine(mode: str, request: pytest.FixtureRequest, tmp_path, scope_names) -> Iterator[Engine]:
-    config = dataclasses.replace(make_config(mode, request, tmp_path, scope_names[0]), max_record_bytes=LIMIT)
-    eng = Engine(config, registry=Registry())
-    try:
+    with built_engine(mode, request, tmp_path, scope_names[0], max_record_bytes=LIMIT) as eng:
         yield eng
-    finally:
-        eng.close()
-        if mode.startswith("redis"):
-            from tests.services import drop_redis_project
-
-            drop_redis_project(eng.config.redis_url or "", scope_names[0])
 
 
 def loud(ctx):
