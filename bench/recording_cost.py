@@ -11,7 +11,7 @@ where the CPU went:
 * ``worker us/job``, ``postgres us/job``: CPU time (``/proc``) of the worker process and
   of every PostgreSQL process over the same interval, per job.
 
-Each phase enqueues ``--jobs`` no-op jobs with ``add_bulk`` into emptied tables, then
+Each phase enqueues ``--jobs`` no-op jobs (``throughput.py``'s payload) with ``add_bulk`` into emptied tables, then
 starts ``bench/peers/oqron_worker.py`` (``--no-record-runs`` for the "without" arm),
 the same worker ``throughput.py`` runs for ``oqron-postgres-norec``.
 
@@ -40,10 +40,11 @@ PEERS = ROOT / "bench" / "peers"
 SKIP = 1000
 ENQUEUE = """
 import oqron_tasks
+from common import payload
 from oqronkit import get_engine
 n = int({n})
 for start in range(0, n, 5000):
-    oqron_tasks.bench.add_bulk([{{"i": i}} for i in range(start, min(n, start + 5000))])
+    oqron_tasks.bench.add_bulk([payload(i) for i in range(start, min(n, start + 5000))])
 get_engine().close()
 """
 
