@@ -18,6 +18,10 @@ the same worker ``throughput.py`` runs for ``oqron-postgres-norec``.
 Usage (from the repository root, with the project's virtualenv)::
 
     .venv/bin/python bench/recording_cost.py --pairs 12 --jobs 10000
+
+``--against DIR`` compares two commits instead: pairs of the worker of another checkout
+(``git worktree add /tmp/base <commit>``) and this one's, both with run records (or both
+without, ``--no-runs``), interleaved the same way.
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ import psycopg
 import redis
 
 ROOT = Path(__file__).resolve().parent.parent
-PEERS = ROOT / "bench" / "peers"
 SKIP = 1000
 ENQUEUE = """
 import oqron_tasks
@@ -94,16 +97,19 @@ def count_runs(url: str, project: str) -> tuple[int, int]:
     return runs, jobs
 
 
-def phase(args: argparse.Namespace, url: str, rds: redis.Redis, tag: str, record: bool) -> dict[str, float]:
+def phase(args: argparse.Namespace, url: str, rds: redis.Redis, tag: str, record: bool,
+          root: Path = ROOT) -> dict[str, float]:
+    """One timed phase of the worker in checkout ``root``, with or without run records."""
+    peers = root / "bench" / "peers"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OQRON_", "PYTHON"))}
     project = f"ab-{tag}"
     env.update({"OQRON_MODE": "postgres", "OQRON_DATABASE_URL": url, "OQRON_PROJECT": project,
                 "OQRON_ENVIRONMENT": "bench", "BENCH_REDIS_URL": args.redis_url, "BENCH_KEY": f"oqab:{tag}",
-                "BENCH_TARGET": str(args.jobs), "PYTHONPATH": f"{PEERS}{os.pathsep}{ROOT}",
+                "BENCH_TARGET": str(args.jobs), "PYTHONPATH": f"{peers}{os.pathsep}{root}",
                 "PYTHONUNBUFFERED": "1"})
     reset(url)
     subprocess.run([sys.executable, "-c", ENQUEUE.format(n=args.jobs)], env=env, check=True, timeout=300)
-    argv = [sys.executable, str(PEERS / "oqron_worker.py")] + ([] if record else ["--no-record-runs"])
+    argv = [sys.executable, str(peers / "oqron_worker.py")] + ([] if record else ["--no-record-runs"])
     worker = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     done_key, last_key = f"oqab:{tag}:done", f"oqab:{tag}:last"
     try:
@@ -123,6 +129,7 @@ def phase(args: argparse.Namespace, url: str, rds: redis.Redis, tag: str, record
             raise RuntimeError("phase timed out")
         end_cpu = (cpu_ticks([worker.pid]), cpu_ticks(pg))
         last = float(rds.get(last_key))
+        first = float(rds.get(f"oqab:{tag}:first"))
     finally:
         worker.send_signal(signal.SIGTERM)
         try:
@@ -139,7 +146,8 @@ def phase(args: argparse.Namespace, url: str, rds: redis.Redis, tag: str, record
     if runs != want or left != 0:
         raise RuntimeError(f"{tag}: {runs} runs (want {want}), {left} jobs left")
     rds.delete(*[f"oqab:{tag}:{k}" for k in ("done", "first", "last", "latency")])
-    return {"rate": jobs / (last - t0), "worker": (end_cpu[0] - w0) * tick_us / jobs,
+    return {"rate": jobs / (last - t0), "from_first": (args.jobs - 1) / (last - first),
+            "worker": (end_cpu[0] - w0) * tick_us / jobs,
             "postgres": (end_cpu[1] - p0) * tick_us / jobs}
 
 
@@ -150,14 +158,21 @@ def main() -> int:
     parser.add_argument("--pg-url", default=os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"))
     parser.add_argument("--database", default="oqron_recording_cost")
     parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument("--against", type=Path, default=None,
+                        help="another checkout (a git worktree of an older commit): pairs of its worker and "
+                             "this one's, both with run records (or both without: --no-runs), instead")
+    parser.add_argument("--no-runs", dest="runs", action="store_false", help="with --against: both arms without runs")
     args = parser.parse_args()
     with psycopg.connect(args.pg_url, autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (args.database,)).fetchone():
             conn.execute(f'CREATE DATABASE "{args.database}"')
     url = database_url(args.pg_url, args.database)
     rds = redis.Redis.from_url(args.redis_url)
+    if args.against is not None:
+        return compare_checkouts(args, url, rds)
     rows: list[tuple[dict[str, float], dict[str, float]]] = []
-    print(f"{'pair':>4} {'with/s':>8} {'without/s':>9} {'cost':>7} {'worker us (w/wo)':>17} {'pg us (w/wo)':>13}")
+    print(f"{'pair':>4} {'with/s':>8} {'without/s':>9} {'cost':>7} {'(first)':>9} "
+          f"{'worker us (w/wo)':>17} {'pg us (w/wo)':>13}")
     for i in range(args.pairs):
         arms = [True, False]
         random.shuffle(arms)
@@ -165,10 +180,12 @@ def main() -> int:
         rec, norec = got[True], got[False]
         rows.append((rec, norec))
         cost = 1 - rec["rate"] / norec["rate"]
-        print(f"{i + 1:>4} {rec['rate']:>8,.0f} {norec['rate']:>9,.0f} {cost * 100:>6.1f}% "
+        early = 1 - rec["from_first"] / norec["from_first"]
+        print(f"{i + 1:>4} {rec['rate']:>8,.0f} {norec['rate']:>9,.0f} {cost * 100:>6.1f}% ({early * 100:>5.1f}%) "
               f"{rec['worker']:>8.0f}/{norec['worker']:<8.0f} {rec['postgres']:>6.0f}/{norec['postgres']:<6.0f}",
               flush=True)
     costs = [1 - r["rate"] / n["rate"] for r, n in rows]
+    from_first = [1 - r["from_first"] / n["from_first"] for r, n in rows]
     med = statistics.median
 
     def col(arm: int, key: str) -> float:
@@ -177,8 +194,40 @@ def main() -> int:
     print(f"\nmedians of {len(rows)} pairs, {args.jobs} jobs each:")
     print(f"  with runs {col(0, 'rate'):,.0f} jobs/s, without {col(1, 'rate'):,.0f} jobs/s")
     print(f"  recording cost {med(costs) * 100:.1f}% (pairs from {min(costs) * 100:.1f} to {max(costs) * 100:.1f}%)")
+    print(f"  timed from the first completion instead (throughput.py's 'excl start-up'): "
+          f"{col(0, 'from_first'):,.0f} vs {col(1, 'from_first'):,.0f} jobs/s, cost {med(from_first) * 100:.1f}%")
     print(f"  worker CPU {col(0, 'worker'):.0f} vs {col(1, 'worker'):.0f} us/job, "
           f"postgres CPU {col(0, 'postgres'):.0f} vs {col(1, 'postgres'):.0f} us/job")
+    return 0
+
+
+def compare_checkouts(args: argparse.Namespace, url: str, rds: redis.Redis) -> int:
+    """Pairs of (the --against checkout, this one), the same arm, in a random order within
+    each pair: on a VM whose speed drifts by 10% within the hour, comparing two commits
+    measured at different times says little."""
+    base, here = args.against.resolve(), ROOT
+    if not (base / "bench" / "peers" / "oqron_worker.py").is_file():
+        raise SystemExit(f"--against {base}: not a checkout of this repository (no bench/peers/oqron_worker.py)")
+    rows: list[tuple[dict[str, float], dict[str, float]]] = []
+    print(f"{'pair':>4} {'against/s':>10} {'this/s':>8} {'ratio':>6} {'worker us':>10} {'pg us':>9}")
+    for i in range(args.pairs):
+        got: dict[Path, dict[str, float]] = {}
+        for root in random.sample([base, here], 2):
+            got[root] = phase(args, url, rds, f"{os.getpid()}-{i}-{'base' if root == base else 'here'}",
+                              args.runs, root)
+        a, b = got[base], got[here]
+        rows.append((a, b))
+        print(f"{i + 1:>4} {a['rate']:>10,.0f} {b['rate']:>8,.0f} {b['rate'] / a['rate']:>6.3f} "
+              f"{a['worker']:>4.0f}/{b['worker']:<5.0f} {a['postgres']:>4.0f}/{b['postgres']:<4.0f}", flush=True)
+    med = statistics.median
+    ratios = [b["rate"] / a["rate"] for a, b in rows]
+    print(f"\nmedians of {len(rows)} pairs, {args.jobs} jobs each, {'with' if args.runs else 'without'} runs:")
+    print(f"  {base}: {med([a['rate'] for a, _ in rows]):,.0f} jobs/s, this checkout: "
+          f"{med([b['rate'] for _, b in rows]):,.0f} jobs/s, ratio {med(ratios):.3f} "
+          f"(pairs from {min(ratios):.3f} to {max(ratios):.3f})")
+    print(f"  worker CPU {med([a['worker'] for a, _ in rows]):.0f} vs {med([b['worker'] for _, b in rows]):.0f} "
+          f"us/job, postgres CPU {med([a['postgres'] for a, _ in rows]):.0f} vs "
+          f"{med([b['postgres'] for _, b in rows]):.0f} us/job")
     return 0
 
 
