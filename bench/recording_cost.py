@@ -110,7 +110,11 @@ def phase(args: argparse.Namespace, url: str, rds: redis.Redis, tag: str, record
     reset(url)
     subprocess.run([sys.executable, "-c", ENQUEUE.format(n=args.jobs)], env=env, check=True, timeout=300)
     argv = [sys.executable, str(peers / "oqron_worker.py")] + ([] if record else ["--no-record-runs"])
-    worker = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Its own session by default, as throughput.py and a service manager start it: with
+    # the kernel's autogroup scheduling on, that makes it its own CPU-share group, and the
+    # recording cost about doubled (see bench/README.md).
+    worker = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              start_new_session=not args.same_session)
     done_key, last_key = f"oqab:{tag}:done", f"oqab:{tag}:last"
     try:
         deadline = time.monotonic() + 300
@@ -162,6 +166,8 @@ def main() -> int:
                         help="another checkout (a git worktree of an older commit): pairs of its worker and "
                              "this one's, both with run records (or both without: --no-runs), instead")
     parser.add_argument("--no-runs", dest="runs", action="store_false", help="with --against: both arms without runs")
+    parser.add_argument("--same-session", action="store_true",
+                        help="start the worker in this script's session (by default it gets its own)")
     args = parser.parse_args()
     with psycopg.connect(args.pg_url, autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (args.database,)).fetchone():
