@@ -33,13 +33,18 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import psycopg
 import redis
+from throughput import with_database  # this folder: the script's own
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench" / "peers"))
+from common import keys  # noqa: E402 - the phase's Redis key names, as the task body writes them
+
 SKIP = 1000
 ENQUEUE = """
 import oqron_tasks
@@ -76,11 +81,6 @@ def postgres_pids() -> list[int]:
     return out
 
 
-def database_url(base: str, name: str) -> str:
-    head, _, _ = base.rpartition("/")
-    return f"{head}/{name}"
-
-
 def reset(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         names = [r[0] for r in conn.execute(
@@ -113,34 +113,38 @@ def phase(args: argparse.Namespace, url: str, rds: redis.Redis, tag: str, record
     # Its own session by default, as throughput.py and a service manager start it: with
     # the kernel's autogroup scheduling on, that makes it its own CPU-share group, and the
     # recording cost about doubled (see bench/README.md).
-    worker = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              start_new_session=not args.same_session)
-    done_key, last_key = f"oqab:{tag}:done", f"oqab:{tag}:last"
-    try:
-        deadline = time.monotonic() + 300
-        mark = None
-        while time.monotonic() < deadline:
-            done = int(rds.get(done_key) or 0)
-            if mark is None and done >= SKIP:
-                pg = postgres_pids()  # now: the worker's connections are open
-                mark = (time.time(), done, cpu_ticks([worker.pid]), cpu_ticks(pg))
-            if done >= args.jobs and rds.exists(last_key):
-                break
-            if worker.poll() is not None:
-                raise RuntimeError(f"worker exited: {worker.stderr.read().decode()[-2000:]}")
-            time.sleep(0.005)
-        else:
-            raise RuntimeError("phase timed out")
-        end_cpu = (cpu_ticks([worker.pid]), cpu_ticks(pg))
-        last = float(rds.get(last_key))
-        first = float(rds.get(f"oqab:{tag}:first"))
-    finally:
-        worker.send_signal(signal.SIGTERM)
+    # Its output goes to a file, not a pipe: a worker logging a lot would fill a pipe
+    # nobody reads during the phase and stall.
+    with tempfile.TemporaryFile() as log:
+        worker = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                  start_new_session=not args.same_session)
+        names = keys(f"oqab:{tag}")
         try:
-            worker.wait(30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+            deadline = time.monotonic() + 300
+            mark = None
+            while time.monotonic() < deadline:
+                done = int(rds.get(names["done"]) or 0)
+                if mark is None and done >= SKIP:
+                    pg = postgres_pids()  # now: the worker's connections are open
+                    mark = (time.time(), done, cpu_ticks([worker.pid]), cpu_ticks(pg))
+                if done >= args.jobs and rds.exists(names["last"]):
+                    break
+                if worker.poll() is not None:
+                    log.seek(0)
+                    raise RuntimeError(f"worker exited: {log.read().decode(errors='replace')[-2000:]}")
+                time.sleep(0.005)
+            else:
+                raise RuntimeError("phase timed out")
+            end_cpu = (cpu_ticks([worker.pid]), cpu_ticks(pg))
+            last = float(rds.get(names["last"]))
+            first = float(rds.get(names["first"]))
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            try:
+                worker.wait(30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
     assert mark is not None
     t0, c0, w0, p0 = mark
     jobs = args.jobs - c0
@@ -149,7 +153,7 @@ def phase(args: argparse.Namespace, url: str, rds: redis.Redis, tag: str, record
     want = args.jobs if record else 0
     if runs != want or left != 0:
         raise RuntimeError(f"{tag}: {runs} runs (want {want}), {left} jobs left")
-    rds.delete(*[f"oqab:{tag}:{k}" for k in ("done", "first", "last", "latency")])
+    rds.delete(*names.values())
     return {"rate": jobs / (last - t0), "from_first": (args.jobs - 1) / (last - first),
             "worker": (end_cpu[0] - w0) * tick_us / jobs,
             "postgres": (end_cpu[1] - p0) * tick_us / jobs}
@@ -172,7 +176,7 @@ def main() -> int:
     with psycopg.connect(args.pg_url, autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (args.database,)).fetchone():
             conn.execute(f'CREATE DATABASE "{args.database}"')
-    url = database_url(args.pg_url, args.database)
+    url = with_database(args.pg_url, args.database)
     rds = redis.Redis.from_url(args.redis_url)
     if args.against is not None:
         return compare_checkouts(args, url, rds)
