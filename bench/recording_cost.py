@@ -169,13 +169,18 @@ def main() -> int:
     parser.add_argument("--against", type=Path, default=None,
                         help="another checkout (a git worktree of an older commit): pairs of its worker and "
                              "this one's, both with run records (or both without: --no-runs), instead")
+    parser.add_argument("--against-database", default=None,
+                        help="with --against: the database of the other checkout's worker (default: the same "
+                             "as this one's); give one when the two checkouts' schemas differ, as each worker "
+                             "creates its own tables and indexes")
     parser.add_argument("--no-runs", dest="runs", action="store_false", help="with --against: both arms without runs")
     parser.add_argument("--same-session", action="store_true",
                         help="start the worker in this script's session (by default it gets its own)")
     args = parser.parse_args()
     with psycopg.connect(args.pg_url, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (args.database,)).fetchone():
-            conn.execute(f'CREATE DATABASE "{args.database}"')
+        for name in {args.database, args.against_database or args.database}:
+            if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+                conn.execute(f'CREATE DATABASE "{name}"')
     url = with_database(args.pg_url, args.database)
     rds = redis.Redis.from_url(args.redis_url)
     if args.against is not None:
@@ -216,6 +221,7 @@ def compare_checkouts(args: argparse.Namespace, url: str, rds: redis.Redis) -> i
     each pair: on a VM whose speed drifts by 10% within the hour, comparing two commits
     measured at different times says little."""
     base, here = args.against.resolve(), ROOT
+    base_url = with_database(args.pg_url, args.against_database) if args.against_database else url
     if not (base / "bench" / "peers" / "oqron_worker.py").is_file():
         raise SystemExit(f"--against {base}: not a checkout of this repository (no bench/peers/oqron_worker.py)")
     rows: list[tuple[dict[str, float], dict[str, float]]] = []
@@ -223,7 +229,8 @@ def compare_checkouts(args: argparse.Namespace, url: str, rds: redis.Redis) -> i
     for i in range(args.pairs):
         got: dict[Path, dict[str, float]] = {}
         for root in random.sample([base, here], 2):
-            got[root] = phase(args, url, rds, f"{os.getpid()}-{i}-{'base' if root == base else 'here'}",
+            which = "base" if root == base else "here"
+            got[root] = phase(args, base_url if root == base else url, rds, f"{os.getpid()}-{i}-{which}",
                               args.runs, root)
         a, b = got[base], got[here]
         rows.append((a, b))

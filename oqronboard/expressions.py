@@ -4,13 +4,13 @@ Postgres only uses an expression index when a query repeats the indexed expressi
 SQLite only when the very same expression tree appears. Django's own JSON lookups do
 neither (``KT("value__status")`` binds the key as a parameter on SQLite and renders
 ``json_extract(value, '$."status"')``; ``Cast(..., BigIntegerField())`` casts to bigint,
-not numeric), so the board builds its filters and sorts from these, which render:
+not float8), so the board builds its filters and sorts from these, which render:
 
 =====================  =======================================  =====================================
 expression             PostgreSQL                               SQLite
 =====================  =======================================  =====================================
 ``JsonText("status")`` ``(value->>'status')``                    ``json_extract(value, '$.status')``
-``RunStarted()``       ``((value->>'startedAt')::numeric)``      ``json_extract(value, '$.startedAt')``
+``RunStarted()``       ``((value->>'startedAt')::float8)``       ``json_extract(value, '$.startedAt')``
 ``JsonNumber("x")``    ``CASE WHEN jsonb_typeof(...) ...``       ``json_extract(value, '$.x')``
 ``RowKey()``           ``id COLLATE "C"``                        ``id``
 =====================  =======================================  =====================================
@@ -85,7 +85,7 @@ class RunStarted(_ValueExpression):
         return models.BigIntegerField()
 
     def pg_template(self) -> str:
-        return "((%(expressions)s->>'startedAt')::numeric)"
+        return "((%(expressions)s->>'startedAt')::float8)"
 
 
 class JsonNumber(_ValueExpression):

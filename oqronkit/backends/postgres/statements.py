@@ -4,8 +4,8 @@ fragments. No value is ever formatted into SQL text; values travel as parameters
 
 from __future__ import annotations
 
+import math
 import re
-from decimal import Decimal
 from functools import cache, lru_cache
 from typing import Any
 
@@ -132,15 +132,15 @@ def list_plan(scope: Scope, query: ListQuery) -> tuple[tuple[str, ...], dict[str
         parts.append("where_started_number")
     if query.started_from is not None:
         parts.append("where_started_from")
-        params["started_from"] = _numeric(query.started_from)
+        params["started_from"] = _started_bound(query.started_from)
     if query.started_to is not None:
         parts.append("where_started_to")
-        params["started_to"] = _numeric(query.started_to)
+        params["started_to"] = _started_bound(query.started_to)
     direction = "desc" if query.descending else "asc"
     if query.after is not None:
         key, params["after_id"] = query.after
         parts.append(f"after_{query.order}_{direction}")
-        params["after_key"] = _numeric(key) if query.order == "started" else key
+        params["after_key"] = _started_bound(key) if query.order == "started" else key
     parts += [f"order_{query.order}_{direction}", "limit_rows"]
     return tuple(parts), params
 
@@ -151,11 +151,14 @@ def _namespace_for(namespace: str | None, kind: str | None) -> str | None:
     return namespace if namespace is not None or kind is None else sole_namespace_of_kind(kind)
 
 
-def _numeric(value: int | float) -> Decimal:
-    # A float bound as float8 would be compared as float8 (missing the numeric index)
-    # or cast to numeric with 15 digits; its shortest repr converts exactly, like the
-    # JSON text the row was stored from.
-    return Decimal(value) if isinstance(value, int) else Decimal(repr(value))
+def _started_bound(value: int | float) -> float:
+    """A startedAt bound as the float8 the key is (bound as numeric or bigint, the
+    comparison would be cast and miss the index). An int past float8's range compares
+    as an infinity, as it would in the key."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def count_plan(scope: Scope, namespace: str | None, kind: str | None) -> tuple[tuple[str, ...], dict[str, Any]]:

@@ -50,8 +50,9 @@ ORDER BY (value->>'publishedAt')::numeric DESC
 LIMIT 50;"""
 
 OUR_INDEXES = {
-    "oqron_runs_other_status_started_idx", "oqron_runs_name_started_idx", "oqron_runs_other_module_started_idx",
-    "oqron_runs_namespace_started_idx", "oqron_runs_message_published_idx", "oqron_runs_other_kind_idx",
+    "oqron_runs_other_status_started_idx", "oqron_runs_other_status_started_f8_idx", "oqron_runs_name_started_f8_idx",
+    "oqron_runs_other_module_started_f8_idx", "oqron_runs_namespace_started_f8_idx", "oqron_runs_message_published_idx",
+    "oqron_runs_other_kind_idx",
 }
 
 
@@ -200,8 +201,8 @@ def test_failed_runs_query_is_served_by_an_index_at_scale(fresh_schema_url: str,
                 plan = explain(conn, composed("runs", parts), params)
                 assert_index_served(plan)
                 used = {n.get("Index Name") for n in plan_nodes(plan)}
-                expected = ("oqron_runs_namespace_started_idx" if value in ("completed", "queue")
-                            else f"oqron_runs_other_{field}_started_idx")
+                expected = ("oqron_runs_namespace_started_f8_idx" if value in ("completed", "queue")
+                            else f"oqron_runs_other_{field}_started_f8_idx")
                 assert expected in used, (field, value, plan)
         page = plane.list("runs", status="failed", order="started", descending=True, limit=50)
         assert len(page.records) == 50 and all(r.value["status"] == "failed" for r in page.records)
@@ -233,6 +234,11 @@ def test_ensure_schema_drops_retired_indexes_of_an_older_schema(fresh_schema_url
             conn.execute("DROP INDEX oqron_runs_job_idx")
             conn.execute("CREATE INDEX oqron_runs_job_started_idx ON oqron_runs (project, environment, "
                          "(value->>'jobId'), ((value->>'startedAt')::numeric), id COLLATE \"C\")")
+            # The numeric-keyed run indexes that the float8 ones replaced.
+            for name, key in (("name", "(value->>'name')"), ("other_module", "(value->>'module')"),
+                              ("namespace", "namespace"), ("worker", "(value->>'workerId')")):
+                conn.execute(f"CREATE INDEX oqron_runs_{name}_started_idx ON oqron_runs (project, environment, "
+                             f"{key}, ((value->>'startedAt')::numeric), id COLLATE \"C\")")
         store.ensure_schema()
         with psycopg.connect(fresh_schema_url, autocommit=True) as conn:
             names = {r[0] for r in conn.execute(
@@ -242,13 +248,36 @@ def test_ensure_schema_drops_retired_indexes_of_an_older_schema(fresh_schema_url
                 "SELECT stxname FROM pg_statistic_ext WHERE stxnamespace = current_schema()::regnamespace")}
         assert not {"oqron_jobs_status_idx", "oqron_jobs_kind_idx", "oqron_runs_kind_idx",
                     "oqron_runs_status_started_idx", "oqron_runs_module_started_idx",
-                    "oqron_runs_job_started_idx"} & names
+                    "oqron_runs_job_started_idx", "oqron_runs_name_started_idx",
+                    "oqron_runs_other_module_started_idx", "oqron_runs_namespace_started_idx",
+                    "oqron_runs_worker_started_idx"} & names
         assert {"oqron_jobs_dead_kind_idx", "oqron_jobs_status_created_idx", "oqron_runs_other_kind_idx",
-                "oqron_runs_other_status_started_idx", "oqron_runs_other_module_started_idx",
+                "oqron_runs_other_status_started_idx", "oqron_runs_other_status_started_f8_idx",
+                "oqron_runs_other_module_started_f8_idx", "oqron_runs_name_started_f8_idx",
+                "oqron_runs_namespace_started_f8_idx", "oqron_runs_worker_started_f8_idx",
                 "oqron_runs_job_idx"} <= names
         assert statistics == {"oqron_runs_status_module_stats"}
     finally:
         store.close()
+
+
+def test_key_columns_compare_bytewise_whatever_the_database_collation(fresh_schema_url: str):
+    # COLLATE "C" on the key columns: cheaper comparisons in every index insert, and the
+    # same order as the memory and SQLite backends on any database.
+    store = PostgresDurableStore(fresh_schema_url)
+    try:
+        store.ensure_schema()
+        with psycopg.connect(fresh_schema_url, autocommit=True) as conn:
+            collations = conn.execute(
+                "SELECT c.relname, a.attname, co.collname FROM pg_attribute a "
+                "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_collation co ON co.oid = a.attcollation "
+                "WHERE c.relnamespace = current_schema()::regnamespace "
+                "AND c.relname IN ('oqron_records', 'oqron_jobs', 'oqron_runs') AND a.attnum > 0").fetchall()
+    finally:
+        store.close()
+    columns = ("project", "environment", "namespace", "record_kind", "id")
+    assert sorted(collations) == sorted((t, c, "C") for t in ("oqron_records", "oqron_jobs", "oqron_runs")
+                                        for c in columns)
 
 
 def test_concurrent_ensure_schema_does_not_error(fresh_schema_url: str):
@@ -318,7 +347,7 @@ def test_psycopg_is_imported_lazily_and_its_absence_names_the_extra():
 
 
 def test_values_postgres_refuses_are_invalid_records(production: DurablePlane):
-    # The run indexes cast startedAt to numeric, and jsonb cannot hold \u0000.
+    # The run indexes cast startedAt to float8, and jsonb cannot hold \u0000.
     with pytest.raises(InvalidRecord):
         production.put("runs", "r1", {"startedAt": "soon"})
     with pytest.raises(InvalidRecord):

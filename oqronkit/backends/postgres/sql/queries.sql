@@ -157,11 +157,12 @@ WHERE project = %(project)s AND environment = %(environment)s
 
 -- name: started_key_indexed
 -- oqron_runs: the indexed expression itself (the index guarantees it casts on every row).
-(value->>'startedAt')::numeric
+(value->>'startedAt')::float8
 
 -- name: started_key_guarded
--- The other tables have no such index, so a non-numeric startedAt must not be cast.
-(CASE WHEN jsonb_typeof(value->'startedAt') = 'number' THEN (value->>'startedAt')::numeric END)
+-- The other tables have no such index, so a non-numeric startedAt must not be cast. The
+-- same float8 as on oqron_runs, so every table lists in the same order.
+(CASE WHEN jsonb_typeof(value->'startedAt') = 'number' THEN (value->>'startedAt')::float8 END)
 
 -- name: where_namespace
 AND namespace = %(namespace)s
@@ -181,7 +182,7 @@ AND value->>'module' = %(module)s
 -- name: where_started_number
 -- Started order and started filters list only rows whose startedAt is a JSON number.
 -- IS NOT NULL is indexable, so an index scan skips rows without one. The only other
--- kind of value that survives the numeric cast is a string such as "12", hence the
+-- kind of value that survives the float8 cast is a string such as "12", hence the
 -- second test; it is spelt with <> rather than = 'number' on purpose: the planner
 -- guesses 0.5 percent of rows for an = on an expression it has no statistics for
 -- (which made it sort a bitmap scan instead of walking the index) and 99.5 for <>.
