@@ -10,6 +10,12 @@
 -- stay logged, so fencing tokens keep increasing across such a crash and a zombie's
 -- old token can never match a new lease.
 --
+-- Text key columns are COLLATE "C" (byte order): every claim, ack and renewal compares
+-- them in the primary key and the partial indexes, and with the database's default
+-- collation even equal values go through the locale machinery. Tables created before
+-- that keep the database's collation and behave the same (equality is the same, and
+-- the only ordering on them, job_id, just has to be one order).
+--
 -- One row per job in oqron_hot_jobs, whatever its state, so a single primary key makes
 -- signal, claim, ack and extend atomic against each other:
 --   ready    token IS NULL AND run_at IS NULL
@@ -24,10 +30,10 @@ CREATE SEQUENCE IF NOT EXISTS oqron_hot_token_seq;
 CREATE SEQUENCE IF NOT EXISTS oqron_hot_ord_seq;
 
 CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_jobs (
-    project     text    NOT NULL,
-    environment text    NOT NULL,
-    queue       text    NOT NULL,
-    job_id      text    NOT NULL,
+    project     text    COLLATE "C" NOT NULL,
+    environment text    COLLATE "C" NOT NULL,
+    queue       text    COLLATE "C" NOT NULL,
+    job_id      text    COLLATE "C" NOT NULL,
     priority    integer NOT NULL,
     ord         bigint  NOT NULL,
     lifo        boolean NOT NULL,
@@ -52,27 +58,27 @@ CREATE INDEX IF NOT EXISTS oqron_hot_jobs_lease_idx
     WHERE token IS NOT NULL;
 
 CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_locks (
-    project     text   NOT NULL,
-    environment text   NOT NULL,
-    name        text   NOT NULL,
+    project     text   COLLATE "C" NOT NULL,
+    environment text   COLLATE "C" NOT NULL,
+    name        text   COLLATE "C" NOT NULL,
     owner       text   NOT NULL,
     expires_at  bigint NOT NULL,
     PRIMARY KEY (project, environment, name)
 );
 
 CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_counters (
-    project     text   NOT NULL,
-    environment text   NOT NULL,
-    name        text   NOT NULL,
+    project     text   COLLATE "C" NOT NULL,
+    environment text   COLLATE "C" NOT NULL,
+    name        text   COLLATE "C" NOT NULL,
     value       bigint NOT NULL,
     PRIMARY KEY (project, environment, name)
 );
 
 CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_kv (
-    project     text   NOT NULL,
-    environment text   NOT NULL,
-    grp         text   NOT NULL,
-    key         text   NOT NULL,
+    project     text   COLLATE "C" NOT NULL,
+    environment text   COLLATE "C" NOT NULL,
+    grp         text   COLLATE "C" NOT NULL,
+    key         text   COLLATE "C" NOT NULL,
     value       text   NOT NULL,
     expires_at  bigint NOT NULL,
     PRIMARY KEY (project, environment, grp, key)
