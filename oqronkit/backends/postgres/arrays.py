@@ -57,6 +57,9 @@ class TextArrayDumper(_ArrayDumper):
 
     def dump(self, obj: Any) -> bytes:
         try:
+            if obj and type(obj[0]) is str and obj.count(obj[0]) == len(obj):
+                # One value repeated (a batch's namespace, its record kind): encoded once.
+                return _header(len(obj), False, TEXT_OID) + _text(obj[0]) * len(obj)
             if None in obj:
                 parts = [_NULL if s is None else _text(s) for s in obj]
                 return _header(len(obj), True, TEXT_OID) + b"".join(parts)
@@ -80,6 +83,8 @@ class BigintArrayDumper(_ArrayDumper):
     array_oid = INT8_ARRAY_OID
 
     def dump(self, obj: Any) -> bytes:
+        if obj and obj.count(None) == len(obj):  # a batch of rows without a TTL
+            return _header(len(obj), True, INT8_OID) + _NULL * len(obj)
         try:
             if None in obj:
                 body = b"".join([_NULL if n is None else _INT8.pack(8, n) for n in obj])

@@ -28,6 +28,8 @@ TEXTS = [
     ["job-1", "", "ünïcødé ✓", "x" * 70_000, '{"k":"v\\n"}', "emoji 🎉"],
     ["a", None, "b"],
     [None],
+    ["runs"] * 3,  # one value repeated: encoded once
+    ["ünï"] * 2 + ["ünï "],
 ]
 
 
@@ -42,7 +44,7 @@ def test_text_arrays_round_trip_with_nulls_and_multibyte_text(conn: psycopg.Conn
         assert [r[0] for r in rows] == values
 
 
-@pytest.mark.parametrize("values", [[], [0], [1, -1, 2**63 - 1, -(2**63)], [5, None, 7], [None, None]],
+@pytest.mark.parametrize("values", [[], [0], [1, -1, 2**63 - 1, -(2**63)], [5, None, 7], [None, None], [None] * 3],
                          ids=lambda v: f"{len(v)} items")
 def test_bigint_arrays_round_trip(conn: psycopg.Connection[Any], values: list) -> None:
     assert conn.execute("SELECT %s::bigint[]", [BigintArray(values)]).fetchone()[0] == values
@@ -70,6 +72,9 @@ def test_out_of_range_integers_and_lone_surrogates_are_bad_input_not_outages() -
         with pytest.raises(InvalidRecord, match="UTF-8"):
             with pool.connection() as c:
                 c.execute("SELECT %s::text[]", [TextArray(["ok", "\ud800"])])
+        with pytest.raises(InvalidRecord, match="UTF-8"):  # repeated, so encoded once
+            with pool.connection() as c:
+                c.execute("SELECT %s::text[]", [TextArray(["\ud800"] * 2)])
         with pytest.raises(InvalidRecord):  # PostgreSQL text holds no NUL: the server refuses it
             with pool.connection() as c:
                 c.execute("SELECT %s::text[]", [TextArray(["a\x00b"])])
