@@ -23,8 +23,9 @@
 --
 -- A consequence worth knowing: because oqron_runs indexes (value->>'startedAt')::float8
 -- for every row, a runs-table row whose top-level startedAt is not a JSON number (a
--- string such as "soon", true, an object) is refused by Postgres on write; so is a
--- message row whose top-level publishedAt is not a number.
+-- string such as "soon", true, an object), or is a number beyond float8's range (past
+-- 1e308), is refused by Postgres on write; so is a message row whose top-level
+-- publishedAt is not a number.
 --
 -- Ties on startedAt break on id with COLLATE "C" (byte order, which for UTF-8 is code
 -- point order): the same order as the memory and SQLite backends whatever the
