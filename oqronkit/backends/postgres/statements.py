@@ -153,8 +153,8 @@ def _namespace_for(namespace: str | None, kind: str | None) -> str | None:
 
 def _started_bound(value: int | float) -> float:
     """A startedAt bound as the float8 the key is (bound as numeric or bigint, the
-    comparison would be cast and miss the index). An int past float8's range compares
-    as an infinity, as it would in the key."""
+    comparison would be cast and miss the index). An int past float8's range bounds as
+    an infinity: no stored key lies beyond it, since the runs table refuses such rows."""
     try:
         return float(value)
     except OverflowError:
