@@ -122,6 +122,16 @@ class DurablePlane:
             with self._timed("durable.apply"):
                 self.store.apply(self.scope, rows, doomed)
 
+    def apply_and_release(self, *, puts: Iterable[RecordWrite], namespace: str, queue: str,
+                          leases: Iterable[tuple[str, int]]) -> set[str]:
+        """Postgres mode only (both planes in one database; see
+        :attr:`Engine.settles_in_one_transaction`): write ``puts``, release the leases
+        ((job id, token)) of ``queue`` still held under their token and delete the
+        released jobs of ``namespace``, atomically. Returns the job ids released."""
+        rows = self._encode_all(puts)
+        with self._timed("durable.apply"):
+            return self.store.apply_and_release(self.scope, rows, namespace, queue, list(leases))
+
     def check(self, write: RecordWrite) -> None:
         """Raise what writing ``write`` would (InvalidRecord, RecordTooLarge, ...)
         without writing it: which record of a refused batch is the culprit."""

@@ -118,6 +118,17 @@ class Engine:
                     )
         return self._hot
 
+    @property
+    def settles_in_one_transaction(self) -> bool:
+        """Whether a worker settles completed jobs in one durable transaction that also
+        releases their leases (:meth:`DurablePlane.apply_and_release`): postgres mode,
+        where both planes are tables of one database."""
+        if self.config.mode != "postgres":
+            return False
+        from .backends.postgres import PostgresHotPlane
+
+        return isinstance(self.hot.plane, PostgresHotPlane) and hasattr(self.durable.store, "apply_and_release")
+
     def queue(self, name: str, **options: Any) -> Queue:
         """Declare a queue on this engine (see :func:`oqronkit.queue`)."""
         from .queue import Queue

@@ -67,6 +67,9 @@ class Finisher:
         # so neither the rescuer nor the reconciler hands them out again.
         self._unacked: dict[tuple[str, str], tuple[Lease, int]] = {}
         self.max_buffered_runs = 50_000
+        # Postgres mode: completed jobs settle in one transaction (_release_at_once).
+        # Asked on first use: the planes open when the worker starts, not when it is built.
+        self._one_transaction: bool | None = None
 
     # -- called from other threads ----------------------------------------------------
 
@@ -289,56 +292,114 @@ class Finisher:
         with inflight.lock:
             finish_run(inflight.run, status, output=outcome.output, error=outcome.error, reason=reason,
                        limit=self.process.config.run_timeline_limit)
-        if not self.process.record_runs:
+        return self._run_write(inflight, status)
+
+    def _run_write(self, inflight: Inflight, status: str) -> RecordWrite | None:
+        """The closed run as a write (a plain insert the first time), or None when runs
+        are not recorded."""
+        if not self.process.record_runs or inflight.run is None:
             return None
         ttl = inflight.queue.completed_run_ttl_ms if status == "completed" else None
+        new = not inflight.run_stored
+        inflight.run_stored = True  # any later write of it is an upsert
         # checked: the input is the decoded payload (the handler has a copy), the
         # output passed executor.classify's check, the rest the worker wrote.
         return RecordWrite("runs", inflight.run["id"], inflight.run_snapshot(),
-                           now_ms() + ttl if ttl is not None else None, new=not inflight.run_stored, checked=True)
+                           now_ms() + ttl if ttl is not None else None, new=new, checked=True)
 
     def _settle_completed(self, outcomes: list[Outcome]) -> None:
         engine = self.process.engine
         by_queue: dict[str, list[Outcome]] = defaultdict(list)
         for o in outcomes:
             by_queue[o.inflight.job.queue].append(o)
-        # Ownership first (renewing the leases also gives the durable write time);
-        # the leases are released once the jobs' deletion has landed (_ack_unacked).
-        acked: set[tuple[str, str]] = set()
-        now = now_ms()
+        deleted: set[tuple[str, str]] = set()
         for queue, group in by_queue.items():
-            lease_ms = group[0].inflight.queue.lease_ms
-            try:
-                renewed = engine.hot.extend(queue, [o.inflight.lease for o in group], lease_ms=lease_ms, now=now)
-            except OqronError as exc:
-                logger.error("could not confirm the leases of %d completed job(s) of %s: %s", len(group), queue,
-                             exc, extra={"action": "finisher.ack_failed"})
-                renewed = []
-            with self._lock:
-                for lease in renewed:
-                    self._unacked[(queue, lease.job_id)] = (lease, lease_ms)
-            acked |= {(queue, lease.job_id) for lease in renewed}
-            for o in group:  # renewed through _unacked from now on, until acked
-                if (queue, o.inflight.job.id) in acked:
-                    o.inflight.lease_released = True
-        runs, deletes = [], []
+            # Closed as completed; a run whose lease turns out lost says so (_lost_lease).
+            runs = [self._finish(o, "completed") for o in group]
+            released = None
+            if self._one_transaction is None:
+                self._one_transaction = engine.settles_in_one_transaction
+            if self._one_transaction and not self._held_back():
+                released = self._release_at_once(queue, group, runs)
+            if released is None:
+                released = self._release_in_steps(queue, group, runs)
+            deleted |= {(queue, job_id) for job_id in released}
         for o in outcomes:
             job = o.inflight.job
-            owned = (job.queue, job.id) in acked
-            run = self._finish(o, "completed", None if owned else "completed after its lease was lost")
-            if run is not None:
-                runs.append(run)
-            if owned:
-                deletes.append((f"queue_job:{job.queue}", job.id))
-        if self._write_runs(runs, deletes):
-            for o in outcomes:
-                job = o.inflight.job
-                if (job.queue, job.id) in acked and job.dependents:
-                    on_parent_done(engine.durable, engine.hot, job, "completed")
+            if (job.queue, job.id) in deleted and job.dependents:
+                on_parent_done(engine.durable, engine.hot, job, "completed")
         for o in outcomes:
             self._done(o.inflight)
             self.process.hook(o.inflight, "complete", o.output)
         self.process.count("completed", len(outcomes))
+
+    def _held_back(self) -> bool:
+        """Whether writes or leases wait on an earlier failure: they go first, in steps."""
+        return bool(self._unacked or self._pending_runs or self._pending_deletes or self._pending_after)
+
+    def _release_at_once(self, queue: str, group: list[Outcome], runs: list[RecordWrite | None]) -> set[str] | None:
+        """Postgres mode: write the runs, release the leases and delete the jobs in one
+        transaction; the ids released, or None (nothing written) to settle in steps."""
+        for o in group:  # before the release: a renewal after it would recreate the lease
+            o.inflight.lease_released = True
+        try:
+            released = self.process.engine.durable.apply_and_release(
+                puts=[run for run in runs if run is not None], namespace=f"queue_job:{queue}", queue=queue,
+                leases=[(o.inflight.lease.job_id, o.inflight.lease.token) for o in group])
+        except OqronError as exc:
+            # An outage, or a record the plane refuses: the steps below hold or shed it.
+            logger.warning("could not settle %d completed job(s) of %s in one transaction; in steps: %s",
+                           len(group), queue, exc, extra={"action": "finisher.settle_in_steps"})
+            for o in group:
+                o.inflight.lease_released = False
+            return None
+        with self._lock:
+            for o in group:
+                if o.inflight.job.id in released:
+                    self._pending_jobs.pop((o.inflight.job.namespace, o.inflight.job.id), None)
+        lost = [self._lost_lease(o) for o in group if o.inflight.job.id not in released]
+        if any(lost):
+            self._write_runs([run for run in lost if run is not None], [])
+        return released
+
+    def _release_in_steps(self, queue: str, group: list[Outcome], runs: list[RecordWrite | None]) -> set[str]:
+        """Renew the leases (ownership first; it also gives the durable write time), write
+        the runs and delete the owned jobs, then release their leases once the deletion
+        has landed (_ack_unacked); the ids deleted."""
+        engine = self.process.engine
+        lease_ms = group[0].inflight.queue.lease_ms
+        try:
+            renewed = engine.hot.extend(queue, [o.inflight.lease for o in group], lease_ms=lease_ms, now=now_ms())
+        except OqronError as exc:
+            logger.error("could not confirm the leases of %d completed job(s) of %s: %s", len(group), queue,
+                         exc, extra={"action": "finisher.ack_failed"})
+            renewed = []
+        owned = {lease.job_id for lease in renewed}
+        with self._lock:
+            for lease in renewed:
+                self._unacked[(queue, lease.job_id)] = (lease, lease_ms)
+        for o in group:  # renewed through _unacked from now on, until acked
+            if o.inflight.job.id in owned:
+                o.inflight.lease_released = True
+        writes, deletes = [], []
+        for o, run in zip(group, runs, strict=True):
+            if o.inflight.job.id in owned:
+                deletes.append((f"queue_job:{queue}", o.inflight.job.id))
+            else:
+                run = self._lost_lease(o)
+            if run is not None:
+                writes.append(run)
+        return owned if self._write_runs(writes, deletes) else set()
+
+    def _lost_lease(self, outcome: Outcome) -> RecordWrite | None:
+        """The run of a job completed after its lease was lost (the job stays with its
+        new holder), saying so; None when runs are not recorded."""
+        inflight = outcome.inflight
+        if inflight.run is None:
+            return None
+        with inflight.lock:
+            inflight.run["timeline"][-1]["reason"] = "completed after its lease was lost"
+        return self._run_write(inflight, "completed")
 
     def _settle_other(self, outcome: Outcome) -> None:
         inflight, job = outcome.inflight, outcome.inflight.job

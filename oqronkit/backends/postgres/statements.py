@@ -66,14 +66,28 @@ def joined_statement(parts: tuple[bytes, ...]) -> bytes:
     than a pipeline of the same statements in a transaction. All parts see one
     snapshot, so they must not touch the same key (the caller checks).
     Each part's parameters are renamed ``<name>_<part>`` (see :func:`joined_params`)."""
-    def renamed(text: bytes, number: int) -> bytes:
-        text = re.sub(rb"^\s*(--[^\n]*\n\s*)*", b"", text).rstrip().rstrip(b";")  # comments, then ";"
-        return _PLACEHOLDER.sub(lambda m: m.group(0) if m.group(1).decode() in _SHARED_PARAMS
-                                else b"%(" + m.group(1) + b"_%d)" % number + m.group(2), text)
-
-    texts = [renamed(text, number) for number, text in enumerate(parts)]
+    texts = [_renamed(text, number) for number, text in enumerate(parts)]
     ctes = b",\n".join(b"part_%d AS (\n%s\n)" % (number, text) for number, text in enumerate(texts[:-1]))
     return b"WITH " + ctes + b"\n" + texts[-1]
+
+
+@lru_cache(maxsize=64)
+def release_statement(parts: tuple[bytes, ...]) -> bytes:
+    """``release_and_delete`` (release the leases, delete the released jobs) with the
+    write statements ``parts`` joined to it as further data-modifying WITH parts, as
+    :func:`joined_statement` joins them; it returns the ids released. Parameters as
+    :func:`joined_params` names them, plus the ``release_*`` ones."""
+    head = statement("release_and_delete", "jobs").rstrip().rstrip(b";")
+    ctes = b"".join(b",\npart_%d AS (\n%s\n)" % (number, _renamed(text, number)) for number, text in enumerate(parts))
+    return head + ctes + b"\nSELECT job_id FROM released"
+
+
+def _renamed(text: bytes, number: int) -> bytes:
+    """A part of a joined statement: without its comments and ";", each parameter but
+    the shared ones renamed ``<name>_<number>``."""
+    text = re.sub(rb"^\s*(--[^\n]*\n\s*)*", b"", text).rstrip().rstrip(b";")  # comments, then ";"
+    return _PLACEHOLDER.sub(lambda m: m.group(0) if m.group(1).decode() in _SHARED_PARAMS
+                            else b"%(" + m.group(1) + b"_%d)" % number + m.group(2), text)
 
 
 def joined_params(params: list[dict[str, Any]]) -> dict[str, Any]:

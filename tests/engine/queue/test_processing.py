@@ -234,6 +234,14 @@ def test_a_short_run_is_written_once_when_it_ends(engine: Engine, monkeypatch: p
         return real_apply(puts=puts, deletes=deletes)
 
     monkeypatch.setattr(engine.durable, "apply", spy)
+    real_release = engine.durable.apply_and_release  # postgres mode settles completions with it
+
+    def spy_release(*, puts, **rest):
+        puts = list(puts)
+        written.extend(w for w in puts if w.namespace == "runs")
+        return real_release(puts=puts, **rest)
+
+    monkeypatch.setattr(engine.durable, "apply_and_release", spy_release)
     q = engine.queue("short", concurrency=1, handler=lambda ctx: time.sleep(0.2))
     jobs = [q.add({"n": n}) for n in range(8)]  # 1.6 s of work, one at a time: flushes come mid-run
     with running(engine):
