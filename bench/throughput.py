@@ -34,6 +34,7 @@ import contextlib
 import json
 import math
 import os
+import random
 import shutil
 import signal
 import sqlite3
@@ -983,6 +984,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--latency-gap", type=float, default=0.02, help="seconds between latency jobs")
     parser.add_argument("--chunk", type=int, default=1_000, help="jobs per bulk call")
     parser.add_argument("--repeat", type=int, default=3, help="interleaved runs per system; medians reported")
+    parser.add_argument("--order", choices=("shuffled", "fixed"), default="shuffled",
+                        help="the systems' order within each repetition: shuffled (seeded by --seed), so that "
+                             "no system always runs right after the same other one, or as --systems lists them")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the shuffled order")
     parser.add_argument("--systems", default="postgres",
                         help=f"comma-separated names out of {', '.join(ALL_SYSTEMS)} (oqron-<mode>@N: N worker "
                              f"processes), or the groups postgres (the default: {', '.join(POSTGRES_SYSTEMS)}), "
@@ -1052,8 +1057,15 @@ def engine_revision() -> str:
 def measure(bench: Bench, systems: list[System]) -> dict[str, list[dict[str, Any]]]:
     """Every system ``--repeat`` times, interleaved; each run's figures."""
     results: dict[str, list[dict[str, Any]]] = {s.name: [] for s in systems}
+    shuffle = random.Random(bench.args.seed).shuffle
     for rep in range(bench.args.repeat):
-        for system in systems:
+        # A system run right after another inherits its leftovers (dirty pages being
+        # written back, autovacuum, a warm or cold cache); a fixed order would give each
+        # system the same neighbour every time.
+        order = list(systems)
+        if bench.args.order == "shuffled":
+            shuffle(order)
+        for system in order:
             print(f"run {rep + 1}/{bench.args.repeat}: {system.name} ...", flush=True)
             began = time.monotonic()
             results[system.name].append(run_system(bench, system))
