@@ -73,21 +73,30 @@ def joined_statement(parts: tuple[bytes, ...]) -> bytes:
 
 @lru_cache(maxsize=64)
 def release_statement(parts: tuple[bytes, ...]) -> bytes:
-    """``release_and_delete`` (release the leases, delete the released jobs) with the
-    write statements ``parts`` joined to it as further data-modifying WITH parts, as
+    """The hot plane's ``ack`` (leases released only under their token, rows locked in
+    its order) as ``released``, then ``release_and_delete`` (the released jobs deleted)
+    and the write statements ``parts`` joined as further data-modifying WITH parts, as
     :func:`joined_statement` joins them; it returns the ids released. Parameters as
-    :func:`joined_params` names them, plus the ``release_*`` ones."""
-    head = statement("release_and_delete", "jobs").rstrip().rstrip(b";")
+    :func:`joined_params` names them; ack's are prefixed ``release_``."""
+    from .hot import QUERIES as HOT_QUERIES  # the one statement that spans both planes
+
+    ack = _PLACEHOLDER.sub(lambda m: m.group(0) if m.group(1).decode() in _SHARED_PARAMS
+                           else b"%(release_" + m.group(1) + b")" + m.group(2), _bare(HOT_QUERIES["ack"].encode()))
+    head = b"WITH released AS (\n" + ack + b"\n),\n" + _bare(statement("release_and_delete", "jobs"))
     ctes = b"".join(b",\npart_%d AS (\n%s\n)" % (number, _renamed(text, number)) for number, text in enumerate(parts))
     return head + ctes + b"\nSELECT job_id FROM released"
+
+
+def _bare(text: bytes) -> bytes:
+    """A statement without its leading comments and trailing ";"."""
+    return re.sub(rb"^\s*(--[^\n]*\n\s*)*", b"", text).rstrip().rstrip(b";")
 
 
 def _renamed(text: bytes, number: int) -> bytes:
     """A part of a joined statement: without its comments and ";", each parameter but
     the shared ones renamed ``<name>_<number>``."""
-    text = re.sub(rb"^\s*(--[^\n]*\n\s*)*", b"", text).rstrip().rstrip(b";")  # comments, then ";"
     return _PLACEHOLDER.sub(lambda m: m.group(0) if m.group(1).decode() in _SHARED_PARAMS
-                            else b"%(" + m.group(1) + b"_%d)" % number + m.group(2), text)
+                            else b"%(" + m.group(1) + b"_%d)" % number + m.group(2), _bare(text))
 
 
 def joined_params(params: list[dict[str, Any]]) -> dict[str, Any]:

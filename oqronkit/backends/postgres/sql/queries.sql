@@ -226,24 +226,11 @@ LIMIT %(limit)s
 -- database): the finisher's completed jobs of one queue settled in one transaction
 -- instead of three (renew the leases, write the runs and delete the jobs, release the
 -- leases), each a round trip that in a busy worker waited milliseconds for the GIL.
--- Leases still held under their token are released (their rows locked in job id
--- order, the order ack and extend lock them in), and only the jobs released are
--- deleted; statements.release_statement appends the run writes and returns the ids
--- released. A lease lost meanwhile keeps its job, exactly as ack would.
-WITH locked AS MATERIALIZED (
-    SELECT job_id FROM oqron_hot_jobs
-    WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
-      AND queue = (SELECT %(release_queue)s::text) AND job_id = ANY(%(release_ids)s::text[])
-    ORDER BY job_id
-    FOR UPDATE
-), released AS (
-    DELETE FROM oqron_hot_jobs AS j
-    USING unnest(%(release_ids)s::text[], %(release_tokens)s::bigint[]) AS a(job_id, token)
-    WHERE j.project = (SELECT %(project)s::text) AND j.environment = (SELECT %(environment)s::text)
-      AND j.queue = (SELECT %(release_queue)s::text) AND j.job_id = ANY(%(release_ids)s::text[])
-      AND j.job_id IN (SELECT job_id FROM locked) AND j.job_id = a.job_id AND j.token = a.token
-    RETURNING j.job_id
-), deleted AS (
+-- statements.release_statement puts the hot plane's own ack before this part, as
+-- "released" (the leases still held under their token, released), so only the jobs
+-- released are deleted, and the run writes after it. A lease lost meanwhile keeps its
+-- job, exactly as ack would.
+deleted AS (
     DELETE FROM {table}
     WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
       AND namespace = (SELECT %(release_namespace)s::text) AND id = ANY(ARRAY(SELECT job_id FROM released))
