@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -75,7 +76,78 @@ def encode_value(value: Any, *, limit: int, what: str, checked: bool = False) ->
         text = dumps_checked(value) if checked else dumps_compact(value)
     except (TypeError, ValueError) as exc:
         raise InvalidRecord(f"{what}: the value is not JSON-serialisable ({exc}).") from exc
+    problem = storage_problem(text)
+    if problem is not None:
+        raise InvalidRecord(f"{what}: the value cannot be stored: {problem}.")
     return check_size(text, limit=limit, what=what)
+
+
+# Deeper than this, a value is refused (records) or fails the attempt (a handler's
+# output): the stdlib's decoder recurses per level, and orjson stops at 255.
+MAX_JSON_DEPTH = 200
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def storage_problem(text: str) -> str | None:
+    """Why the compact JSON ``text`` cannot be stored alike in every durable plane, or
+    None: a NUL character (PostgreSQL's jsonb refuses \\u0000), a lone surrogate (not
+    UTF-8: no backend can encode it), or nesting deeper than :data:`MAX_JSON_DEPTH`.
+    Three C-speed scans of the text; the exact checks run only on a hit."""
+    if "\\u0000" in text and _NUL_ESCAPE.search(text):
+        return "a string holds a NUL character (\\u0000), which PostgreSQL cannot store"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"a string holds a lone surrogate ({text[exc.start]!r}), which is not valid Unicode text"
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and json_depth(text) > MAX_JSON_DEPTH:
+        return f"the value nests deeper than {MAX_JSON_DEPTH} levels"
+    return None
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in JSON ``text`` (strings skipped)."""
+    depth = deepest = 0
+    for match in _BRACKETS_OUTSIDE_STRINGS.finditer(text):
+        char = match.group(1)
+        if char is None:
+            continue
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+_BRACKETS_OUTSIDE_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|([\[\]{}])')
+
+
+def text_problem(text: str) -> str | None:
+    """Why a name or id cannot be stored alike in every plane (a NUL or another control
+    character, a lone surrogate), or None."""
+    if text.isprintable():
+        return None  # the common case: one C scan (a surrogate is not printable)
+    for char in text:
+        if 0xD800 <= ord(char) <= 0xDFFF:
+            return f"it holds a lone surrogate ({char!r}), which is not valid Unicode text"
+        if ord(char) < 0x20 or ord(char) == 0x7F:
+            return f"it holds the control character {char!r}"
+    return None
+
+
+def clean_text(text: str) -> str:
+    """``text`` with what no durable plane stores alike (NUL, lone surrogates) replaced
+    by U+FFFD: for diagnostics (error messages, tracebacks, log lines) that must be
+    recorded whatever a handler put in them."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
 
 
 def utf8_size(text: str) -> int:

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from .backends.protocols import DurableStore
 from .backends.types import ABSENT, EncodedRow, ListQuery, Order, Scope, StoredRecord, _Absent, sort_key
 from .clock import now_ms
-from .codec import check_size, encode_value
+from .codec import check_size, encode_value, storage_problem, text_problem
 from .config import DEFAULT_MAX_RECORD_BYTES
 from .errors import InvalidNamespace, InvalidRecord, LegacyLayoutDetected
 from .namespaces import RecordKind, TableKey, classify_namespace, table_for_kind
@@ -166,6 +166,9 @@ class DurablePlane:
                 if id in seen:
                     raise InvalidRecord("A batch names the same (namespace, id) twice; write it once.")
                 seen.add(id)
+                problem = storage_problem(text)
+                if problem is not None:
+                    raise InvalidRecord(f"{namespace}/{id}: the value cannot be stored: {problem}.")
                 check_size(text, limit=limit, what=f"{namespace}/{id}")
                 yield EncodedRow(namespace, id, kind, table, text, at, None)
 
@@ -328,6 +331,9 @@ class DurablePlane:
         """The table of ``namespace``, checked."""
         if not isinstance(namespace, str) or not namespace or not namespace.strip():
             raise InvalidNamespace(f"A namespace must be a non-empty string, got {namespace!r}.")
+        problem = text_problem(namespace)
+        if problem is not None:
+            raise InvalidNamespace(f"The namespace {namespace!r} cannot be stored: {problem}.")
         return table_for_kind(classify_namespace(namespace))
 
     @staticmethod
@@ -344,6 +350,9 @@ class DurablePlane:
     def _check_id(id: Any) -> None:
         if not isinstance(id, str) or not id:
             raise InvalidNamespace(f"A record id must be a non-empty string, got {id!r}.")
+        problem = text_problem(id)
+        if problem is not None:
+            raise InvalidNamespace(f"The record id {id!r} cannot be stored: {problem}.")
 
     def _table(self, namespace: Any, id: Any) -> TableKey:
         """The table of one record's key, both parts checked."""
