@@ -19,11 +19,13 @@ def records_of(scope: BoardScope) -> QuerySet[Record]:
     return Record.objects.scoped(scope.project, scope.environment)
 
 
-def definitions(scope: BoardScope, *, limit: int = MAX_DEFINITIONS) -> list[Record]:
-    """Every definition and control record (kind index), by kind, namespace and id."""
+def definitions(scope: BoardScope, *, limit: int = MAX_DEFINITIONS, annotate: dict[str, Any] | None = None
+                ) -> list[Record]:
+    """Every definition and control record (kind index), by kind, namespace and id;
+    ``annotate`` adds per-row expressions (the page's queue usage) to the one query."""
     return list(
         records_of(scope).of_kind(*DEFINITION_KINDS).only("namespace", "record_kind", "id", "value", "inserted_at")
-        .order_by("record_kind", "namespace", "id")[:limit]
+        .annotate(**(annotate or {})).order_by("record_kind", "namespace", "id")[:limit]
     )
 
 

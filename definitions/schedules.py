@@ -21,15 +21,16 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST
 
 from oqronboard.audit import Action
+from oqronboard.cursors import decode_cursor
 from oqronboard.expressions import JsonNumber, JsonText, RunStarted
-from oqronboard.pages import BadFilter, back, board_view, is_htmx, refresh_others, safe_next, scope_of
+from oqronboard.pages import back, board_view, is_htmx, refresh_others, safe_next, scope_of
 from oqronboard.roles import operator_required
 from oqronboard.scope import BoardScope
 from oqronkit import OqronError
 from oqronkit.clock import now_ms
 from oqronkit.errors import InvalidState, UnknownSchedule
 from oqronkit.scheduler import Definition, preview, request_run, set_paused
-from runs.queries import RUN_NAMESPACE, RunFilters, decode_cursor, run_list, runs_of
+from runs.queries import RUN_NAMESPACE, RunFilters, run_list, runs_of
 
 from .queries import records_of
 
@@ -174,9 +175,7 @@ def schedule_history(request: HttpRequest, kind: str, id: str) -> HttpResponse:
     (``?cursor=``); ``?panel=state`` for the live state panel."""
     scope, name = scope_of(request), id
     raw_cursor = request.GET.get("cursor", "")
-    if len(raw_cursor) > 400:
-        raise BadFilter("The page cursor is malformed; start again from the first page.")
-    cursor = decode_cursor(raw_cursor) if raw_cursor else None
+    cursor = decode_cursor(raw_cursor)
     row = _definition_row(scope, kind, name)
     context: dict[str, Any] = {"row": row, "kind": kind, "name": name, "late_ms": LATE_MS}
     if is_htmx(request) and request.GET.get("panel") == "state":

@@ -1,30 +1,39 @@
 """The definitions page: every definition and control record of the scope, with pause
-and resume for queues (through the engine's queue API, audited)."""
+and resume for queues and removal of a stale queue record (through the engine,
+audited)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from jobs.forms import check_queue
+from oqronboard import queues
 from oqronboard.audit import Action
 from oqronboard.pages import back, board_view, is_htmx, refresh_others, scope_of
 from oqronboard.roles import operator_required
+from oqronkit.errors import InvalidState
+from oqronkit.queue_records import remove_queue_record
 
 from .queries import MAX_DEFINITIONS, definitions, queue_control
+
+NO_QUEUE = "No queue of that name in this project and environment."
 
 
 @board_view
 def definitions_page(request: HttpRequest) -> HttpResponse:
-    """Definitions and control state by namespace; ``?panel=list`` for the live panel."""
-    records = definitions(scope_of(request))
+    """Definitions and control state by namespace; ``?panel=list`` for the live panel.
+    A queue record whose queue holds no job and no dead letter is stale (removable)."""
+    scope = scope_of(request)
+    records = definitions(scope, annotate=queues.usage_annotations(scope))
     grouped: dict[str, list] = defaultdict(list)
     for record in records:
+        record.stale = record.namespace == queues.QUEUE_RECORDS and not (record.holds_jobs or record.holds_dead)
         grouped[record.namespace].append(record)
     context = {"groups": sorted(grouped.items()), "capped": len(records) >= MAX_DEFINITIONS,
                "limit": MAX_DEFINITIONS}
@@ -37,9 +46,12 @@ def definitions_page(request: HttpRequest) -> HttpResponse:
 @board_view
 @operator_required
 def queue_pause(request: HttpRequest, queue: str, paused: bool) -> HttpResponse:
-    """Pause or resume a queue cluster-wide (persisted in its control record)."""
+    """Pause or resume a queue cluster-wide (persisted in its control record); 404 for a
+    queue with no record, no job and no dead letter (pausing it would invent one)."""
     check_queue(queue)
     scope = scope_of(request)
+    if not queues.queue_known(scope, queue):
+        raise Http404(NO_QUEUE)
     controller = scope.queue(queue)
     controller.pause() if paused else controller.resume()
     verb = "paused" if paused else "resumed"
@@ -51,3 +63,28 @@ def queue_pause(request: HttpRequest, queue: str, paused: bool) -> HttpResponse:
                                      {"queue": queue, "control": control, "message": f"Queue {verb}."}))
     messages.success(request, f"Queue {queue} {verb}.")
     return back(request, reverse("definitions"))
+
+
+@require_POST
+@board_view
+@operator_required
+def queue_remove(request: HttpRequest, queue: str) -> HttpResponse:
+    """Remove a stale queue record (its queue holds no job and no dead letter), through
+    the engine; audited. 404 when there is no record."""
+    scope = scope_of(request)
+    if not queues.has_record(scope, queue):
+        raise Http404(NO_QUEUE)
+    audit = Action(scope, request.user.get_username(), "remove-queue", queue=queue,
+                   extra={"target": f"queue {queue}"})
+    if queues.holds_jobs(scope, queue):
+        ok, message = False, f"Queue {queue} still holds jobs or dead letters; its record stays."
+    else:
+        try:
+            ok = remove_queue_record(scope.engine, queue)
+            message = f"Queue record {queue} removed." if ok else f"Queue record {queue} was already gone."
+        except InvalidState as exc:
+            ok, message = False, str(exc)
+    audit.save(ok=ok, result=message)
+    (messages.success if ok else messages.warning)(request, message)
+    response = back(request, reverse("definitions"))
+    return refresh_others(response) if is_htmx(request) else response

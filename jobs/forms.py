@@ -7,9 +7,9 @@ from typing import Any
 
 from django import forms
 
+from oqronboard.cursors import CursorField, decode_cursor
 from oqronboard.filters import TextFilter, clean_or_400
 from oqronboard.pages import BadFilter
-from runs.queries import decode_cursor
 
 from .queries import JOB_STATUSES, DeadFilters
 
@@ -50,21 +50,21 @@ class FingerprintField(TextFilter):
 
 class JobListForm(forms.Form):
     status = forms.ChoiceField(choices=[(s, s) for s in JOB_STATUSES], required=False)
-    cursor = TextFilter(max_length=400)
+    cursor = CursorField(label="cursor")
 
 
 class DeadFilterForm(forms.Form):
     queue = QueueField(label="queue")
     fingerprint = FingerprintField(label="error group")
     q = TextFilter(label="error message contains")
-    cursor = TextFilter(max_length=400, label="cursor")
+    cursor = CursorField(label="cursor")
 
 
 def dead_filters(params: Any) -> tuple[DeadFilters, dict]:
     data = clean_or_400(DeadFilterForm(params))
     filters = DeadFilters(
         queue=data["queue"], fingerprint=data["fingerprint"], search=data["q"],
-        cursor=decode_cursor(data["cursor"]) if data["cursor"] else None,
+        cursor=decode_cursor(data["cursor"]),
     )
     return filters, data
 

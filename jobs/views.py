@@ -14,12 +14,13 @@ from django.views.decorators.http import require_POST
 from definitions.queries import audit_entries, queue_control
 from oqronboard import overview
 from oqronboard.audit import Action, job_namespace
+from oqronboard.cursors import decode_cursor
 from oqronboard.filters import clean_or_400
 from oqronboard.pages import back, board_view, is_htmx, refresh_others, scope_of
 from oqronboard.roles import operator_required
 from oqronkit import JobNotFound, OqronError
 from oqronkit.clock import now_ms
-from runs.queries import decode_cursor, job_runs
+from runs.queries import job_runs
 
 from .forms import JobListForm, check_queue
 from .queries import JOB_STATUSES, get_job, pending_counts, queue_jobs
@@ -39,7 +40,7 @@ def queue_jobs_page(request: HttpRequest, queue: str) -> HttpResponse:
     check_queue(queue)
     scope = scope_of(request)
     data = clean_or_400(JobListForm(request.GET))
-    cursor = decode_cursor(data["cursor"]) if data["cursor"] else None
+    cursor = decode_cursor(data["cursor"])
     counts = None
     if data["status"]:
         status = data["status"]

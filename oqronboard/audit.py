@@ -18,6 +18,7 @@ from typing import Any
 
 from oqronkit import OqronError, RecordWrite
 from oqronkit.clock import now_ms
+from oqronkit.codec import text_problem
 
 from .scope import BoardScope
 
@@ -60,7 +61,10 @@ class Action:
             "project": self.scope.project, "environment": self.scope.environment, **self.extra,
         }
         writes = [RecordWrite(AUDIT_NAMESPACE, entry["id"], entry)]
-        writes += [RecordWrite(job_namespace(q, j), entry["id"], entry) for q, j in self.targets[:MAX_JOB_LINKS]]
+        # A job whose id the engine no longer accepts in a name (a newline, from an older
+        # version) gets no copy: one refused namespace would fail the whole write.
+        links = (job_namespace(q, j) for q, j in self.targets[:MAX_JOB_LINKS])
+        writes += [RecordWrite(ns, entry["id"], entry) for ns in links if text_problem(ns) is None]
         try:
             self.scope.engine.durable.put_many(writes)
         except OqronError as exc:

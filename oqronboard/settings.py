@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from oqronboard import engine
@@ -38,10 +39,23 @@ DATABASES = {"default": engine.database_settings(OQRON, os.environ, base_dir=BAS
 
 # The defaults suit a developer's machine; production sets DJANGO_SECRET_KEY,
 # DJANGO_DEBUG=0 and DJANGO_ALLOWED_HOSTS (`manage.py check --deploy` says so too).
-SECRET_KEY = os.environ.get(
-    "DJANGO_SECRET_KEY", "django-insecure-oqronboard-development-key-change-me-in-production"
-)
 DEBUG = _env_flag("DJANGO_DEBUG", True)
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        # A production board signing sessions with a key everyone can read is worse than none.
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG=0 (a long random string).")
+    SECRET_KEY = "django-insecure-oqronboard-development-key-change-me-in-production"
+
+# HTTPS hardening, off by default (a developer's machine serves plain HTTP).
+SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", "0") or 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_flag("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = _env_flag("DJANGO_SECURE_HSTS_PRELOAD", False)
+SECURE_SSL_REDIRECT = _env_flag("DJANGO_SECURE_SSL_REDIRECT", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = _env_flag("DJANGO_SECURE_COOKIES", False)
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto (only then: a client could forge it).
+if _env_flag("DJANGO_SECURE_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
 
 INSTALLED_APPS = [
@@ -78,6 +92,10 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Django's built-in Content-Security-Policy (SECURE_CSP below).
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    # Last, so its 400s get every header above; WhiteNoise serves static files before it
+    # (their own caching). 400 for a NUL or lone surrogate anywhere in a request, and
+    # Cache-Control: no-store on every page.
+    "oqronboard.middleware.BoardRequestMiddleware",
 ]
 
 # No inline script or style anywhere: the board's JavaScript and CSS are static files,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from django import forms
 
+from oqronboard.cursors import CursorField, decode_cursor
 from oqronboard.filters import TextFilter, WindowField, clean_or_400, window_start
 from oqronkit.runs import RUN_STATUSES
 
-from .queries import RunFilters, decode_cursor
+from .queries import RunFilters
 
 MODULES = ("queue", "worker", "cron", "schedule", "webhook")
 
@@ -20,7 +21,7 @@ class RunFilterForm(forms.Form):
     job = TextFilter(label="job id")
     window = WindowField(label="window")
     q = TextFilter(label="error message contains")
-    cursor = TextFilter(max_length=400, label="cursor")
+    cursor = CursorField(label="cursor")
 
 
 def run_filters(params: object, *, status: str | None = None, now: int | None = None) -> tuple[RunFilters, dict]:
@@ -37,6 +38,6 @@ def run_filters(params: object, *, status: str | None = None, now: int | None = 
     filters = RunFilters(
         since=window_start(data["window"], now=now), status=data["status"], module=data["module"],
         name=data["name"], worker=data["worker"], job=data["job"], search=data["q"],
-        cursor=decode_cursor(data["cursor"]) if data["cursor"] else None,
+        cursor=decode_cursor(data["cursor"]),
     )
     return filters, data

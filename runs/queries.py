@@ -10,16 +10,14 @@ startedAt index with a filter). Pages are keyset pages: the cursor is the last r
 
 from __future__ import annotations
 
-import base64
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count, Func, QuerySet, Value
 from django.db.models.functions import Floor
 
+from oqronboard.cursors import encode_cursor
 from oqronboard.expressions import JsonText, RowBefore, RowKey, RunStarted
-from oqronboard.pages import BadFilter
 from oqronboard.scope import BoardScope
 
 from .models import RunRecord
@@ -130,20 +128,3 @@ def _numbers(row: dict, *keys: str) -> None:
             row[key] = int(number) if number.is_integer() else number
         except (TypeError, ValueError):
             row[key] = None
-
-
-def encode_cursor(key: Any, row_id: str) -> str:
-    raw = json.dumps([key, row_id], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[int, str]:
-    """A cursor made by :func:`encode_cursor`; :class:`BadFilter` when malformed."""
-    try:
-        raw = base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode())
-        key, row_id = json.loads(raw)
-        if isinstance(key, bool) or not isinstance(key, int | float) or not isinstance(row_id, str):
-            raise ValueError(cursor)
-    except (ValueError, TypeError) as exc:
-        raise BadFilter("The page cursor is malformed; start again from the first page.") from exc
-    return key, row_id

@@ -2,11 +2,13 @@ from __future__ import annotations
 
 from django.urls import path
 
+import oqronboard.urlsafe  # noqa: F401  (registers <seg:...>, used for every engine id)
+
 from . import views
 
 urlpatterns = [
     path("runs/", views.runs, name="runs"),
     path("runs/failed/", views.failed_runs, name="failed-runs"),
-    path("runs/<str:run_id>/", views.run_detail, name="run"),
-    path("runs/<str:run_id>/live/", views.run_live, name="run-live"),
+    path("runs/<seg:run_id>/", views.run_detail, name="run"),
+    path("runs/<seg:run_id>/live/", views.run_live, name="run-live"),
 ]

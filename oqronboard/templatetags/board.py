@@ -7,6 +7,7 @@ payload, a log line or an error (nothing here is marked safe).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,6 +16,10 @@ from django import template
 from oqronkit.clock import now_ms
 
 register = template.Library()
+# What pretty_json shows of a value at most; deeper or longer is "… truncated".
+JSON_MAX_DEPTH = 32
+JSON_MAX_CHARS = 200_000
+TRUNCATED = "… truncated"
 
 
 def _ms(value: Any) -> int | None:
@@ -96,9 +101,45 @@ def ago(value: Any) -> str:
 
 @register.filter
 def pretty_json(value: Any) -> str:
-    """Indented JSON text (escaped by the template like any other text)."""
+    """Indented JSON text (escaped by the template like any other text), bounded: past
+    :data:`JSON_MAX_DEPTH` levels or :data:`JSON_MAX_CHARS` characters it shows
+    ``… truncated`` (a 10 KB record nested thousands deep would indent to 50 MB)."""
+    parts: list[str] = []
+    size = 0
+    for chunk in _json_chunks(value, 0):
+        if size + len(chunk) > JSON_MAX_CHARS:
+            parts.append(chunk[: JSON_MAX_CHARS - size])
+            parts.append("\n" + TRUNCATED)
+            break
+        parts.append(chunk)
+        size += len(chunk)
+    return "".join(parts)
+
+
+def _json_chunks(value: Any, depth: int) -> Iterator[str]:
+    """``json.dumps(value, indent=2)`` in pieces, containers below the depth cap elided."""
+    if isinstance(value, dict | list | tuple):
+        if not value:
+            yield "{}" if isinstance(value, dict) else "[]"
+            return
+        if depth >= JSON_MAX_DEPTH:
+            yield TRUNCATED
+            return
+        opening, closing = ("{", "}") if isinstance(value, dict) else ("[", "]")
+        pad = "\n" + "  " * (depth + 1)
+        yield opening
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for index, (key, item) in enumerate(items):
+            yield ("," if index else "") + pad + (_scalar(str(key)) + ": " if isinstance(value, dict) else "")
+            yield from _json_chunks(item, depth + 1)
+        yield "\n" + "  " * depth + closing
+    else:
+        yield _scalar(value)
+
+
+def _scalar(value: Any) -> str:
     try:
-        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+        return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return repr(value)
 

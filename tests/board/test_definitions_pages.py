@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from tests.board.seed import Board, queue_control
+from tests.board.seed import Board, job_value, put_jobs, queue_control
 
 
 def test_every_definition_and_control_record(board: Board):
@@ -42,6 +42,7 @@ def test_pause_and_resume_a_queue(board: Board):
 
 
 def test_pausing_a_queue_no_worker_registered_yet(board: Board):
+    put_jobs(board.plane, [job_value("fresh", "job-1")])  # known by its jobs, not by a record
     board.operator.post(reverse("queue-pause", args=["fresh"]))
     assert board.plane.get("queue", "fresh").value["paused"] is True
 

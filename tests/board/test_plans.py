@@ -21,11 +21,12 @@ from django.test.utils import CaptureQueriesContext
 from definitions.queries import audit_entries, definitions, queue_controls
 from jobs.queries import DeadFilters, dead_groups, dead_list, dlq_depths, get_job, queue_jobs
 from oqronboard.audit import AUDIT_NAMESPACE, Action
+from oqronboard.cursors import decode_cursor
 from oqronboard.overview import queue_states
 from oqronboard.scope import BoardScope
 from oqronkit import RecordWrite
 from oqronkit.clock import now_ms
-from runs.queries import RunFilters, decode_cursor, get_run, job_runs, last_hour_counts, run_list
+from runs.queries import RunFilters, get_run, job_runs, last_hour_counts, run_list
 from tests.board.conftest import SharedDatabase
 from tests.board.seed import dead_job, job_value, run_value
 

@@ -192,6 +192,8 @@ def test_job_ids_with_slashes_link_and_resolve(board: Board):
     board.plane.put("queue", "emails", {"name": "emails", "paused": False})
     put_jobs(board.plane, [dead_job("emails", "order/42")])
     body = board.operator.get(reverse("dead-letters")).content.decode()
-    assert 'href="/jobs/emails/order/42/"' in body
-    assert board.viewer.get("/jobs/emails/order/42/").status_code == 200
-    assert urlparse(reverse("job-action", args=["emails", "order/42", "retry"])).path == "/jobs/emails/order/42/retry/"
+    detail = reverse("job", args=["emails", "order/42"])
+    assert detail == "/jobs/emails/~b3JkZXIvNDI/"  # escaped: WSGI would decode a %2F before routing
+    assert f'href="{detail}"' in body
+    assert board.viewer.get(detail).status_code == 200
+    assert urlparse(reverse("job-action", args=["emails", "order/42", "retry"])).path == detail + "retry/"
