@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from .bounds import MAX_DURATION_S
 from .errors import InvalidJob
 
 DEFAULT_BASE_MS = 2_000
@@ -18,17 +20,25 @@ _custom: dict[str, Callable[[int], float]] = {}
 
 
 def to_ms(value: float | timedelta | None, *, what: str) -> int | None:
-    """Seconds (int/float) or a timedelta as integer milliseconds; negative is an error."""
+    """Seconds (int/float) or a timedelta as integer milliseconds; InvalidJob for a
+    negative, NaN or infinite value or one over :data:`~oqronkit.bounds.MAX_DURATION_S`."""
     if value is None:
         return None
     if isinstance(value, timedelta):
         seconds = value.total_seconds()
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        seconds = float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int beyond a double: past the bound below anyway
+            seconds = math.inf
     else:
         raise InvalidJob(f"{what} must be seconds (a number) or a timedelta, got {value!r}.")
+    if math.isnan(seconds):
+        raise InvalidJob(f"{what} must be a finite number of seconds, got {value!r}.")
     if seconds < 0:
         raise InvalidJob(f"{what} must not be negative, got {value!r}.")
+    if seconds > MAX_DURATION_S:
+        raise InvalidJob(f"{what} must be at most {MAX_DURATION_S:,} seconds (100 years), got {value!r}.")
     return round(seconds * 1000)
 
 
@@ -45,7 +55,7 @@ class Backoff:
         if self.kind.startswith("custom:"):
             fn = _custom.get(self.kind[7:])
             # A job may outlive its function's registration: fall back to the base delay.
-            raw = float(self.base_ms) if fn is None else float(to_ms(fn(attempt), what="custom backoff") or 0)
+            raw = float(self.base_ms) if fn is None else self._custom_ms(fn, attempt)
         elif self.kind == "fixed":
             raw = float(self.base_ms)
         else:
@@ -55,6 +65,12 @@ class Backoff:
             spread = raw * self.jitter
             raw += (rng or random).uniform(-spread, spread)
         return max(int(raw), 0)
+
+    def _custom_ms(self, fn: Callable[[int], float], attempt: int) -> float:
+        try:
+            return float(to_ms(fn(attempt), what="custom backoff") or 0)
+        except InvalidJob:  # a NaN, infinite or negative answer must not fail the retry: wait the longest
+            return float(self.max_ms)
 
     def to_value(self) -> dict[str, Any]:
         return {"type": self.kind, "delayMs": self.base_ms, "maxMs": self.max_ms, "jitter": self.jitter}
@@ -86,13 +102,16 @@ def make_backoff(spec: Any) -> Backoff:
         kind = spec.get("type", "exponential")
         if kind not in ("exponential", "fixed"):
             raise InvalidJob(f"backoff type must be 'exponential' or 'fixed', got {kind!r}.")
-        jitter = float(spec.get("jitter", DEFAULT_JITTER))
-        if not 0 <= jitter <= 1:
-            raise InvalidJob(f"backoff jitter must be between 0 and 1, got {jitter}.")
+        jitter = spec.get("jitter", DEFAULT_JITTER)
+        if not isinstance(jitter, (int, float)) or isinstance(jitter, bool) or not 0 <= jitter <= 1:
+            raise InvalidJob(f"backoff jitter must be a number between 0 and 1, got {jitter!r}.")
+        unknown = set(spec) - {"type", "delay", "max", "jitter"}
+        if unknown:
+            raise InvalidJob(f"Unknown backoff key(s): {', '.join(sorted(map(str, unknown)))}.")
         return Backoff(
             kind,
             to_ms(spec.get("delay", DEFAULT_BASE_MS / 1000), what="backoff delay") or 0,
             to_ms(spec.get("max", DEFAULT_MAX_MS / 1000), what="backoff max") or 0,
-            jitter,
+            float(jitter),
         )
     raise InvalidJob(f"Unsupported backoff {spec!r}: use seconds, a dict, a function or None.")

@@ -12,8 +12,9 @@ from typing import Any
 
 from .backends.hot_types import MAX_PRIORITY, MIN_PRIORITY
 from .backoff import make_backoff, to_ms
+from .bounds import MAX_ATTEMPTS, MAX_EPOCH_MS, MAX_ID_LENGTH
 from .clock import now_ms
-from .codec import dumps_compact, encode_value, utf8_size
+from .codec import MAX_JSON_DEPTH, dumps_compact, encode_value, json_depth, storage_problem, text_problem, utf8_size
 from .errors import InvalidJob
 from .ids import new_id
 from .jobs import PARENT_FAILURE_POLICIES, Job
@@ -30,13 +31,25 @@ def check_payload(data: Any, *, limit: int, queue: str) -> Any:
     return encode_payload(data, limit=limit, queue=queue)[1]
 
 
+# A job record (and a run record) holds the payload one level down: it may nest one
+# level less than any stored value.
+MAX_PAYLOAD_DEPTH = MAX_JSON_DEPTH - 1
+
+
 def encode_payload(data: Any, *, limit: int, queue: str) -> tuple[str, Any]:
     """The payload's JSON text and the value a worker will read back from it; refuses
-    payloads that are not JSON-serialisable or too large."""
+    payloads that are not JSON-serialisable, too large, nested too deep, or hold what
+    no durable plane stores alike (NUL, a lone surrogate)."""
     try:
         text = dumps_compact(data)
     except (TypeError, ValueError) as exc:
         raise InvalidJob(f"Queue {queue!r}: the job payload is not JSON-serialisable ({exc}).") from exc
+    if text.count("[") + text.count("{") > MAX_PAYLOAD_DEPTH and json_depth(text) > MAX_PAYLOAD_DEPTH:
+        problem: str | None = f"the value nests deeper than {MAX_PAYLOAD_DEPTH} levels"
+    else:
+        problem = storage_problem(text)
+    if problem is not None:
+        raise InvalidJob(f"Queue {queue!r}: the job payload cannot be stored: {problem}.")
     size = utf8_size(text)
     if size > limit:
         raise InvalidJob(
@@ -44,6 +57,34 @@ def encode_payload(data: Any, *, limit: int, queue: str) -> tuple[str, Any]:
             "limit (OQRON max_record_bytes). Store large data elsewhere and pass a reference."
         )
     return text, json.loads(text)  # the job holds exactly what a worker will read back
+
+
+def check_text(value: Any, *, what: str) -> str:
+    """A job id, correlation id, tag or dependency reference: a non-empty string of at
+    most :data:`~oqronkit.bounds.MAX_ID_LENGTH` characters that every plane stores
+    alike (no control character, no lone surrogate)."""
+    if not isinstance(value, str) or not value or len(value) > MAX_ID_LENGTH:
+        raise InvalidJob(f"{what} must be a non-empty string of at most {MAX_ID_LENGTH} characters, got {value!r}.")
+    problem = text_problem(value)
+    if problem is not None:
+        raise InvalidJob(f"{what} {value!r} cannot be used: {problem}.")
+    return value
+
+
+def check_attempts(attempts: Any) -> int:
+    if not isinstance(attempts, int) or isinstance(attempts, bool) or not 1 <= attempts <= MAX_ATTEMPTS:
+        raise InvalidJob(f"attempts must be an integer from 1 to {MAX_ATTEMPTS}, got {attempts!r}.")
+    return attempts
+
+
+def check_timeout(timeout: Any) -> int | None:
+    """A timeout in ms (at least 1: a positive timeout never rounds down to "none")."""
+    ms = to_ms(timeout, what="timeout")
+    if ms is None:
+        return None
+    if not timeout:  # 0, 0.0 and timedelta(0) alike
+        raise InvalidJob(f"timeout must be positive (seconds or a timedelta), got {timeout!r}.")
+    return max(ms, 1)
 
 
 def plain_job_rows(queue: Any, payloads: Sequence[Any], jobs: list[Job]) -> Iterator[tuple[str, str]]:
@@ -82,23 +123,30 @@ def parent_ref(parent: Any, default_queue: str) -> list[str]:
     if isinstance(parent, Job):
         return [parent.queue, parent.id]
     if isinstance(parent, str) and parent:
-        return [default_queue, parent]
+        return [default_queue, check_text(parent, what="depends_on job id")]
     if isinstance(parent, (tuple, list)) and len(parent) == 2 and all(isinstance(p, str) and p for p in parent):
-        return [parent[0], parent[1]]
+        return [check_text(parent[0], what="depends_on queue"), check_text(parent[1], what="depends_on job id")]
     raise InvalidJob(f"depends_on entries must be Jobs, job ids or (queue, id) pairs, got {parent!r}.")
 
 
 def run_at_from(delay: Any, run_at: Any, now: int) -> int | None:
+    """The due time in epoch ms (None: now); both forms bounded so every plane can
+    store it (from the epoch to the year 10000)."""
     if delay is not None and run_at is not None:
         raise InvalidJob("Pass either delay or run_at, not both.")
     if run_at is not None:
         if isinstance(run_at, datetime):
             if run_at.tzinfo is None:
                 raise InvalidJob("run_at must be timezone-aware (e.g. datetime.now(timezone.utc)).")
-            return int(run_at.timestamp() * 1000)
-        if isinstance(run_at, int) and not isinstance(run_at, bool):
-            return run_at
-        raise InvalidJob(f"run_at must be an aware datetime or epoch milliseconds, got {run_at!r}.")
+            ms = int(run_at.timestamp() * 1000)
+        elif isinstance(run_at, int) and not isinstance(run_at, bool):
+            ms = run_at
+        else:
+            raise InvalidJob(f"run_at must be an aware datetime or epoch milliseconds, got {run_at!r}.")
+        if not 0 <= ms < MAX_EPOCH_MS:
+            raise InvalidJob(f"run_at must be from 1970 to the year 9999 (epoch ms 0 to {MAX_EPOCH_MS - 1:,}), "
+                             f"got {run_at!r}.")
+        return ms
     ms = to_ms(delay, what="delay")
     return now + ms if ms else None
 
@@ -121,15 +169,17 @@ def build_job(
 ) -> Job:
     """A validated job for ``queue`` (not yet stored)."""
     name = queue.name
-    if job_id is not None and (not isinstance(job_id, str) or not job_id or len(job_id) > 200):
-        raise InvalidJob(f"job_id must be a non-empty string of at most 200 characters, got {job_id!r}.")
+    if job_id is not None:
+        check_text(job_id, what="job_id")
+    if correlation_id is not None:
+        check_text(correlation_id, what="correlation_id")
     if parent_failure not in PARENT_FAILURE_POLICIES:
         raise InvalidJob(f"parent_failure must be one of {PARENT_FAILURE_POLICIES}, got {parent_failure!r}.")
-    max_attempts = attempts if attempts is not None else queue.retries + 1
-    if not isinstance(max_attempts, int) or isinstance(max_attempts, bool) or max_attempts < 1:
-        raise InvalidJob(f"attempts must be a positive integer, got {attempts!r}.")
-    if not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags):
+    max_attempts = check_attempts(attempts) if attempts is not None else queue.retries + 1
+    if not isinstance(tags, (list, tuple)):
         raise InvalidJob(f"tags must be a list of strings, got {tags!r}.")
+    for tag in tags:
+        check_text(tag, what="a tag")
     now = now_ms()
     due = run_at_from(delay, run_at, now)
     parents = [parent_ref(p, name) for p in depends_on]
@@ -150,7 +200,7 @@ def build_job(
         parent_failure=parent_failure,  # type: ignore[arg-type]
         correlation_id=correlation_id,
         tags=sorted(set(queue.tags) | set(tags)),
-        timeout_ms=to_ms(timeout, what="timeout") if timeout is not None else queue.timeout_ms,
+        timeout_ms=check_timeout(timeout) if timeout is not None else queue.timeout_ms,
     )
     if [name, job.id] in parents:
         raise InvalidJob(f"Job {job.id!r} cannot depend on itself.")

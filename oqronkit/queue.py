@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from .backends.hot_types import Signal
 from .backoff import make_backoff, to_ms
+from .bounds import MAX_ATTEMPTS, MAX_CONCURRENCY
 from .clock import now_ms
+from .codec import text_problem
 from .durable import RecordWrite
-from .enqueue import build_job, check_priority, options_from, plain_job_rows, reject_cycles
+from .enqueue import build_job, check_priority, check_text, check_timeout, options_from, plain_job_rows, reject_cycles
 from .errors import BackendUnavailable, ConfigurationError, DuplicateRecord, InvalidJob
 from .jobs import Job
 from .queue_control import QueueControl
@@ -58,21 +61,31 @@ class Queue(QueueControl):
         on_dead: Hook | None = None,
         engine: Engine | None = None,
     ) -> None:
-        if not isinstance(name, str) or not name or ":" in name or len(name) > 100 or name != name.strip():
-            raise ConfigurationError(
-                f"Queue name {name!r} must be 1-100 characters without ':' or surrounding spaces."
-            )
+        check_queue_name(name)
         if strategy not in ("fifo", "lifo", "priority"):
             raise ConfigurationError(f"Queue {name!r}: strategy must be fifo, lifo or priority, got {strategy!r}.")
-        for label, value in (("concurrency", concurrency), ("max_stalls", max_stalls)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigurationError(f"Queue {name!r}: {label} must be a positive integer, got {value!r}.")
-        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-            raise ConfigurationError(f"Queue {name!r}: retries must be an integer >= 0, got {retries!r}.")
-        if prefetch is not None and (not isinstance(prefetch, int) or isinstance(prefetch, bool) or prefetch < 0):
-            raise ConfigurationError(f"Queue {name!r}: prefetch must be an integer >= 0, got {prefetch!r}.")
-        if throttle is not None and (len(throttle) != 2 or throttle[0] < 1 or throttle[1] <= 0):
-            raise ConfigurationError(f"Queue {name!r}: throttle must be (max_dispatches, window_seconds).")
+        _check_count(name, "concurrency", concurrency, 1, MAX_CONCURRENCY)
+        _check_count(name, "max_stalls", max_stalls, 1, MAX_ATTEMPTS)
+        _check_count(name, "retries", retries, 0, MAX_ATTEMPTS - 1)
+        if prefetch is not None:
+            _check_count(name, "prefetch", prefetch, 0, None)
+        if throttle is not None and not _valid_throttle(throttle):
+            raise ConfigurationError(f"Queue {name!r}: throttle must be (max_dispatches, window_seconds): a "
+                                     f"positive integer and a positive finite number, got {throttle!r}.")
+        try:
+            timeout_ms = check_timeout(timeout)
+            completed_run_ttl_ms = to_ms(remove_on_complete, what="remove_on_complete")
+            lease_ms = to_ms(lease, what="lease")
+            if not lease_ms:
+                raise InvalidJob(f"lease must be positive, got {lease!r}.")
+            declared_backoff = make_backoff(backoff)
+            declared_priority = check_priority(priority)
+            if not isinstance(tags, (list, tuple)):
+                raise InvalidJob(f"tags must be a list of strings, got {tags!r}.")
+            for tag in tags:
+                check_text(tag, what="a tag")
+        except InvalidJob as exc:  # the same checks as add's, reported as the declaration's error
+            raise ConfigurationError(f"Queue {name!r}: {exc}") from exc
         self.name = name
         self.module = "queue"  # "worker" when consumed through oqronkit.worker(); stamped on runs
         self.fn: Callable[..., Any] | None = None
@@ -80,14 +93,14 @@ class Queue(QueueControl):
         self.concurrency = concurrency
         self.strategy: Strategy = strategy
         self.retries = retries
-        self.backoff = make_backoff(backoff)
-        self.timeout_ms = to_ms(timeout, what=f"queue {name!r} timeout")
+        self.backoff = declared_backoff
+        self.timeout_ms = timeout_ms
         self.dead_letter = dead_letter
-        self.priority = check_priority(priority)
+        self.priority = declared_priority
         self.tags = tuple(tags)
-        self.completed_run_ttl_ms = to_ms(remove_on_complete, what="remove_on_complete")
+        self.completed_run_ttl_ms = completed_run_ttl_ms
         self.max_stalls = max_stalls
-        self.lease_ms = to_ms(lease, what="lease") or 30_000
+        self.lease_ms = lease_ms
         self.throttle = throttle
         self.prefetch = prefetch  # None: sized from the observed handler time (worker/prefetch.py)
         self.hooks = {"complete": on_complete, "failed": on_failed, "dead": on_dead}
@@ -243,6 +256,33 @@ class Queue(QueueControl):
         for job in jobs:
             for queue, parent_id in job.pending:
                 add_dependent(self.engine.durable, queue, parent_id, [job.queue, job.id])
+
+
+def check_queue_name(name: Any) -> str:
+    """A queue name: 1-100 characters, no ':' (it ends a namespace's family), no
+    surrounding spaces, no control character or lone surrogate. URL-hostile characters
+    such as '/' are allowed: the board quotes them."""
+    if not isinstance(name, str) or not name or ":" in name or len(name) > 100 or name != name.strip():
+        raise ConfigurationError(f"Queue name {name!r} must be 1-100 characters without ':' or surrounding spaces.")
+    problem = text_problem(name)
+    if problem is not None:
+        raise ConfigurationError(f"Queue name {name!r} cannot be used: {problem}.")
+    return name
+
+
+def _check_count(queue: str, label: str, value: Any, low: int, top: int | None) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low or (top is not None and value > top):
+        bound = f"from {low} to {top:,}" if top is not None else f">= {low}"
+        raise ConfigurationError(f"Queue {queue!r}: {label} must be an integer {bound}, got {value!r}.")
+
+
+def _valid_throttle(throttle: Any) -> bool:
+    if not isinstance(throttle, (tuple, list)) or len(throttle) != 2:
+        return False
+    count, window = throttle
+    return (isinstance(count, int) and not isinstance(count, bool) and count >= 1
+            and isinstance(window, (int, float)) and not isinstance(window, bool) and math.isfinite(window)
+            and window > 0)
 
 
 _ADD_OPTIONS = frozenset({
