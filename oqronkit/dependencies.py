@@ -16,6 +16,7 @@ from .clock import now_ms
 from .durable import DurablePlane, RecordWrite
 from .hot import HotPlaneFacade
 from .jobs import Job
+from .skipped import guarded
 
 logger = logging.getLogger(__name__)
 MAX_CAS_TRIES = 20
@@ -103,14 +104,21 @@ def sweep_waiting(durable: DurablePlane, hot: HotPlaneFacade, queues: Sequence[s
             *durable.list(f"queue_job:{queue}", status="blocked", limit=limit).records,
         ]
         for record in records:
-            child = Job.from_value(record.value)
-            for parent_queue, parent_id in list(child.pending):
-                if durable.get(f"queue_job:{parent_queue}", parent_id) is not None:
-                    continue
-                # Gone from both places (completed, or deleted by an operator): released.
-                outcome = "dead" if durable.get(f"queue_dlq:{parent_queue}", parent_id) else "completed"
-                if outcome == "dead" and f"{parent_queue}/{parent_id}" in (child.blocked_by or []):
-                    continue
-                resolve_child(durable, hot, queue, child.id, [parent_queue, parent_id], outcome)
-                resolved += 1
+            resolved += guarded("dependency sweep", f"queue_job:{queue}", record.id,
+                                lambda value=record.value, queue=queue: _sweep_child(durable, hot, queue, value)) or 0
+    return resolved
+
+
+def _sweep_child(durable: DurablePlane, hot: HotPlaneFacade, queue: str, value: dict) -> int:
+    child = Job.from_value(value)
+    resolved = 0
+    for parent_queue, parent_id in list(child.pending):
+        if durable.get(f"queue_job:{parent_queue}", parent_id) is not None:
+            continue
+        # Gone from both places (completed, or deleted by an operator): released.
+        outcome = "dead" if durable.get(f"queue_dlq:{parent_queue}", parent_id) else "completed"
+        if outcome == "dead" and f"{parent_queue}/{parent_id}" in (child.blocked_by or []):
+            continue
+        resolve_child(durable, hot, queue, child.id, [parent_queue, parent_id], outcome)
+        resolved += 1
     return resolved

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..skipped import guarded
 from .control import CHANGES_COUNTER, CHANGES_GROUP, ensure_control
 from .declare import registry_for
 from .definition import CONTROL_NAMESPACE, Definition
@@ -65,7 +66,9 @@ class DefinitionIndex:
         for kind in ("cron", "schedule"):
             controls = self._list_all(CONTROL_NAMESPACE[kind])
             for name, value in self._list_all(kind).items():
-                self._install(Definition.from_record(value), controls.get(name), now)
+                state = controls.get(name)  # one unreadable definition must not keep the others unloaded
+                guarded("scheduler", kind, name,
+                        lambda value=value, state=state: self._install(Definition.from_record(value), state, now))
         self.loaded = True
         self._next_recover = 0
         self._next_sweep = now + self.sweep_every_ms

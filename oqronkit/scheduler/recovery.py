@@ -17,6 +17,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ..runs import finish_run
+from ..skipped import guarded
 from .executor import LIVE_GROUP, LIVE_TTL_MS
 from .jobmode import enqueue, settle_claim
 from .planner import retry_item
@@ -47,7 +48,7 @@ def _running(scheduler: Scheduler, module: str, now: int) -> int:
     live = engine.hot.kv_get(LIVE_GROUP, [r["id"] for r in suspects], now) if suspects else {}
     for run in suspects:
         if run["id"] not in live:
-            resolve_lost(scheduler, run, now)
+            guarded("scheduler recovery", "runs", run["id"], lambda run=run: resolve_lost(scheduler, run, now))
     return len(foreign) - len(suspects) + len(live)
 
 
@@ -70,35 +71,38 @@ def resolve_lost(scheduler: Scheduler, run: dict[str, Any], now: int) -> bool:
 
 
 def _queued(scheduler: Scheduler, module: str, now: int) -> int:
+    records = scheduler.engine.durable.list("runs", status="queued", module=module, limit=PAGE).records
+    # One claim it cannot read is skipped (logged once), not the end of the pass.
+    return sum(guarded("scheduler recovery", "runs", r.id, lambda r=r: _queued_one(scheduler, module, r.value, now))
+               or 0 for r in records)
+
+
+def _queued_one(scheduler: Scheduler, module: str, claim: dict[str, Any], now: int) -> int:
+    """1 while the claim is still pending, else 0 (settled, or nothing to do)."""
     engine = scheduler.engine
-    records = engine.durable.list("runs", status="queued", module=module, limit=PAGE).records
-    pending = 0
-    for record in records:
-        claim = record.value
-        if not claim.get("jobId"):
-            continue
-        queue, job_id = claim.get("queue"), claim["jobId"]
-        if (claim.get("startedAt") or now) > now - QUEUED_GRACE_MS or \
-                engine.durable.get(f"queue_job:{queue}", job_id) is not None:
-            pending += 1
-            continue
-        dead = engine.durable.get(f"queue_dlq:{queue}", job_id)
-        if dead is not None:
-            settle_claim(engine, job_id, "failed", error=dead.value.get("lastError"),
-                         attempts=dead.value.get("attempts"), reason=dead.value.get("deadReason"))
-            continue
-        attempts = [r.value for r in engine.durable.list("runs", name=queue, order="started", descending=True,
-                                                          limit=200).records if r.value.get("jobId") == job_id]
-        if attempts:
-            last = attempts[0]
-            status = "completed" if any(a["status"] == "completed" for a in attempts) else last["status"]
-            settle_claim(engine, job_id, status, output=last.get("output"), error=last.get("error"),
-                         attempts=len(attempts))
-            continue
-        entry = scheduler.entries.get((module, claim["name"]))
-        if entry is not None:  # claimed, then the leader died before adding the job
-            enqueue(engine, entry.definition, claim)
-            logger.warning("re-added the job of claim %s (its leader died before adding it)", job_id,
-                           extra={"action": "scheduler.job_readded"})
-            pending += 1
-    return pending
+    if not claim.get("jobId"):
+        return 0
+    queue, job_id = claim.get("queue"), claim["jobId"]
+    if (claim.get("startedAt") or now) > now - QUEUED_GRACE_MS or \
+            engine.durable.get(f"queue_job:{queue}", job_id) is not None:
+        return 1
+    dead = engine.durable.get(f"queue_dlq:{queue}", job_id)
+    if dead is not None:
+        settle_claim(engine, job_id, "failed", error=dead.value.get("lastError"),
+                     attempts=dead.value.get("attempts"), reason=dead.value.get("deadReason"))
+        return 0
+    attempts = [r.value for r in engine.durable.list("runs", name=queue, order="started", descending=True,
+                                                      limit=200).records if r.value.get("jobId") == job_id]
+    if attempts:
+        last = attempts[0]
+        status = "completed" if any(a["status"] == "completed" for a in attempts) else last["status"]
+        settle_claim(engine, job_id, status, output=last.get("output"), error=last.get("error"),
+                     attempts=len(attempts))
+        return 0
+    entry = scheduler.entries.get((module, claim["name"]))
+    if entry is None:
+        return 0
+    enqueue(engine, entry.definition, claim)  # claimed, then the leader died before adding the job
+    logger.warning("re-added the job of claim %s (its leader died before adding it)", job_id,
+                   extra={"action": "scheduler.job_readded"})
+    return 1

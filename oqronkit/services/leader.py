@@ -95,6 +95,14 @@ class Services:
         if name == "upkeep":
             self.start_upkeep()
             return
+        try:
+            self._run_service(name)
+        except OqronError as exc:  # caught per service: a failing rescuer must not stop the reconciler
+            logger.warning("%s: %s", name, exc, extra={"action": "services.error"})
+        except Exception:  # a bug in one service must never stop this loop renewing the lease
+            logger.exception("%s failed", name, extra={"action": "services.failed"})
+
+    def _run_service(self, name: str) -> None:
         queues = self.known_queues()
         if name == "rescue":
             rescue_expired(self.engine, queues)

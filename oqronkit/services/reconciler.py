@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 from ..backends.hot_types import Signal
 from ..clock import now_ms
-from ..jobs import Job
+from ..jobs import Job, job_signal
+from ..skipped import UNUSABLE, guarded
 from .rescuer import mark_stalled
 
 if TYPE_CHECKING:
@@ -79,19 +80,42 @@ class Reconciler:
                 again.append(id)
         if not again:
             return 0
-        lost: list[Job] = []
-        for record in durable.get_many(f"queue_job:{queue}", list(dict.fromkeys(again))):
-            job = Job.from_value(record.value)
-            key = (queue, job.id)
-            if job.status in PENDING:
-                if key in self._missing:
-                    lost.append(job)
-                else:  # became pending since the scan (a retry): first sighting
-                    missing.add(key)
-            elif job.status == "active":
-                if key in self._suspects and self._suspects[key] == job.lease_token:
-                    mark_stalled(self.engine, job, job.lease_token, "lease missing from the hot plane")
-                else:
-                    suspects[key] = job.lease_token
-        hot.signal(queue, [Signal(j.id, j.priority, j.run_at, j.lifo) for j in lost], now_ms())
-        return len(lost)
+        lost: list[Signal] = []
+        namespace = f"queue_job:{queue}"
+        for record in durable.get_many(namespace, list(dict.fromkeys(again))):
+            signal = guarded("reconciler", namespace, record.id,
+                             lambda value=record.value: self._decide(queue, value, missing, suspects))
+            if signal is not None:
+                lost.append(signal)
+        return self._signal(queue, lost)
+
+    def _decide(self, queue: str, value: dict, missing: set[tuple[str, str]],
+                suspects: dict[tuple[str, str], int | None]) -> Signal | None:
+        """What to do with one job missing from the hot plane: its signal when it is lost."""
+        job = Job.from_value(value)
+        key = (queue, job.id)
+        if job.status in PENDING:
+            if key in self._missing:
+                return job_signal(job)
+            missing.add(key)  # became pending since the scan (a retry): first sighting
+        elif job.status == "active":
+            if key in self._suspects and self._suspects[key] == job.lease_token:
+                mark_stalled(self.engine, job, job.lease_token, "lease missing from the hot plane")
+            else:
+                suspects[key] = job.lease_token
+        return None
+
+    def _signal(self, queue: str, lost: list[Signal]) -> int:
+        """Signal the lost jobs in one call; should the hot plane refuse one of them,
+        one by one, skipping those it refuses."""
+        hot = self.engine.hot
+        try:
+            hot.signal(queue, lost, now_ms())
+            return len(lost)
+        except UNUSABLE:
+            pass
+        def one(signal: Signal) -> bool:
+            hot.signal(queue, [signal], now_ms())
+            return True
+
+        return sum(1 for s in lost if guarded("reconciler", f"queue_job:{queue}", s.job_id, lambda s=s: one(s)))

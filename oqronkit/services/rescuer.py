@@ -13,6 +13,7 @@ from ..dependencies import on_parent_done
 from ..durable import RecordWrite
 from ..jobs import Job, shed_error_detail
 from ..shedding import write_shedding
+from ..skipped import guarded
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -26,7 +27,9 @@ def rescue_expired(engine: Engine, queues: list[str]) -> int:
     for queue in queues:
         while leases := engine.hot.take_expired(queue, now=now_ms(), limit=BATCH):
             for lease in leases:
-                rescue_one(engine, queue, lease)
+                # A row it cannot use is skipped: the reconciler finds that job again later.
+                guarded("rescuer", f"queue_job:{queue}", lease.job_id,
+                        lambda lease=lease, queue=queue: rescue_one(engine, queue, lease))
                 rescued += 1
     return rescued
 
