@@ -9,6 +9,7 @@ race with a parent finishing while the child was being added.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 
 from .backends.hot_types import Signal
@@ -20,6 +21,12 @@ from .skipped import guarded
 
 logger = logging.getLogger(__name__)
 MAX_CAS_TRIES = 20
+#: How many of a queue's latest completed runs ``add`` reads looking for a parent that
+#: is no longer in oqron_jobs (see :func:`has_completed_run`).
+COMPLETED_RUN_SCAN = 10_000
+# An engine-made id starts with its creation time (ids.new_id); nodes' clocks may differ.
+_ENGINE_ID = re.compile(r"[0-9a-f]{26}")
+_CLOCK_SKEW_MS = 60_000
 
 
 def add_dependent(durable: DurablePlane, queue: str, parent_id: str, child: list[str]) -> bool:
@@ -37,6 +44,25 @@ def add_dependent(durable: DurablePlane, queue: str, parent_id: str, child: list
         if durable.compare_and_set(namespace, parent_id, expect={"dependents": record.value.get("dependents")},
                                    value=value):
             return True
+    return False
+
+
+def has_completed_run(durable: DurablePlane, queue: str, job_id: str, *, scan: int | None = None) -> bool:
+    """Whether ``job_id`` of ``queue`` completed: a completed job leaves oqron_jobs and
+    only its run says it existed. Reads the queue's completed runs newest first, at most
+    ``scan`` of them, and none started before an engine-made id was created."""
+    started_from = int(job_id[:12], 16) - _CLOCK_SKEW_MS if _ENGINE_ID.fullmatch(job_id) else None
+    scan = COMPLETED_RUN_SCAN if scan is None else scan
+    cursor, seen = None, 0
+    while seen < scan:
+        page = durable.list("runs", name=queue, status="completed", order="started", descending=True,
+                            started_from=started_from, limit=min(1000, scan - seen), cursor=cursor)
+        if any(r.value.get("jobId") == job_id for r in page.records):
+            return True
+        seen += len(page.records)
+        if page.next_cursor is None:
+            return False
+        cursor = page.next_cursor
     return False
 
 

@@ -226,9 +226,14 @@ class Queue(QueueControl):
             )
 
     def _resolve_dependencies(self, jobs: list[Job]) -> None:
-        """Drop parents that already finished; apply the failure policy to dead ones."""
+        """Drop parents that completed; apply the failure policy to dead ones; refuse
+        the batch (InvalidJob, nothing written) if a parent is nowhere: neither waiting
+        nor running, dead-lettered, nor found among its queue's completed runs."""
+        from . import dependencies
+
         in_batch = {(j.queue, j.id) for j in jobs}
         durable = self.engine.durable
+        missing: list[str] = []
         for job in jobs:
             if not job.pending:
                 continue
@@ -240,6 +245,10 @@ class Queue(QueueControl):
                     dead.append(f"{queue}/{parent_id}")
                     if job.parent_failure == "block":  # a retried parent can still release it
                         still.append([queue, parent_id])
+                elif not dependencies.has_completed_run(durable, queue, parent_id):
+                    missing.append(f"{queue}/{parent_id}")
+            if missing:
+                continue
             job.pending = still
             if dead and job.parent_failure == "cascade-fail":
                 job.die(f"parent failed: {', '.join(dead)}", now_ms())
@@ -247,6 +256,13 @@ class Queue(QueueControl):
                 job.status, job.blocked_by = "blocked", dead
             elif job.pending:
                 job.status = "waiting-dependencies"
+        if missing:
+            raise InvalidJob(
+                f"depends_on names job(s) that do not exist: {', '.join(dict.fromkeys(missing))} (not waiting, "
+                "running or dead-lettered, and no completed run among their queue's latest "
+                f"{dependencies.COMPLETED_RUN_SCAN:,}). "
+                "Nothing was added; drop a parent that completed long ago from depends_on."
+            )
 
     def _register_dependents(self, jobs: Sequence[Job]) -> None:
         """Record each new child on its parents so completing a parent releases it at

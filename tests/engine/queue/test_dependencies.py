@@ -19,9 +19,10 @@ def test_child_waits_for_parent_then_runs(engine: Engine):
         wait_until(lambda: order == ["parent", "child"])
 
 
-def test_dependency_on_a_finished_or_unknown_job_is_satisfied(engine: Engine):
-    q = engine.queue("flow")
-    assert q.add("x", depends_on=["never-existed"]).status == "waiting"
+def test_dependency_on_an_unknown_job_is_refused(engine: Engine):
+    q = engine.queue("flow")  # a finished parent is satisfied: test_missing_parents.py
+    with pytest.raises(InvalidJob, match="do not exist: flow/never-existed"):
+        q.add("x", depends_on=["never-existed"])
 
 
 @pytest.mark.parametrize("policy,expected", [("cascade-fail", "dead"), ("ignore", "ran"), ("block", "blocked")])
