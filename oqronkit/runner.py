@@ -7,19 +7,22 @@ each child sets itself up exactly like a single-process worker would.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import logging
+import math
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from .bounds import MAX_CONCURRENCY
 from .config import redact_url
 from .engine import Engine
-from .errors import OqronError
+from .errors import ConfigurationError, OqronError
 from .worker import WorkerProcess
 from .worker.affinity import affinity_setting, pin_worker
 
@@ -28,9 +31,13 @@ RESTART_BACKOFF = (1, 2, 5, 10, 30)
 
 
 def import_modules(names: Sequence[str]) -> None:
-    """Import modules that declare queues (``--import`` / ``OQRON_IMPORTS``)."""
+    """Import modules that declare queues (``--import`` / ``OQRON_IMPORTS``); a module
+    that cannot be imported is a ConfigurationError naming it, not a traceback."""
     for name in names:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise ConfigurationError(f"cannot import the module {name!r} (--import / OQRON_IMPORTS): {exc}") from exc
 
 
 def banner(engine: Engine, process: WorkerProcess, *, processes: int = 1, cpu: int | None = None) -> str:
@@ -108,7 +115,7 @@ def supervise(argv: Sequence[str], processes: int) -> int:
             if code is None:
                 alive = True
                 continue
-            if stopping.is_set() or code == 0:
+            if stopping.is_set() or code in (0, 2):  # 2: a usage error, which a restart repeats
                 continue
             delay = RESTART_BACKOFF[min(restarts[slot], len(RESTART_BACKOFF) - 1)]
             restarts[slot] += 1
@@ -142,8 +149,6 @@ def child_argv(argv: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m oqronkit worker --import myjobs [--queues a,b] [--processes N]``."""
-    import argparse
-
     parser = argparse.ArgumentParser(prog="python -m oqronkit", description="Run oqronkit workers.")
     sub = parser.add_subparsers(dest="command", required=True)
     work = sub.add_parser("worker", help="run the worker engine and, when elected, the scheduler services")
@@ -153,26 +158,63 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.processes > 1:
         return supervise([sys.executable, "-m", "oqronkit", *child_argv(sys.argv[1:])], args.processes)
     imports = list(args.imports) + [m for m in os.environ.get("OQRON_IMPORTS", "").split(",") if m]
-    import_modules(imports)
     from .engine import get_engine
 
     try:
+        import_modules(imports)
         return run_single(get_engine(), queues=args.queues, concurrency=args.concurrency, burst=args.burst,
                           drain_timeout=args.drain_timeout, cpu_affinity=args.cpu_affinity)
     except OqronError as exc:  # a bad setting or an unreachable plane: its message, not a traceback
         parser.exit(2, f"python -m oqronkit: error: {exc}\n")
 
 
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer from ``low`` to ``high``, or a usage error (exit 2)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be an integer from {low} to {high:,}, got {text!r}")
+        return value
+
+    return parse
+
+
+def bounded_seconds(high: float) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds from 0 to ``high``, or a usage error."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not 0 <= value <= high:  # NaN fails this too
+            raise argparse.ArgumentTypeError(f"must be a number of seconds from 0 to {high:,.0f}, got {text!r}")
+        return value
+
+    return parse
+
+
+MAX_PROCESSES = 256
+MAX_DRAIN_TIMEOUT_S = 86_400
+
+
 def add_worker_arguments(parser) -> None:
+    """The worker's options, shared by ``manage.py runworker`` and ``python -m oqronkit
+    worker``; each is checked while parsing, so a bad value exits with status 2."""
     parser.add_argument("--queues", type=lambda s: [q for q in s.split(",") if q], default=None,
                         help="comma-separated queues to consume (default: every queue with a handler)")
-    parser.add_argument("--concurrency", type=int, default=None, help="override each queue's concurrency")
-    parser.add_argument("--processes", type=int, default=1, help="engine processes under one supervisor")
+    parser.add_argument("--concurrency", type=bounded_int(1, MAX_CONCURRENCY), default=None,
+                        help=f"override each queue's concurrency (1 to {MAX_CONCURRENCY:,})")
+    parser.add_argument("--processes", type=bounded_int(1, MAX_PROCESSES), default=1,
+                        help=f"engine processes under one supervisor (1 to {MAX_PROCESSES})")
     parser.add_argument("--burst", action="store_true", help="exit when no job is ready or running")
     parser.add_argument("--import", dest="imports", action="append", default=[],
                         help="module declaring queues (repeatable)")
-    parser.add_argument("--drain-timeout", type=float, default=30.0,
-                        help="seconds running jobs get to finish on SIGTERM before they are returned")
+    parser.add_argument("--drain-timeout", type=bounded_seconds(MAX_DRAIN_TIMEOUT_S),
+                        default=30.0, help="seconds running jobs get to finish on SIGTERM before they are "
+                                           f"returned (0 to {MAX_DRAIN_TIMEOUT_S:,})")
     parser.add_argument("--cpu-affinity", choices=["auto", "off"], default=None,
                         help="auto (default, or OQRON_CPU_AFFINITY): pin each worker process to a CPU no other "
                              "worker on this host holds; off: let the OS move its threads between CPUs")

@@ -42,7 +42,10 @@ class Command(BaseCommand):
                 "would never see them. Use sqlite (the default), postgres or redis-postgres."
             )
         autodiscover_modules("oqron")
-        import_modules([*getattr(settings, "OQRON_IMPORTS", []), *options["imports"]])
+        try:
+            import_modules([*getattr(settings, "OQRON_IMPORTS", []), *options["imports"]])
+        except OqronError as exc:  # a module named wrongly: a usage error, as argparse's are
+            raise CommandError(str(exc), returncode=2) from exc
         try:
             run_single(engine.get_engine(), queues=options["queues"], concurrency=options["concurrency"],
                        burst=options["burst"], drain_timeout=options["drain_timeout"],
