@@ -173,6 +173,14 @@ class ReadOnlyRecordAdmin(admin.ModelAdmin):
 
         return ms_time(obj.inserted_at)
 
+    def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Any:
+        """None ("does not exist") for a crafted key: Django parses a composite key as
+        JSON and raises TypeError on a bare number such as ``NaN``."""
+        try:
+            return super().get_object(request, object_id, from_field)
+        except (TypeError, ValueError):
+            return None
+
     # -- composite keys in actions ---------------------------------------------------------
 
     def action_checkbox(self, obj: models.Model) -> str:

@@ -3,6 +3,9 @@
 - a request whose path, query, form fields or cookies hold a NUL character or a lone
   surrogate is answered 400 before any view runs (no database stores such text:
   PostgreSQL raises ``DataError``, a driver cannot encode a surrogate);
+- a value a database refuses (``DataError``: out of range, or an ``OverflowError`` on
+  a huge integer) that slipped past a form, Django's own admin forms included, is a
+  400, not a 500;
 - a response carries ``Cache-Control: no-store`` (pages show operational data). Static
   files never get here: WhiteNoise, earlier in ``MIDDLEWARE``, serves them with their
   own caching.
@@ -10,13 +13,16 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 
+from django.db import DataError
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.utils.cache import patch_cache_control
 
 from .pages import bad_request
 
+logger = logging.getLogger(__name__)
 BAD_TEXT = "Bad request: a NUL character or a lone surrogate in the {where}, which no id or filter can hold.\n"
 
 
@@ -51,7 +57,7 @@ def hostile_part(request: HttpRequest) -> str | None:
 
 
 class BoardRequestMiddleware:
-    """400 for unstorable input; ``Cache-Control: no-store`` on every response."""
+    """400 for unstorable input and refused values; ``Cache-Control: no-store`` on every response."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -68,3 +74,11 @@ class BoardRequestMiddleware:
             response = self.get_response(request)
         patch_cache_control(response, no_store=True)
         return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, DataError | OverflowError):
+            logger.warning("%s %s: the database refused a value: %s", request.method, request.path, exception,
+                           extra={"action": "board.bad_value"})
+            return HttpResponseBadRequest("Bad request: a value the database cannot hold.\n",
+                                          content_type="text/plain; charset=utf-8")
+        return None
