@@ -6,6 +6,7 @@ Builders (:func:`config_from_mapping`, :func:`config_from_env`) turn settings in
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -17,6 +18,8 @@ Mode = Literal["memory", "sqlite", "postgres", "redis", "redis-postgres"]
 MODES: Final[tuple[str, ...]] = ("memory", "sqlite", "postgres", "redis", "redis-postgres")
 DEFAULT_SQLITE_URL: Final = "sqlite:///oqron.sqlite3"
 DEFAULT_MAX_RECORD_BYTES: Final = 1024 * 1024
+DEFAULT_BACKEND_WAIT_S: Final = 5.0
+MAX_BACKEND_WAIT_S: Final = 300.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _ENV_KEYS: Final[dict[str, str]] = {
     "OQRON_MODE": "mode",
@@ -24,6 +27,7 @@ _ENV_KEYS: Final[dict[str, str]] = {
     "OQRON_REDIS_URL": "redis_url",
     "OQRON_PROJECT": "project",
     "OQRON_ENVIRONMENT": "environment",
+    "OQRON_BACKEND_WAIT": "backend_wait",
 }
 _NEEDS_DATABASE: Final = {"sqlite": "sqlite", "postgres": "postgresql", "redis-postgres": "postgresql"}
 
@@ -45,6 +49,9 @@ class OqronConfig:
     run_timeline_limit: int = 100
     #: The leader runs ANALYZE / VACUUM on the PostgreSQL tables where autovacuum lags.
     table_upkeep: bool = True
+    #: Seconds a call waits for an unreachable Postgres or Redis (a free connection, a
+    #: reconnect) before it raises BackendUnavailable.
+    backend_wait: float = DEFAULT_BACKEND_WAIT_S
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -70,6 +77,13 @@ class OqronConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigurationError(f"OQRON {name} must be a positive integer, got {value!r}.")
+        wait = self.backend_wait
+        if isinstance(wait, bool) or not isinstance(wait, int | float) or not math.isfinite(wait) \
+                or not 0 < wait <= MAX_BACKEND_WAIT_S:
+            raise ConfigurationError(
+                f"OQRON backend_wait must be a number of seconds above 0 and at most "
+                f"{MAX_BACKEND_WAIT_S:g}, got {wait!r}."
+            )
         self._check_urls()
 
     def _check_urls(self) -> None:
@@ -146,6 +160,15 @@ def config_from_mapping(settings: Mapping[str, Any], *, base: OqronConfig | None
 
 def config_from_env(environ: Mapping[str, str], *, base: OqronConfig | None = None) -> OqronConfig:
     """Apply the ``OQRON_MODE``, ``OQRON_DATABASE_URL``, ``OQRON_REDIS_URL``,
-    ``OQRON_PROJECT`` and ``OQRON_ENVIRONMENT`` variables found in ``environ``."""
-    overrides = {field: environ[var] for var, field in _ENV_KEYS.items() if environ.get(var)}
+    ``OQRON_PROJECT``, ``OQRON_ENVIRONMENT`` and ``OQRON_BACKEND_WAIT`` variables found
+    in ``environ``."""
+    overrides: dict[str, Any] = {field: environ[var] for var, field in _ENV_KEYS.items() if environ.get(var)}
+    if "backend_wait" in overrides:
+        text = overrides["backend_wait"]
+        try:
+            overrides["backend_wait"] = float(text)
+        except ValueError:
+            raise ConfigurationError(
+                f"OQRON_BACKEND_WAIT must be a number of seconds, got {text!r}."
+            ) from None
     return config_from_mapping(overrides, base=base or OqronConfig())

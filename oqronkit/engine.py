@@ -65,12 +65,13 @@ def open_hot_plane(config: OqronConfig) -> HotPlane:
         from .backends.postgres import PostgresHotPlane
 
         assert config.database_url is not None
-        return PostgresHotPlane(config.database_url)
+        return PostgresHotPlane(config.database_url, connect_timeout=config.backend_wait)
     if config.mode in ("redis", "redis-postgres"):
         from .backends.redis import RedisHotPlane
 
         assert config.redis_url is not None
-        return RedisHotPlane(config.redis_url, check_eviction=not config.allow_redis_eviction)
+        return RedisHotPlane(config.redis_url, check_eviction=not config.allow_redis_eviction,
+                             connect_timeout=config.backend_wait)
     raise ConfigurationError(f"Mode {config.mode!r} has no hot plane in this version.")
 
 

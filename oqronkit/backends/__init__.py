@@ -22,12 +22,13 @@ def open_durable_store(config: OqronConfig) -> DurableStore:
         from .postgres import PostgresDurableStore
 
         assert config.database_url is not None
-        return PostgresDurableStore(config.database_url)
+        return PostgresDurableStore(config.database_url, connect_timeout=config.backend_wait)
     if config.mode == "redis":
         from .redis import RedisDurableStore
 
         assert config.redis_url is not None
-        return RedisDurableStore(config.redis_url, check_eviction=not config.allow_redis_eviction)
+        return RedisDurableStore(config.redis_url, check_eviction=not config.allow_redis_eviction,
+                                 connect_timeout=config.backend_wait)
     raise ConfigurationError(
         f"Mode {config.mode!r} has no durable store in this version; use memory, sqlite, "
         "postgres, redis or redis-postgres."

@@ -155,7 +155,8 @@ def test_mapping_over_a_base_keeps_the_rest():
 
 def test_unknown_keys_are_an_error_listing_the_known_ones():
     with pytest.raises(ConfigurationError, match="Unknown OQRON setting 'DATABASE'; known settings: "
-                                                 "acknowledge_v1_layout, allow_redis_eviction, database_url"):
+                                                 "acknowledge_v1_layout, allow_redis_eviction, backend_wait, "
+                                                 "database_url"):
         config_from_mapping({"DATABASE": "sqlite:///x"})
 
 

@@ -1,16 +1,24 @@
 """The lazily opened psycopg pool behind the PostgreSQL store and hot plane.
 
 The pool opens on first use, so building a backend never touches the network;
-``timeout`` bounds how long that first use (and any wait for a free connection) may
-take before :class:`~oqronkit.errors.BackendUnavailable`. Driver errors are wrapped
-here: a value the server refuses is :class:`~oqronkit.errors.InvalidRecord`, anything
-else :class:`~oqronkit.errors.BackendUnavailable`, naming the server without its
-password.
+``timeout`` (the ``backend_wait`` setting) bounds how long that first use, and any wait
+for a free connection, may take before :class:`~oqronkit.errors.BackendUnavailable`.
+While the server is down the pool tries to reconnect every 0.1 s at first, backing off
+to once a second (psycopg_pool's own backoff doubles from 1 s without a cap); a caller
+waiting for a connection gets the first one that succeeds. A pooled connection the server closed
+(a restart) is noticed when it is checked out, and its idle siblings are replaced.
+Driver errors are wrapped here: a value the server refuses is
+:class:`~oqronkit.errors.InvalidRecord`, anything else
+:class:`~oqronkit.errors.BackendUnavailable`, naming the server without its password.
 """
 
 from __future__ import annotations
 
+import logging
+import random
+import select
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -18,11 +26,69 @@ from typing import Any
 import psycopg
 from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool
+from psycopg_pool.base import AttemptWithBackoff
 
 from ...codec import decode_json
 from ...config import redact_url
 from ...errors import BackendUnavailable, InvalidRecord
 from . import arrays
+
+#: Reconnection attempts while the server is down: the first after 0.1 s, then doubling
+#: up to about a second.
+RECONNECT_FIRST_S = 0.1
+RECONNECT_CAP_S = 1.0
+
+
+class _QuietReconnects(logging.Filter):
+    """Lets one of psycopg_pool's "error connecting" warnings per pool through every
+    30 s: at one attempt a second per connection they would flood the log, and the
+    engine logs the outage itself."""
+
+    EVERY_S = 30.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last: dict[object, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if record.msg != "error connecting in %r: %s" or not args or not str(args[0]).startswith("oqronkit-"):
+            return True
+        pool, now = args[0], time.monotonic()
+        if now - self._last.get(pool, -self.EVERY_S) < self.EVERY_S:
+            return False
+        self._last[pool] = now
+        return True
+
+
+logging.getLogger("psycopg.pool").addFilter(_QuietReconnects())
+
+
+class _ShortBackoff(AttemptWithBackoff):
+    INITIAL_DELAY = RECONNECT_FIRST_S
+
+    def update_delay(self, now: float) -> None:
+        super().update_delay(now)
+        # Jittered so the pools of many workers do not knock in step.
+        self.delay = min(self.delay, RECONNECT_CAP_S * random.uniform(0.8, 1.0))
+
+
+class _Pool(ConnectionPool):
+    """psycopg's pool with the short reconnection backoff above."""
+
+    def _add_connection(self, attempt: AttemptWithBackoff | None, growing: bool = False) -> None:
+        super()._add_connection(attempt or _ShortBackoff(timeout=self.reconnect_timeout), growing)
+
+
+def _has_input(conn: psycopg.Connection[Any]) -> bool:
+    """Whether an idle connection has something to read: only a server that closed it
+    (a shutdown's FATAL message, or end of file) speaks to an idle pooled connection."""
+    try:
+        poller = select.poll()
+        poller.register(conn.pgconn.socket, select.POLLIN)
+    except (psycopg.Error, OSError, ValueError):
+        return True  # no usable socket: let the real check say what is wrong
+    return bool(poller.poll(0))
 
 
 class LazyPool:
@@ -95,7 +161,7 @@ class LazyPool:
             return self._pool
 
     def _new_pool(self) -> ConnectionPool:
-        pool: ConnectionPool = ConnectionPool(
+        pool: ConnectionPool = _Pool(
             self.url,
             min_size=self._min_size,
             max_size=self._max_size,
@@ -104,6 +170,7 @@ class LazyPool:
             name=self._name,
             kwargs=self._kwargs,
             configure=self._configure_connection,
+            check=self._check_connection,
         )
         try:
             pool.open(wait=True, timeout=self.timeout)
@@ -120,6 +187,20 @@ class LazyPool:
         set_json_loads(decode_json, conn)  # json and jsonb columns: orjson where exact
         if self._configure is not None:
             self._configure(conn)
+
+    def _check_connection(self, conn: psycopg.Connection[Any]) -> None:
+        """At checkout, a round trip only for a connection with unread input (a poll is
+        cheap, a round trip per checkout is not); a dead one makes the pool drop its
+        idle siblings too, which the same restart closed."""
+        if not _has_input(conn):
+            return
+        try:
+            ConnectionPool.check_connection(conn)
+        except psycopg.Error:
+            pool = self._pool
+            if pool is not None:
+                pool.drain()
+            raise
 
     def _probe(self) -> str | None:
         # The pool's timeout says only "not ready"; one direct attempt tells the reason

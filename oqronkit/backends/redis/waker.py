@@ -29,7 +29,7 @@ from redis.client import PubSub
 #: The listener wakes this often to notice close().
 _SLICE_S = 0.5
 _RECONNECT_BASE_S = 0.05
-_RECONNECT_CAP_S = 2.0
+_RECONNECT_CAP_S = 1.0
 
 
 class Waker:
