@@ -17,7 +17,7 @@ from django.contrib import messages
 from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from oqronboard.audit import Action
@@ -52,15 +52,12 @@ def _url_names(kind: str) -> tuple[str, str]:
 
 
 def _urls(kind: str, name: str) -> dict[str, str | None]:
-    """The page's links of a definition; none for a name no URL can carry (a stored row
-    the engine would not have written, such as one with a ``/``)."""
+    """The page's links of a definition (any name: ``<seg:...>`` escapes what a path
+    cannot carry as it is, such as a ``/``)."""
     history, action = _url_names(kind)
-    try:
-        return {"history_url": reverse(history, args=[name]), "pause_url": reverse(action, args=[name, "pause"]),
-                "resume_url": reverse(action, args=[name, "resume"]),
-                "run_now_url": reverse(action, args=[name, "run-now"])}
-    except NoReverseMatch:
-        return {"history_url": None, "pause_url": None, "resume_url": None, "run_now_url": None}
+    return {"history_url": reverse(history, args=[name]), "pause_url": reverse(action, args=[name, "pause"]),
+            "resume_url": reverse(action, args=[name, "resume"]),
+            "run_now_url": reverse(action, args=[name, "run-now"])}
 
 
 def _fires(definition: Definition) -> list[dict[str, str]]:

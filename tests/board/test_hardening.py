@@ -194,3 +194,10 @@ def test_board_pages_are_not_cached_but_static_files_are(board: Board):
     assert "no-store" in board.viewer.get(reverse("runs"), {"status": "nope"})["Cache-Control"]  # a 400 too
     static = board.viewer.get("/static/js/board.js")
     assert static.status_code == 200 and "no-store" not in static.get("Cache-Control", "")
+
+
+def test_a_cron_name_with_a_slash_links_to_its_history(board: Board):
+    board.plane.put("cron", "team/nightly", {"name": "team/nightly", "expression": "0 3 * * *"})
+    history = reverse("cron-history", args=["team/nightly"])
+    assert f'href="{history}"' in board.viewer.get(reverse("schedules")).content.decode()
+    assert board.viewer.get(history).status_code == 200
