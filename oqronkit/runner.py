@@ -84,7 +84,7 @@ def run_single(engine: Engine, *, queues: Sequence[str] | None, concurrency: int
         process.run()
     finally:
         engine.close()  # pools close their threads now, not in a slow interpreter-exit __del__
-    return 0
+    return process.exit_code  # 1: a thread kept failing, or outcomes were left unrecorded
 
 
 def supervise(argv: Sequence[str], processes: int) -> int:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .clock import now_ms
+from .codec import clean_text
 from .ids import new_id
 from .shedding import trim_error
 
@@ -97,10 +98,36 @@ def shed_parts(run: dict[str, Any], problem: str) -> Iterator[dict[str, Any]]:
 
 
 def describe_error(exc: BaseException, *, kind: str | None = None) -> dict[str, Any]:
-    """An error as stored on runs and jobs: type, message, traceback, time."""
+    """An error as stored on runs and jobs: type, message, traceback, time. Never raises
+    and always storable: an exception whose ``__str__`` fails still gets a message, and
+    NULs and lone surrogates a handler put in it are replaced (codec.clean_text)."""
     return {
         "ts": now_ms(),
-        "type": kind or type(exc).__name__,
-        "message": str(exc) or type(exc).__name__,
-        "traceback": "".join(traceback.format_exception(exc))[-8000:],
+        "type": clean_text(kind or type(exc).__name__),
+        "message": clean_text(safe_str(exc) or type(exc).__name__),
+        "traceback": clean_text(_format_traceback(exc))[-8000:],
     }
+
+
+def safe_str(value: object) -> str:
+    """``str(value)``, or a placeholder naming its type when that raises (handler code)."""
+    try:
+        text = str(value)
+    except Exception as exc:  # anything a user's __str__ raises
+        return f"<{type(value).__name__} whose str() raised {type(exc).__name__}>"
+    return text if type(text) is str else str.__str__(text)  # a str subclass: its plain text
+
+
+def safe_text(value: object) -> str:
+    """What a handler passed as text (a log line, a progress label), always storable."""
+    return clean_text(safe_str(value))
+
+
+def _format_traceback(exc: BaseException) -> str:
+    try:
+        return "".join(traceback.format_exception(exc))
+    except Exception:  # a broken exception object: keep what the frames say
+        try:
+            return "".join(traceback.format_tb(exc.__traceback__)) + f"{type(exc).__name__}: <unprintable>\n"
+        except Exception:
+            return ""

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..codec import copy_json
 from ..errors import Discard
-from ..runs import add_log
+from ..runs import add_log, safe_text
 
 if TYPE_CHECKING:
     from .inflight import Inflight
@@ -46,20 +46,23 @@ class JobContext:
         return self._inflight.cancelled.is_set()
 
     def log(self, level: str, msg: str) -> None:
-        """Append a line to this run's logs (bounded) and the live overlay."""
+        """Append a line to this run's logs (bounded) and the live overlay. NULs and
+        lone surrogates in it are replaced (codec.clean_text): a run must stay storable."""
         if level not in LEVELS:
             level = "info"
+        text = safe_text(msg)
         with self._inflight.lock:
-            add_log(self._inflight.run, level, str(msg), limit=self._process.config.run_log_limit)
+            add_log(self._inflight.run, level, text, limit=self._process.config.run_log_limit)
             self._inflight.overlay_dirty = True
 
     def progress(self, percent: float, label: str | None = None) -> None:
         """Report progress (0-100); the board's progress bar follows it live."""
         value = max(0.0, min(100.0, float(percent)))
+        text = None if label is None else safe_text(label)[:200]
         with self._inflight.lock:
             self._inflight.run["progressPercent"] = round(value, 1)
-            if label is not None:
-                self._inflight.run["progressLabel"] = str(label)[:200]
+            if text is not None:
+                self._inflight.run["progressLabel"] = text
             self._inflight.overlay_dirty = True
 
     def discard(self, reason: str) -> NoReturn:

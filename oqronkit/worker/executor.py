@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..codec import dumps_compact
+from ..codec import dumps_compact, storage_problem
 from ..errors import Discard
 from ..runs import describe_error
 from .context import JobContext
@@ -22,14 +22,21 @@ logger = logging.getLogger(__name__)
 
 
 def classify(inflight: Inflight, output: Any = None, exc: BaseException | None = None) -> Outcome:
-    """Turn a handler's return value or exception into an outcome."""
+    """Turn a handler's return value or exception into an outcome. Never raises: a
+    failure to describe what the handler did fails the attempt with that reason."""
+    try:
+        return _classify(inflight, output, exc)
+    except Exception as err:
+        logger.exception("could not record what the handler of %s/%s did", inflight.job.queue, inflight.job.id,
+                         extra={"action": "worker.classify_failed"})
+        return Outcome(inflight, "failed", error=describe_error(err))
+
+
+def _classify(inflight: Inflight, output: Any, exc: BaseException | None) -> Outcome:
     if exc is None:
-        try:
-            if output is not None:
-                dumps_compact(output)  # a cycle or nesting too deep is a ValueError here
-        except (TypeError, ValueError) as err:
-            return Outcome(inflight, "failed", error=describe_error(
-                TypeError(f"the handler returned a value that is not JSON-serialisable: {err}")))
+        problem = output_problem(output)
+        if problem is not None:
+            return Outcome(inflight, "failed", error=describe_error(problem))
         if inflight.cancelled.is_set() and inflight.cancel_reason and not inflight.lease_lost:
             # It noticed the cancel request and returned early: record a cancellation.
             if inflight.cancel_reason != "shutdown":
@@ -40,6 +47,21 @@ def classify(inflight: Inflight, output: Any = None, exc: BaseException | None =
     if isinstance(exc, asyncio.CancelledError) and inflight.cancel_reason:
         return Outcome(inflight, "cancelled", error=describe_error(exc, kind="Cancelled"))
     return Outcome(inflight, "failed", error=describe_error(exc))
+
+
+def output_problem(output: Any) -> Exception | None:
+    """Why a handler's return value cannot be the run's output, or None: not JSON (a
+    cycle included), or what no durable plane stores alike (a NUL, a lone surrogate,
+    nesting past codec.MAX_JSON_DEPTH). Caught here, it fails this attempt alone; in
+    the finisher it would be refused with the batch it travels in."""
+    if output is None:
+        return None
+    try:
+        text = dumps_compact(output)
+    except (TypeError, ValueError) as err:
+        return TypeError(f"the handler returned a value that is not JSON-serialisable: {err}")
+    problem = storage_problem(text)
+    return None if problem is None else ValueError(f"the handler returned a value that cannot be stored: {problem}")
 
 
 class Executor:
@@ -65,23 +87,24 @@ class Executor:
         try:
             output = inflight.queue.fn(self._make_ctx(inflight))
         except BaseException as exc:
-            self._on_outcome(classify(inflight, exc=exc))
-            return
-        self._on_outcome(classify(inflight, output))
+            outcome = classify(inflight, exc=exc)
+        else:
+            outcome = classify(inflight, output)
+        self._on_outcome(outcome)
 
     async def _run_async(self, inflight: Inflight) -> None:
         if inflight.settled:
             return
-        ctx = self._make_ctx(inflight)
-        task = asyncio.current_task()
-        assert task is not None
-        inflight.attach_task(asyncio.get_running_loop(), task)
         try:
-            output = await inflight.queue.fn(ctx)
+            task = asyncio.current_task()
+            assert task is not None
+            inflight.attach_task(asyncio.get_running_loop(), task)
+            output = await inflight.queue.fn(self._make_ctx(inflight))
         except BaseException as exc:
-            self._on_outcome(classify(inflight, exc=exc))
-            return
-        self._on_outcome(classify(inflight, output))
+            outcome = classify(inflight, exc=exc)
+        else:
+            outcome = classify(inflight, output)
+        self._on_outcome(outcome)
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         with self._loop_lock:

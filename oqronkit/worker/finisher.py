@@ -19,11 +19,12 @@ from ..backoff import Backoff
 from ..clock import now_ms
 from ..dependencies import on_parent_done
 from ..durable import RecordWrite
-from ..errors import InvalidRecord, OqronError, RecordTooLarge
+from ..errors import OqronError
 from ..jobs import Job, shed_error_detail
-from ..runs import finish_run, shed_parts
+from ..runs import describe_error, finish_run
 from ..shedding import write_shedding
 from .inflight import Inflight, Outcome
+from .refusals import apply_refusing, is_outage
 
 CANCEL_GROUP = "cancel"
 
@@ -70,6 +71,8 @@ class Finisher:
         # Postgres mode: completed jobs settle in one transaction (_release_at_once).
         # Asked on first use: the planes open when the worker starts, not when it is built.
         self._one_transaction: bool | None = None
+        # Set by the stop: until then (monotonic), held writes are retried before the loop ends.
+        self.retry_until = 0.0
 
     # -- called from other threads ----------------------------------------------------
 
@@ -115,7 +118,17 @@ class Finisher:
                 self.flush_running()
             if stop.is_set() and self.outcomes.empty() and not self.process.has_inflight():
                 self.flush_running()
-                return
+                if not self._held_back() or time.monotonic() >= self.retry_until:
+                    return
+                stop.wait(FLUSH_EVERY)  # an outage holds writes: retry them until the drain deadline
+
+    def unrecorded(self) -> int:
+        """Jobs whose outcome waits in held writes (an outage): not recorded yet."""
+        with self._lock:
+            jobs = {job_id for _, job_id in self._unacked}
+        jobs.update(job_id for _, job_id in self._pending_deletes)
+        jobs.update(w.value.get("jobId") or w.id if w.namespace == "runs" else w.id for w in self._pending_runs)
+        return len(jobs)
 
     def _take_batch(self, timeout: float) -> list[Outcome]:
         try:
@@ -173,15 +186,10 @@ class Finisher:
         jobs = [RecordWrite(job.namespace, job.id, job.to_value()) for job, _ in pending]
         puts = jobs + [w for w in self._pending_runs if w.id not in pending_ids] + runs
         try:
-            try:
-                self.process.engine.durable.apply(puts=puts, deletes=doomed)
-            except (InvalidRecord, RecordTooLarge):
-                # Not an outage: a record the durable plane will never take. Held for
-                # retry as it is, it would hold back every later write with it.
-                puts, kept = self._storable(puts)
-                doomed = [key for key in doomed if key not in kept]
-                self.process.engine.durable.apply(puts=puts, deletes=doomed)
-        except OqronError as exc:
+            # What the plane refuses for its content is left out or shed (refusals.py):
+            # only an outage holds the writes.
+            apply_refusing(self.process.engine.durable, puts, doomed)
+        except Exception as exc:
             # Held: runs and dead letters (a dead letter's job deletion is held with it,
             # so neither may go without the other); the jobs' running state is queued
             # again below. Only the oldest runs give way when the buffer is full.
@@ -202,7 +210,8 @@ class Finisher:
                     self._pending_jobs.setdefault((job.namespace, job.id), (job, began))
             logger.error(
                 "durable plane unavailable: %d run record(s) and %d job deletion(s) held for retry: %s",
-                len(self._pending_runs), len(doomed), exc, extra={"action": "runs.buffer"},
+                len(self._pending_runs), len(doomed), exc, exc_info=None if is_outage(exc) else exc,
+                extra={"action": "runs.buffer"},
             )
             return False
         self._pending_runs, self._pending_deletes = [], []
@@ -211,37 +220,10 @@ class Finisher:
         for step in after:
             try:
                 step()
-            except OqronError as exc:  # the sweeper still resolves dependents; nothing is lost
-                logger.warning("a step after a durable write failed: %s", exc, extra={"action": "finisher.after"})
+            except Exception as exc:  # the sweeper still resolves dependents; nothing is lost
+                logger.warning("a step after a durable write failed: %s", exc, exc_info=not isinstance(exc, OqronError),
+                               extra={"action": "finisher.after"})
         return True
-
-    def _storable(self, writes: list[RecordWrite]) -> tuple[list[RecordWrite], set[tuple[str, str]]]:
-        """``writes`` checked one by one, and the jobs that must not be deleted now. A
-        refused run is written without the parts it can do without (runs.shed_parts);
-        a refused job or dead letter with less error detail (jobs.shed_error_detail).
-        A dead letter that still cannot be stored keeps its job (not deleted: it runs
-        again rather than vanish); a job's running state, written behind only as a
-        courtesy, is left out. Each is logged."""
-        durable = self.process.engine.durable
-
-        def checked(write: RecordWrite) -> Callable[[dict[str, Any]], RecordWrite]:
-            def check(value: dict[str, Any]) -> RecordWrite:
-                candidate = write._replace(value=value)
-                durable.check(candidate)
-                return candidate
-            return check
-
-        out: list[RecordWrite] = []
-        kept: set[tuple[str, str]] = set()
-        for write in writes:
-            shed = shed_parts if write.namespace == "runs" else shed_error_detail
-            try:
-                out.append(write_shedding(checked(write), write.value, shed))
-            except (InvalidRecord, RecordTooLarge) as exc:
-                if write.namespace.startswith("queue_dlq:"):
-                    kept.add((f"queue_job:{write.namespace.removeprefix('queue_dlq:')}", write.id))
-                logger.error("cannot be stored, left out: %s", exc, extra={"action": "finisher.unstorable"})
-        return out, kept
 
     def _ack_unacked(self) -> None:
         """Release the leases of completed jobs now deleted from the durable plane."""
@@ -260,20 +242,40 @@ class Finisher:
                                extra={"action": "finisher.ack_failed"})
 
     def _settle(self, batch: list[Outcome]) -> None:
+        """Settle a batch; no exception leaves it (the finisher thread must never die):
+        an attempt whose settling fails for anything but an outage fails, with the
+        reason, and the rest of the batch settles."""
         self._clear_overlay(batch)
         completed = [o for o in batch if o.kind == "completed"]
         others = [o for o in batch if o.kind != "completed"]
         if completed:
-            self._settle_completed(completed)
+            others += self._settle_completed_isolating(completed)
         for outcome in others:
             try:
                 self._settle_other(outcome)
-            except OqronError as exc:
+            except Exception as exc:
                 # The lease lapses and the rescuer retries the job: nothing is lost.
                 logger.error("could not settle %s/%s (%s): %s", outcome.inflight.job.queue,
-                             outcome.inflight.job.id, outcome.kind, exc, extra={"action": "finisher.error"})
+                             outcome.inflight.job.id, outcome.kind, exc,
+                             exc_info=None if isinstance(exc, OqronError) else exc, extra={"action": "finisher.error"})
             finally:
                 self._done(outcome.inflight)
+
+    def _settle_completed_isolating(self, completed: list[Outcome]) -> list[Outcome]:
+        """Settle completed outcomes; when that raises, each again on its own: the
+        failures to settle instead, one per outcome that raises alone (with the reason)."""
+        try:
+            self._settle_completed(completed)
+            return []
+        except Exception as exc:
+            if len(completed) == 1:
+                logger.critical("could not settle the completed job %s/%s; failing its attempt",
+                                completed[0].inflight.job.queue, completed[0].inflight.job.id, exc_info=exc,
+                                extra={"action": "finisher.error"})
+                return [Outcome(completed[0].inflight, "failed", error=describe_error(exc))]
+            logger.error("could not settle %d completed job(s) together; one by one: %s", len(completed), exc,
+                         extra={"action": "finisher.error"})
+        return [failed for o in completed for failed in self._settle_completed_isolating([o])]
 
     def _clear_overlay(self, batch: list[Outcome]) -> None:
         """Drop finished runs from the live overlay (only those ever published)."""
@@ -325,13 +327,16 @@ class Finisher:
                 released = self._release_in_steps(queue, group, runs)
             deleted |= {(queue, job_id) for job_id in released}
         for o in outcomes:
+            self._done(o.inflight)
+        for o in outcomes:
             job = o.inflight.job
             if (job.queue, job.id) in deleted and job.dependents:
-                on_parent_done(engine.durable, engine.hot, job, "completed")
-        for o in outcomes:
-            self._done(o.inflight)
+                try:
+                    on_parent_done(engine.durable, engine.hot, job, "completed")
+                except Exception as exc:  # the dependency sweep resolves them later
+                    logger.warning("could not resolve the dependents of %s/%s: %s", job.queue, job.id, exc,
+                                   exc_info=not isinstance(exc, OqronError), extra={"action": "finisher.after"})
             self.process.hook(o.inflight, "complete", o.output)
-        self.process.count("completed", len(outcomes))
 
     def _held_back(self) -> bool:
         """Whether writes or leases wait on an earlier failure: they go first, in steps."""
@@ -346,7 +351,7 @@ class Finisher:
             released = self.process.engine.durable.apply_and_release(
                 puts=[run for run in runs if run is not None], namespace=f"queue_job:{queue}", queue=queue,
                 leases=[(o.inflight.lease.job_id, o.inflight.lease.token) for o in group])
-        except OqronError as exc:
+        except Exception as exc:
             # An outage, or a record the plane refuses: the steps below hold or shed it.
             logger.warning("could not settle %d completed job(s) of %s in one transaction; in steps: %s",
                            len(group), queue, exc, extra={"action": "finisher.settle_in_steps"})
@@ -357,9 +362,11 @@ class Finisher:
             for o in group:
                 if o.inflight.job.id in released:
                     self._pending_jobs.pop((o.inflight.job.namespace, o.inflight.job.id), None)
+        self.process.count("completed", len(released))
         lost = [self._lost_lease(o) for o in group if o.inflight.job.id not in released]
-        if any(lost):
-            self._write_runs([run for run in lost if run is not None], [])
+        if lost:  # counted once their runs are recorded
+            self._write_runs([run for run in lost if run is not None], [],
+                             then=lambda: self.process.count("completed", len(lost)))
         return released
 
     def _release_in_steps(self, queue: str, group: list[Outcome], runs: list[RecordWrite | None]) -> set[str]:
@@ -370,9 +377,10 @@ class Finisher:
         lease_ms = group[0].inflight.queue.lease_ms
         try:
             renewed = engine.hot.extend(queue, [o.inflight.lease for o in group], lease_ms=lease_ms, now=now_ms())
-        except OqronError as exc:
+        except Exception as exc:
             logger.error("could not confirm the leases of %d completed job(s) of %s: %s", len(group), queue,
-                         exc, extra={"action": "finisher.ack_failed"})
+                         exc, exc_info=None if isinstance(exc, OqronError) else exc,
+                         extra={"action": "finisher.ack_failed"})
             renewed = []
         owned = {lease.job_id for lease in renewed}
         with self._lock:
@@ -389,7 +397,9 @@ class Finisher:
                 run = self._lost_lease(o)
             if run is not None:
                 writes.append(run)
-        return owned if self._write_runs(writes, deletes) else set()
+        # Counted as completed once recorded (now, or when writes held by an outage land).
+        recorded = self._write_runs(writes, deletes, then=lambda: self.process.count("completed", len(group)))
+        return owned if recorded else set()
 
     def _lost_lease(self, outcome: Outcome) -> RecordWrite | None:
         """The run of a job completed after its lease was lost (the job stays with its
@@ -404,6 +414,12 @@ class Finisher:
     def _settle_other(self, outcome: Outcome) -> None:
         inflight, job = outcome.inflight, outcome.inflight.job
         engine, now = self.process.engine, now_ms()
+        if outcome.kind == "interrupted" and not inflight.started:
+            # Held, never started: its durable row was never touched (still waiting,
+            # the attempt uncounted), so only the lease goes back.
+            engine.hot.release(job.queue, inflight.lease, Signal(job.id, job.priority, None, job.lifo), now)
+            self.process.count("returned")
+            return
         if self._pending_jobs and not self._write_runs([], [], all_jobs=True):
             return  # the active state is not stored yet; the lease lapses and the rescuer retries
 

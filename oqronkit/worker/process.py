@@ -16,13 +16,14 @@ from ..backends.hot_types import Lease
 from ..clock import now_ms
 from ..errors import ConfigurationError, OqronError
 from ..jobs import Job
-from ..runs import new_run
+from ..runs import describe_error, new_run
 from .context import JobContext
 from .executor import Executor
 from .finisher import OVERLAY_GROUP, Finisher
 from .heartbeat import Heartbeat
 from .inflight import Inflight, Outcome
 from .prefetch import Prefetch
+from .supervisor import Supervisor
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -116,8 +117,12 @@ class WorkerProcess:
         self.finisher = Finisher(self)
         self.executor = Executor(on_outcome=self.settle, make_ctx=lambda inflight: JobContext(inflight, self))
         self.heartbeat = Heartbeat(self)
-        self._threads: list[threading.Thread] = []
+        self.supervisor = Supervisor(on_fatal=self.fail)
+        self._threads = self.supervisor.threads
         self.services: Any = None
+        # What run() ends with (the command line's exit status): 1 once a thread kept
+        # failing or outcomes were left unrecorded in the durable plane at the stop.
+        self.exit_code = 0
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -144,9 +149,13 @@ class WorkerProcess:
                     extra={"action": "worker.start"})
 
     def _spawn(self, name: str, target: Any, *args: Any) -> None:
-        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
-        thread.start()
-        self._threads.append(thread)
+        self.supervisor.spawn(name, target, *args)
+
+    def fail(self, reason: str) -> None:
+        """Stop with a non-zero exit status: this process cannot go on as it should."""
+        logger.critical("worker %s is stopping: %s", self.worker_id, reason, extra={"action": "worker.fatal"})
+        self.exit_code = 1
+        self.request_stop()
 
     def run(self) -> None:
         """Start, then block until :meth:`request_stop` (or, in burst mode, until no
@@ -178,10 +187,21 @@ class WorkerProcess:
         for inflight in self.all_inflight():
             inflight.request_cancel("shutdown")
             self.settle(Outcome(inflight, "interrupted"))
+        # Writes held by an outage get until the drain deadline (and one more try) to land.
+        self.finisher.retry_until = deadline
         self._finisher_stop.set()
         for thread in self._threads:
             if thread.name == "oqron-finisher":
-                thread.join(timeout=30)
+                thread.join(timeout=max(deadline - time.monotonic(), 0) + 30)
+                if thread.is_alive():
+                    self.fail("the finisher did not finish settling")
+        unrecorded = self.finisher.unrecorded()
+        if unrecorded:
+            logger.error("worker %s stops with %d outcome(s) not recorded in the durable plane: their jobs run "
+                         "again once their leases lapse", self.worker_id, unrecorded,
+                         extra={"action": "worker.unrecorded"})
+            self.count("unrecorded", unrecorded)
+            self.exit_code = 1
         self._stopped.set()
         for thread in self._threads:
             # Slot threads still inside a handler were interrupted above: never wait for them.
@@ -426,10 +446,15 @@ class WorkerProcess:
                     work.wait(0.5)
                 if self.stopping:
                     return
-            for inflight in self._start([taken]):
-                self.executor.run_sync(inflight)
-                if inflight.abandoned:  # timed out or lost meanwhile: a new thread has the slot
-                    return
+            try:
+                for inflight in self._start([taken]):
+                    self.executor.run_sync(inflight)
+            except Exception as exc:  # the attempt fails, the slot goes on
+                logger.exception("the worker failed running %s/%s", queue.name, taken.job.id,
+                                 extra={"action": "worker.slot_failed"})
+                self.settle(Outcome(taken, "failed", error=describe_error(exc)))
+            if taken.abandoned:  # timed out or lost meanwhile: a new thread has the slot
+                return
 
     def _dispatch(self, queue: Queue) -> None:
         """Start held jobs of an ``async def`` queue in its free slots."""
@@ -438,7 +463,15 @@ class WorkerProcess:
             while not self.stopping and (taken := self._take(queue)) is not None:
                 starting.append(taken)
         if starting:
-            for inflight in self._start(starting):
+            try:
+                runnable = self._start(starting)
+            except Exception as exc:  # these attempts fail; the queue goes on
+                logger.exception("the worker failed starting %d job(s) of %s", len(starting), queue.name,
+                                 extra={"action": "worker.start_failed"})
+                for inflight in starting:
+                    self.settle(Outcome(inflight, "failed", error=describe_error(exc)))
+                return
+            for inflight in runnable:
                 self.executor.submit_async(inflight)
 
     def _begin(self, inflight: Inflight, now: int) -> None:

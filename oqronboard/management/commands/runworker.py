@@ -47,8 +47,10 @@ class Command(BaseCommand):
         except OqronError as exc:  # a module named wrongly: a usage error, as argparse's are
             raise CommandError(str(exc), returncode=2) from exc
         try:
-            run_single(engine.get_engine(), queues=options["queues"], concurrency=options["concurrency"],
-                       burst=options["burst"], drain_timeout=options["drain_timeout"],
-                       cpu_affinity=options["cpu_affinity"])
+            code = run_single(engine.get_engine(), queues=options["queues"], concurrency=options["concurrency"],
+                              burst=options["burst"], drain_timeout=options["drain_timeout"],
+                              cpu_affinity=options["cpu_affinity"])
         except OqronError as exc:
             raise CommandError(str(exc)) from exc
+        if code:
+            raise CommandError(f"the worker stopped with status {code}: see the log above")
