@@ -108,8 +108,9 @@ def cases(scope: BoardScope) -> list[tuple[str, Callable[[], object], str, str |
         ("completed runs, page two", lambda: run_list(scope, RunFilters(since=since, status="completed",
                                                                          cursor=page_two)),
          "oqron_runs_namespace_started_f8_idx", ("oqron_runs_started_idx", "oqron_runs_status_idx"), True),
+        # SQLite's statistics span every test's rows: either index serves it without a sort.
         ("queue runs", lambda: run_list(scope, RunFilters(since=since, module="queue")),
-         "oqron_runs_namespace_started_f8_idx", "oqron_runs_module_idx", True),
+         "oqron_runs_namespace_started_f8_idx", ("oqron_runs_module_idx", "oqron_runs_started_idx"), True),
         ("runs by name", lambda: run_list(scope, RunFilters(since=since, name="c")),
          "oqron_runs_name_started_f8_idx", "oqron_runs_name_idx", True),
         ("runs by module", lambda: run_list(scope, RunFilters(since=since, module="cron")),
