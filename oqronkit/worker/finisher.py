@@ -50,6 +50,9 @@ class Finisher:
         self.running_runs: dict[str, Inflight] = {}
         self._dirty: set[str] = set()
         self._lock = threading.Lock()
+        # Held by the heartbeat from reading the leases to renew until renewed, and here
+        # while leases are marked released: a renewal landing after an ack re-creates it.
+        self.lease_lock = threading.Lock()
         self._last_flush = time.monotonic()
         # Writes that failed while the durable plane was away; retried on every flush.
         self._pending_runs: list[RecordWrite] = []
@@ -227,7 +230,7 @@ class Finisher:
 
     def _ack_unacked(self) -> None:
         """Release the leases of completed jobs now deleted from the durable plane."""
-        with self._lock:
+        with self.lease_lock, self._lock:
             if not self._unacked:
                 return
             done, self._unacked = self._unacked, {}
@@ -345,8 +348,9 @@ class Finisher:
     def _release_at_once(self, queue: str, group: list[Outcome], runs: list[RecordWrite | None]) -> set[str] | None:
         """Postgres mode: write the runs, release the leases and delete the jobs in one
         transaction; the ids released, or None (nothing written) to settle in steps."""
-        for o in group:  # before the release: a renewal after it would recreate the lease
-            o.inflight.lease_released = True
+        with self.lease_lock:  # before the release: a renewal after it would recreate the lease
+            for o in group:
+                o.inflight.lease_released = True
         try:
             released = self.process.engine.durable.apply_and_release(
                 puts=[run for run in runs if run is not None], namespace=f"queue_job:{queue}", queue=queue,
@@ -446,7 +450,8 @@ class Finisher:
         reason = {"cancelled": f"cancelled: {inflight.cancel_reason or 'by request'}",
                   "discarded": f"discarded: {(outcome.error or {}).get('message', '')}"}.get(
             outcome.kind, f"{outcome.kind} on attempt {job.attempts} of {job.max_attempts}")
-        inflight.lease_released = True  # before the ack: a renewal after it would recreate the lease
+        with self.lease_lock:  # before the ack: a renewal after it would recreate the lease
+            inflight.lease_released = True
         if not engine.hot.ack(job.queue, [inflight.lease]):
             self._write_runs([r for r in [self._finish(outcome, RUN_STATUS[outcome.kind], reason)] if r], [])
             return

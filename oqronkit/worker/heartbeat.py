@@ -85,6 +85,10 @@ class Heartbeat:
                 self.process.finisher.mark_dirty(inflight.run["id"])
 
     def extend_leases(self) -> None:
+        with self.process.finisher.lease_lock:  # no lease is marked released meanwhile
+            self._extend_leases()
+
+    def _extend_leases(self) -> None:
         by_queue: dict[str, list[Inflight]] = defaultdict(list)
         for inflight in self.process.all_inflight():
             # Settled attempts too: their outcome may wait on a slow durable plane in the

@@ -12,7 +12,7 @@ import time
 from collections import Counter, deque
 from typing import TYPE_CHECKING, Any
 
-from ..backends.hot_types import Lease
+from ..backends.hot_types import Lease, Signal
 from ..clock import now_ms
 from ..errors import ConfigurationError, OqronError
 from ..jobs import Job
@@ -187,6 +187,10 @@ class WorkerProcess:
         for inflight in self.all_inflight():
             inflight.request_cancel("shutdown")
             self.settle(Outcome(inflight, "interrupted"))
+        # A claim in flight gives its jobs back itself (_hold_jobs): wait for it to land.
+        for thread in self._threads:
+            if thread.name.startswith("oqron-consume-"):
+                thread.join(timeout=max(deadline - time.monotonic(), 0) + 1)
         # Writes held by an outage get until the drain deadline (and one more try) to land.
         self.finisher.retry_until = deadline
         self._finisher_stop.set()
@@ -398,13 +402,28 @@ class WorkerProcess:
         if not held:
             return
         with self._lock:
-            for inflight in held:
-                self._inflight[queue.name][inflight.job.id] = inflight
-            self._held[queue.name].extend(held)
-            if not queue.is_async:
-                self._work[queue.name].notify(len(held))
-        if queue.is_async:
+            # A claim that lands once the stop has begun (after _return_held) is given
+            # back here: nobody would run or return it, and its lease would lapse into a stall.
+            stopping = self.stopping
+            if not stopping:
+                for inflight in held:
+                    self._inflight[queue.name][inflight.job.id] = inflight
+                self._held[queue.name].extend(held)
+                if not queue.is_async:
+                    self._work[queue.name].notify(len(held))
+        if stopping:
+            self._give_back_unstarted(queue, held)
+        elif queue.is_async:
             self._dispatch(queue)
+
+    def _give_back_unstarted(self, queue: Queue, held: list[Inflight]) -> None:
+        """Release the leases of jobs claimed but never started: their durable rows were
+        never touched, so the attempt is not counted."""
+        hot, now = self.engine.hot, now_ms()
+        for inflight in held:
+            job = inflight.job
+            hot.release(queue.name, inflight.lease, Signal(job.id, job.priority, None, job.lifo), now)
+        self.count("returned", len(held))
 
     def _take(self, queue: Queue) -> Inflight | None:
         """Under the lock: the next held job, given a slot, or None when no slot is free
