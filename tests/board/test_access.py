@@ -163,3 +163,9 @@ def test_refusals_render_the_board_pages(board: Board, settings):
     assert b"oqronboard.operate" in forbidden.content
     missing = board.viewer.get(reverse("run", args=["nope"]))
     assert missing.status_code == 404 and b'data-testid="not-found"' in missing.content
+
+
+def test_the_login_page_has_no_keyboard_footer(board: Board):
+    body = Client().get(reverse("login")).content.decode()
+    assert "Keys:" not in body
+    assert "Keys:" in board.viewer.get(reverse("home")).content.decode()

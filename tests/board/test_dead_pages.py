@@ -9,9 +9,12 @@ import json
 import re
 
 import pytest
+from django.db import connections
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from jobs import dead
+from jobs.queries import dead_groups
 from oqronkit.clock import now_ms
 from tests.board.seed import MINUTE, Board, dead_job, put_jobs, queue_control
 
@@ -185,3 +188,22 @@ def test_load_more_pages_dead_letters(board: Board):
     query = re.search(r'href="\?([^"]+)" hx-get', first).group(1).replace("&amp;", "&")
     rest = board.viewer.get(reverse("dead-letters") + "?" + query, HTTP_HX_REQUEST="true").content.decode()
     assert dead_ids(rest) == [f"d{i:03d}" for i in range(50, 60)] and "<html" not in rest
+
+
+def test_error_groups_are_one_statement_with_counts_and_the_latest_error(board: Board):
+    now = now_ms()
+    put_jobs(board.plane, [
+        dead_job("emails", "a", message="user 1 not found", died=now - 3 * MINUTE),
+        dead_job("sms", "b", message="user 2 not found", died=now - MINUTE),
+        dead_job("emails", "c", message="SMTP down", kind="ConnectionError", died=now - 2 * MINUTE),
+    ])
+    with CaptureQueriesContext(connections[board.db.alias]) as captured:
+        groups = dead_groups(board.scope)
+    assert len([q for q in captured.captured_queries if "oqron_jobs" in q["sql"]]) == 1
+    assert [(g["count"], g["queues"], g["error_type"]) for g in groups] == [(2, 2, "ValueError"),
+                                                                            (1, 1, "ConnectionError")]
+    lookup = groups[0]
+    assert lookup["first"] == now - 3 * MINUTE and lookup["last"] == now - MINUTE
+    assert lookup["message"] == "user 2 not found"  # the latest failure's message
+    in_sms = dead_groups(board.scope, queue="sms")
+    assert [(g["count"], g["queue"]) for g in in_sms] == [(1, "sms")]

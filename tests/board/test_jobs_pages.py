@@ -6,6 +6,7 @@ import re
 
 from django.urls import reverse
 
+from oqronkit.backends.hot_types import Signal
 from oqronkit.clock import now_ms
 from tests.board.seed import MINUTE, Board, dead_job, job_value, put_jobs, put_runs, queue_control, run_value
 
@@ -126,3 +127,28 @@ def test_audit_pages_newest_first_with_load_more(board: Board):
     rest = board.viewer.get(reverse("audit") + "?" + query, HTTP_HX_REQUEST="true").content.decode()
     assert rest.count('data-testid="audit-row"') == 5 and "<html" not in rest
     assert board.viewer.get(reverse("audit"), {"before": "x" * 41}).status_code == 400
+
+
+def test_the_queue_page_opens_the_first_tab_with_jobs(board: Board):
+    now = now_ms()
+    queue_control(board.plane, "emails")
+    put_jobs(board.plane, [job_value("emails", "d-1", status="delayed", created=now, run_at=now + 60 * MINUTE)])
+    board.scope.engine.hot.signal("emails", [Signal("d-1", run_at=now + 60 * MINUTE)], now)
+    body = board.viewer.get(reverse("queue-jobs", args=["emails"])).content.decode()
+    assert re.search(r'data-testid="tab-delayed" aria-current="page"', body)
+    assert 'href="/jobs/emails/d-1/"' in body
+    # A chosen tab stays chosen, even when empty; an empty queue opens on waiting.
+    waiting = board.viewer.get(reverse("queue-jobs", args=["emails"]), {"status": "waiting"}).content.decode()
+    assert re.search(r'data-testid="tab-waiting" aria-current="page"', waiting)
+    empty = board.viewer.get(reverse("queue-jobs", args=["sms"])).content.decode()
+    assert re.search(r'data-testid="tab-waiting" aria-current="page"', empty)
+
+
+def test_a_dead_job_has_no_due_time_and_a_last_run(board: Board):
+    job = dead_job("emails", "dead-1")
+    job.run_at = now_ms() - 8000
+    job.run_id = "r-last"
+    put_jobs(board.plane, [job])
+    body = board.viewer.get(reverse("job", args=["emails", "dead-1"])).content.decode()
+    assert "<dt>Due</dt>" not in body
+    assert "<dt>Last run</dt>" in body and "Current run" not in body

@@ -91,3 +91,14 @@ def test_without_a_sql_durable_plane_the_board_says_so(admin_client, settings, m
         assert 'data-testid="needs-sql"' in body and "needs a SQL durable plane" in body, url
     home = admin_client.get(reverse("home")).content.decode()
     assert 'data-testid="needs-sql"' in home and mode in home
+
+
+def test_the_overview_hides_internal_queues(board: Board, settings):
+    settings.OQRON_INTERNAL_QUEUES = ["demo-ticker"]
+    queue_control(board.plane, "emails")
+    queue_control(board.plane, "demo-ticker")
+    body = board.viewer.get(reverse("home")).content.decode()
+    assert 'data-testid="queue-row-emails"' in body
+    assert 'data-testid="queue-row-demo-ticker"' not in body and 'data-testid="hidden-queues"' in body
+    # The Jobs page still lists it.
+    assert "/jobs/demo-ticker/" in board.viewer.get(reverse("queues")).content.decode()

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from oqronkit.clock import now_ms
-from tests.board.seed import MINUTE, Board, dead_job, error, put_jobs, put_runs, run_value
+from tests.board.seed import MINUTE, Board, dead_job, error, job_value, put_jobs, put_runs, run_value
 
 HOUR = 60 * MINUTE
 
@@ -197,3 +197,62 @@ def test_job_ids_with_slashes_link_and_resolve(board: Board):
     assert f'href="{detail}"' in body
     assert board.viewer.get(detail).status_code == 200
     assert urlparse(reverse("job-action", args=["emails", "order/42", "retry"])).path == detail + "retry/"
+
+
+def test_a_finished_run_shows_its_final_state_not_a_reload_hint(board: Board):
+    put_runs(board.plane, [
+        run_value("r-failed", status="failed", error=error("boom"), job_id="gone-job", progress=40),
+        run_value("r-done", status="completed", output={"ok": True}),
+    ])
+    failed = board.viewer.get(reverse("run", args=["r-failed"])).content.decode()
+    assert 'data-testid="run-ended"' not in failed and "Reload" not in failed
+    assert 'data-testid="run-final"' in failed and "at 40.0%" in failed
+    done = board.viewer.get(reverse("run", args=["r-done"])).content.decode()
+    assert 'data-testid="run-final"' in done and 'value="100.0"' in done
+    # The live poll still says the run just ended (and stops polling).
+    live = board.viewer.get(reverse("run-live", args=["r-failed"]), HTTP_HX_REQUEST="true")
+    assert live.status_code == 286 and 'data-testid="run-ended"' in live.content.decode()
+
+
+def test_a_run_of_a_job_that_left_its_queue_does_not_link_to_it(board: Board):
+    put_jobs(board.plane, [job_value("emails", "still-here")])
+    put_runs(board.plane, [
+        run_value("r-gone", status="completed", job_id="gone-job"),
+        run_value("r-here", status="failed", error=error(), job_id="still-here"),
+    ])
+    gone = board.viewer.get(reverse("run", args=["r-gone"])).content.decode()
+    assert 'data-testid="run-job-link"' not in gone and "/jobs/emails/gone-job/" not in gone
+    assert 'data-testid="run-job-id"' in gone and "has left the queue" in gone
+    here = board.viewer.get(reverse("run", args=["r-here"])).content.decode()
+    assert 'data-testid="run-job-link"' in here and "/jobs/emails/still-here/" in here
+
+
+def test_a_running_run_shows_elapsed_time_no_null_output_and_its_logs_once(board: Board):
+    put_runs(board.plane, [run_value("r-run", status="running", started=now_ms() - 2 * MINUTE, progress=30,
+                                     logs=[("info", "step one")])])
+    body = board.viewer.get(reverse("run", args=["r-run"])).content.decode()
+    duration = body.split('data-testid="run-duration">')[1].split("</dd>")[0]
+    assert "so far" in duration and re.search(r"\d+m \d\ds", duration)
+    output = body.split('data-testid="run-output"')[1].split("</")[0]
+    assert "null" not in output and "Not yet" in output
+    assert body.count("step one") == 1 and 'data-testid="run-logs"' not in body
+
+
+def test_a_search_without_a_status_looks_in_failed_runs_and_says_so(board: Board):
+    put_runs(board.plane, [
+        run_value("r-fail", status="failed", error=error("disk full")),
+        run_value("r-cancel", status="cancelled", error=error("disk full, cancelled")),
+    ])
+    body = board.viewer.get(reverse("runs"), {"q": "disk"}).content.decode()
+    assert 'data-run-id="r-fail"' in body and 'data-run-id="r-cancel"' not in body
+    assert 'data-testid="search-scope"' in body
+    chosen = board.viewer.get(reverse("runs"), {"q": "disk", "status": "cancelled"}).content.decode()
+    assert 'data-run-id="r-cancel"' in chosen and 'data-testid="search-scope"' not in chosen
+
+
+def test_run_lists_keep_the_start_time_and_worker_on_one_line(board: Board):
+    put_runs(board.plane, [run_value("r-1", worker="vm-12345-abcdefabcdefabcdef-long-worker-id")])
+    body = board.viewer.get(reverse("runs")).content.decode()
+    row = body.split('data-run-id="r-1"')[1].split("</tr>")[0]
+    assert '<td class="nowrap">' in row and 'title="vm-12345-abcdefabcdefabcdef-long-worker-id"' in row
+    assert " UTC</time>" not in row  # the short form; the full time is the title
