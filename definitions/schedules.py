@@ -23,7 +23,7 @@ from django.views.decorators.http import require_POST
 from oqronboard.audit import Action
 from oqronboard.cursors import decode_cursor
 from oqronboard.expressions import JsonNumber, JsonText, RunStarted
-from oqronboard.pages import back, board_view, is_htmx, refresh_others, safe_next, scope_of
+from oqronboard.pages import back, board_view, refresh_others, safe_next, scope_of
 from oqronboard.roles import operator_required
 from oqronboard.scope import BoardScope
 from oqronkit import OqronError
@@ -148,7 +148,7 @@ def schedules_page(request: HttpRequest) -> HttpResponse:
     """Crons and schedules; ``?panel=list`` for the live panel."""
     rows, capped = schedule_rows(scope_of(request))
     context = {"rows": rows, "capped": capped, "limit": MAX_SCHEDULES, "late_ms": LATE_MS}
-    if is_htmx(request) and request.GET.get("panel") == "list":
+    if request.htmx and request.GET.get("panel") == "list":
         return render(request, "definitions/schedules.html#schedules", context)
     return render(request, "definitions/schedules.html", context)
 
@@ -175,7 +175,7 @@ def schedule_history(request: HttpRequest, kind: str, id: str) -> HttpResponse:
     cursor = decode_cursor(raw_cursor)
     row = _definition_row(scope, kind, name)
     context: dict[str, Any] = {"row": row, "kind": kind, "name": name, "late_ms": LATE_MS}
-    if is_htmx(request) and request.GET.get("panel") == "state":
+    if request.htmx and request.GET.get("panel") == "state":
         if row is None:
             raise Http404(f"No {kind} named {name!r} in this project and environment.")
         return render(request, "definitions/schedule_detail.html#state", context)
@@ -185,7 +185,7 @@ def schedule_history(request: HttpRequest, kind: str, id: str) -> HttpResponse:
         raise Http404(f"No {kind} named {name!r} in this project and environment.")
     context.update(runs=runs, cursor=raw_cursor, next_query=urlencode({"cursor": next_cursor}) if next_cursor else "",
                    runs_url=reverse("runs") + "?" + urlencode({"module": kind, "name": name, "window": "30d"}))
-    if is_htmx(request) and cursor is not None:
+    if request.htmx and cursor is not None:
         return render(request, "definitions/schedule_detail.html#rows", context)
     return render(request, "definitions/schedule_detail.html", context)
 
@@ -215,7 +215,7 @@ def schedule_action(request: HttpRequest, kind: str, id: str, action: str) -> Ht
         ok, message = False, str(exc)
     audit.extra["runId"] = run_id
     audit.save(ok=ok, result=message)
-    if is_htmx(request):
+    if request.htmx:
         row = _definition_row(scope, kind, name)
         if row is None:
             raise Http404(f"No {kind} named {name!r} in this project and environment.")

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 from jobs.forms import check_queue
 from oqronboard import queues
 from oqronboard.audit import Action
-from oqronboard.pages import back, board_view, is_htmx, refresh_others, scope_of
+from oqronboard.pages import back, board_view, refresh_others, scope_of
 from oqronboard.roles import operator_required
 from oqronkit.errors import InvalidState
 from oqronkit.queue_records import remove_queue_record
@@ -37,7 +37,7 @@ def definitions_page(request: HttpRequest) -> HttpResponse:
         grouped[record.namespace].append(record)
     context = {"groups": sorted(grouped.items()), "capped": len(records) >= MAX_DEFINITIONS,
                "limit": MAX_DEFINITIONS}
-    if is_htmx(request) and request.GET.get("panel") == "list":
+    if request.htmx and request.GET.get("panel") == "list":
         return render(request, "definitions/list.html#records", context)
     return render(request, "definitions/list.html", context)
 
@@ -57,7 +57,7 @@ def queue_pause(request: HttpRequest, queue: str, paused: bool) -> HttpResponse:
     verb = "paused" if paused else "resumed"
     Action(scope, request.user.get_username(), "pause" if paused else "resume", queue=queue,
            extra={"target": f"queue {queue}"}).save(ok=True, result=f"Queue {queue} {verb}.")
-    if is_htmx(request):
+    if request.htmx:
         control = queue_control(scope, queue) or {"paused": paused}
         return refresh_others(render(request, "definitions/_queue_control.html",
                                      {"queue": queue, "control": control, "message": f"Queue {verb}."}))
@@ -87,4 +87,4 @@ def queue_remove(request: HttpRequest, queue: str) -> HttpResponse:
     audit.save(ok=ok, result=message)
     (messages.success if ok else messages.warning)(request, message)
     response = back(request, reverse("definitions"))
-    return refresh_others(response) if is_htmx(request) else response
+    return refresh_others(response) if request.htmx else response

@@ -20,9 +20,10 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
+from django_htmx.http import trigger_client_event
 
 from oqronboard.audit import Action
-from oqronboard.pages import BadFilter, back, board_view, is_htmx, refresh_others, safe_next, scope_of
+from oqronboard.pages import BadFilter, back, board_view, refresh_others, safe_next, scope_of
 from oqronboard.roles import operator_required
 from oqronboard.scope import BoardScope
 from oqronkit.clock import now_ms
@@ -40,7 +41,7 @@ def dead_letters(request: HttpRequest) -> HttpResponse:
     """The page, or one of its live panels (``?panel=depth|groups|list``) for htmx."""
     scope = scope_of(request)
     filters, data = dead_filters(request.GET)
-    panel = request.GET.get("panel", "") if is_htmx(request) else ""
+    panel = request.GET.get("panel", "") if request.htmx else ""
     context: dict = {"filters": data, "rendered_at": now_ms(), "action_cap": ACTION_CAP,
                      "filter_query": urlencode({k: v for k, v in data.items() if v and k != "cursor"})}
     if panel == "depth":
@@ -50,7 +51,7 @@ def dead_letters(request: HttpRequest) -> HttpResponse:
     rows, next_cursor = dead_list(scope, filters)
     query = {k: v for k, v in request.GET.items() if k not in ("cursor", "panel") and v}
     context.update(rows=rows, next_query=urlencode({**query, "cursor": next_cursor}) if next_cursor else "")
-    if panel == "list" or (is_htmx(request) and filters.cursor is not None):
+    if panel == "list" or (request.htmx and filters.cursor is not None):
         return render(request, "jobs/dead.html#rows" if filters.cursor else "jobs/dead.html#list", context)
     context.update(depths=_depths(scope), groups=dead_groups(scope, queue=filters.queue))
     return render(request, "jobs/dead.html", context)
@@ -92,14 +93,12 @@ def retry(request: HttpRequest) -> HttpResponse:
         message += f" This request acts on at most {ACTION_CAP}; more may match: run it again."
     Action(scope, request.user.get_username(), "retry", targets=pairs,
            extra={"mode": data["mode"], "renderedAt": data["rendered_at"]}).save(ok=retried > 0, result=message)
-    if is_htmx(request):
+    if request.htmx:
         single = data["mode"] == "ids" and len(pairs) == 1
         template = "jobs/dead.html#retried-row" if single else "jobs/dead.html#result"
         context = {"message": message, "ok": retried > 0, "pair": pairs[0] if pairs else None}
         response = refresh_others(render(request, template, context))
-        if not single:
-            response["HX-Trigger"] = f"board:refresh, {LIST_EVENT}"
-        return response
+        return response if single else trigger_client_event(response, LIST_EVENT)
     (messages.success if retried else messages.warning)(request, message)
     return back(request, reverse("dead-letters"))
 

@@ -16,7 +16,7 @@ from oqronboard import overview
 from oqronboard.audit import Action, job_namespace
 from oqronboard.cursors import decode_cursor
 from oqronboard.filters import clean_or_400
-from oqronboard.pages import back, board_view, is_htmx, refresh_others, scope_of
+from oqronboard.pages import back, board_view, refresh_others, scope_of
 from oqronboard.roles import operator_required
 from oqronkit import JobNotFound, OqronError
 from oqronkit.clock import now_ms
@@ -49,11 +49,11 @@ def queue_jobs_page(request: HttpRequest, queue: str) -> HttpResponse:
         counts = _counts(request, queue)
         status = next((s for s in JOB_STATUSES if _nonzero(counts["counts"].get(s))), "waiting")
     context: dict = {"queue": queue, "status": status, "statuses": JOB_STATUSES}
-    if is_htmx(request) and request.GET.get("panel") == "counts":
+    if request.htmx and request.GET.get("panel") == "counts":
         return render(request, "jobs/queue.html#counts", {**context, **(counts or _counts(request, queue))})
     rows, next_cursor = queue_jobs(scope, queue, status, cursor=cursor)
     context.update(rows=rows, next_query=urlencode({"status": status, "cursor": next_cursor}) if next_cursor else "")
-    if is_htmx(request) and cursor is not None:
+    if request.htmx and cursor is not None:
         return render(request, "jobs/queue.html#rows", context)
     context.update(counts or _counts(request, queue))
     context["control"] = queue_control(scope, queue) or {"paused": False}
@@ -130,7 +130,7 @@ def job_action(request: HttpRequest, queue: str, job_id: str, action: str) -> Ht
     audit = Action(scope, request.user.get_username(), action, queue=queue, targets=[(queue, job_id)])
     ok, message = _perform(controller, action, job_id, request.user.get_username())
     audit.save(ok=ok, result=message)
-    if is_htmx(request):
+    if request.htmx:
         fresh = get_job(scope, queue, job_id)
         if fresh is None:
             response = render(request, "jobs/detail.html#gone", {"message": message, "queue": queue})

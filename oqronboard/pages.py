@@ -16,6 +16,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django_htmx.http import trigger_client_event
 
 from oqronkit import ConfigurationError, OqronError
 
@@ -24,8 +25,6 @@ from .scope import BoardScope, current_scope
 
 logger = logging.getLogger(__name__)
 REFRESH_EVENT = "board:refresh"
-# htmx stops polling an element when its response has this status (a run that ended).
-STOP_POLLING = 286
 
 
 class BadFilter(ValueError):
@@ -71,19 +70,15 @@ def scope_of(request: HttpRequest) -> BoardScope:
 
 
 def bad_request(request: HttpRequest, message: str) -> HttpResponse:
+    # getattr: a request built without the middleware stack (a unit test) has no .htmx.
     template = "oqronboard/bad_request.html#message" if getattr(request, "htmx", False) else \
         "oqronboard/bad_request.html"
     return render(request, template, {"message": message}, status=400)
 
 
-def is_htmx(request: HttpRequest) -> bool:
-    return bool(getattr(request, "htmx", False))
-
-
 def refresh_others(response: HttpResponse) -> HttpResponse:
     """Tell every live panel of the page to refresh now (after an action)."""
-    response["HX-Trigger"] = REFRESH_EVENT
-    return response
+    return trigger_client_event(response, REFRESH_EVENT)
 
 
 def safe_next(request: HttpRequest, fallback: str) -> str:

@@ -7,10 +7,12 @@ from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
+from django_htmx.http import HttpResponseStopPolling
 
 from jobs.queries import get_job
 from oqronboard.filters import WINDOWS
-from oqronboard.pages import STOP_POLLING, board_view, is_htmx, scope_of
+from oqronboard.pages import board_view, scope_of
 from oqronkit import OqronError
 from oqronkit.clock import now_ms
 
@@ -44,7 +46,7 @@ def _list(request: HttpRequest, *, failed: bool) -> HttpResponse:
         "status_choices": RunFilterForm.base_fields["status"].choices,
         "module_choices": RunFilterForm.base_fields["module"].choices, "windows": list(WINDOWS),
     }
-    if is_htmx(request) and filters.cursor is not None:
+    if request.htmx and filters.cursor is not None:
         return render(request, "runs/list.html#rows", context)  # "load more": just the next rows
     return render(request, "runs/list.html", context)
 
@@ -83,10 +85,9 @@ def run_live(request: HttpRequest, run_id: str) -> HttpResponse:
     run = _run_or_404(request, run_id)
     value = run.value if isinstance(run.value, dict) else {}
     context = {"run": value, "run_id": run.id, "ended_live": True, **_live(request, run.id, value)}
-    response = render(request, "runs/detail.html#live", context)
-    if not context["running"]:
-        response.status_code = STOP_POLLING
-    return response
+    if context["running"]:
+        return render(request, "runs/detail.html#live", context)
+    return HttpResponseStopPolling(render_to_string("runs/detail.html#live", context, request))
 
 
 def _live(request: HttpRequest, run_id: str, value: dict) -> dict:

@@ -12,7 +12,7 @@ from definitions.queries import audit_entries
 
 from ..audit import AUDIT_NAMESPACE
 from ..filters import TextFilter, clean_or_400
-from ..pages import board_view, is_htmx, scope_of
+from ..pages import board_view, scope_of
 
 
 class AuditForm(forms.Form):
@@ -24,6 +24,6 @@ def audit(request: HttpRequest) -> HttpResponse:
     data = clean_or_400(AuditForm(request.GET))
     rows, next_before = audit_entries(scope_of(request), AUDIT_NAMESPACE, before=data["before"] or None)
     context = {"rows": rows, "next_query": urlencode({"before": next_before}) if next_before else ""}
-    if is_htmx(request) and data["before"]:
+    if request.htmx and data["before"]:
         return render(request, "oqronboard/audit.html#rows", context)
     return render(request, "oqronboard/audit.html", context)

@@ -10,7 +10,7 @@ from oqronkit.config import redact_url
 
 from .. import engine
 from ..overview import build
-from ..pages import board_view, is_htmx, scope_of
+from ..pages import board_view, scope_of
 
 
 @board_view(needs_sql=False)
@@ -31,6 +31,6 @@ def home(request: HttpRequest) -> HttpResponse:
         # Shown, not raised: a misconfigured engine must not hide the board's own
         # diagnostics (manage.py check reports the same message as oqron.E001).
         context["problem"] = str(exc)
-    if is_htmx(request) and request.GET.get("panel") == "live":
+    if request.htmx and request.GET.get("panel") == "live":
         return render(request, "oqronboard/overview.html#live", context)
     return render(request, "oqronboard/overview.html", context)

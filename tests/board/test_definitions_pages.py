@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.urls import reverse
 
 from tests.board.seed import Board, job_value, put_jobs, queue_control
@@ -28,7 +30,7 @@ def test_pause_and_resume_a_queue(board: Board):
     assert 'data-testid="pause-emails"' in page and 'data-testid="resume-emails"' not in page
 
     response = board.operator.post(reverse("queue-pause", args=["emails"]), HTTP_HX_REQUEST="true")
-    assert response.status_code == 200 and response["HX-Trigger"] == "board:refresh"
+    assert response.status_code == 200 and json.loads(response["HX-Trigger"]) == {"board:refresh": {}}
     body = response.content.decode()
     assert 'data-testid="resume-emails"' in body and 'data-testid="paused-emails"' in body and "<html" not in body
     assert board.scope.queue("emails").is_paused()
