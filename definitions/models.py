@@ -3,7 +3,7 @@ circuit breakers, module logs and custom namespaces."""
 
 from __future__ import annotations
 
-from oqronboard.records import DurableManager, DurableRecord, DurableRecordQuerySet
+from oqronboard.base.records import DurableManager, DurableRecord, DurableRecordQuerySet
 
 
 class RecordQuerySet(DurableRecordQuerySet):

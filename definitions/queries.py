@@ -1,4 +1,5 @@
-"""Queries over oqron_records: definitions, control state, and the audit log."""
+"""Queries over oqron_records: definitions, control state, the audit log, and the
+scopes the switcher offers."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from oqronboard.scope import BoardScope
+from oqronboard.base.scope import BoardScope, configured_scope
 
 from .models import Record
 
@@ -53,3 +54,19 @@ def audit_entries(
     if len(rows) <= limit:
         return rows, None
     return rows[:limit], str(rows[limit - 1].get("id", ""))
+
+
+def known_scopes(current: BoardScope | None = None) -> list[BoardScope]:
+    """Every scope with definitions or control state (those a worker or an app ever
+    registered), plus the configured one and ``current``; sorted."""
+    found = {
+        BoardScope(p, e)
+        for p, e in Record.objects.of_kind("control", "definition")
+        .order_by()
+        .values_list("project", "environment")
+        .distinct()
+    }
+    found.add(configured_scope())
+    if current is not None:
+        found.add(current)
+    return sorted(found, key=lambda s: (s.project, s.environment))

@@ -20,12 +20,12 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from oqronboard.audit import Action
-from oqronboard.cursors import decode_cursor
-from oqronboard.expressions import JsonNumber, JsonText, RunStarted
-from oqronboard.pages import back, board_view, refresh_others, safe_next, scope_of
-from oqronboard.roles import operator_required
-from oqronboard.scope import BoardScope
+from oqronboard.base.audit import Action
+from oqronboard.base.cursors import decode_cursor
+from oqronboard.base.expressions import JsonNumber, JsonText, RunStarted
+from oqronboard.base.pages import back, board_view, refresh_others, safe_next, scope_of
+from oqronboard.base.roles import operator_required
+from oqronboard.base.scope import BoardScope
 from oqronkit import OqronError
 from oqronkit.clock import now_ms
 from oqronkit.errors import InvalidState, UnknownSchedule

@@ -14,9 +14,9 @@ from django.views.decorators.http import require_POST
 
 from jobs.forms import check_queue
 from oqronboard import queues
-from oqronboard.audit import Action
-from oqronboard.pages import back, board_view, refresh_others, scope_of
-from oqronboard.roles import operator_required
+from oqronboard.base.audit import Action
+from oqronboard.base.pages import back, board_view, refresh_others, scope_of
+from oqronboard.base.roles import operator_required
 from oqronkit.errors import InvalidState
 from oqronkit.queue_records import remove_queue_record
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import json
-from collections import defaultdict
 from collections.abc import Iterator
 from urllib.parse import urlencode
 
@@ -22,13 +21,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
-from oqronboard.audit import Action
-from oqronboard.pages import BadFilter, back, board_view, refresh_others, safe_next, scope_of
-from oqronboard.roles import operator_required
-from oqronboard.scope import BoardScope
+from oqronboard.base.audit import ACTION_CAP, Action, by_queue
+from oqronboard.base.pages import BadFilter, back, board_view, refresh_others, safe_next, scope_of
+from oqronboard.base.roles import operator_required
+from oqronboard.base.scope import BoardScope
 from oqronkit.clock import now_ms
 
-from .forms import ACTION_CAP, dead_filters, selection
+from .forms import dead_filters, selection
 from .queries import DeadFilters, dead_export_rows, dead_groups, dead_list, dead_targets, dlq_depths
 
 EXPORT_CAP = 10_000
@@ -69,13 +68,6 @@ def _targets(scope: BoardScope, data: dict) -> list[tuple[str, str]]:
     return dead_targets(scope, filters, limit=ACTION_CAP)
 
 
-def _by_queue(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
-    grouped: dict[str, list[str]] = defaultdict(list)
-    for queue, job_id in pairs:
-        grouped[queue].append(job_id)
-    return grouped
-
-
 @require_POST
 @board_view
 @operator_required
@@ -85,7 +77,7 @@ def retry(request: HttpRequest) -> HttpResponse:
     data = selection(request.POST)
     pairs = _targets(scope, data)
     retried = 0
-    for queue, ids in _by_queue(pairs).items():
+    for queue, ids in by_queue(pairs).items():
         retried += len(scope.queue(queue).retry_many(ids))
     capped = data["mode"] == "matching" and len(pairs) >= ACTION_CAP
     message = f"Retried {retried} of {len(pairs)} dead letter(s)."
@@ -119,7 +111,7 @@ def delete(request: HttpRequest) -> HttpResponse:
             "fields": fields, "action_url": request.path, "back_url": safe_next(request, reverse("dead-letters")),
             "capped": len(pairs) >= ACTION_CAP,
         })
-    deleted = sum(scope.queue(queue).delete_dead(ids) for queue, ids in _by_queue(pairs).items())
+    deleted = sum(scope.queue(queue).delete_dead(ids) for queue, ids in by_queue(pairs).items())
     message = f"Deleted {deleted} of {len(pairs)} dead letter(s)."
     Action(scope, request.user.get_username(), "delete", targets=pairs,
            extra={"mode": data["mode"], "renderedAt": data["rendered_at"]}).save(ok=deleted > 0, result=message)

@@ -7,17 +7,16 @@ from typing import Any
 
 from django import forms
 
-from oqronboard.cursors import CursorField, decode_cursor
-from oqronboard.filters import TextFilter, clean_or_400
-from oqronboard.pages import BadFilter
+from oqronboard.base.audit import ACTION_CAP
+from oqronboard.base.cursors import CursorField, decode_cursor
+from oqronboard.base.filters import TextFilter, clean_or_400
+from oqronboard.base.pages import BadFilter
 
 from .queries import JOB_STATUSES, DeadFilters
 
 # The engine's rule for queue names: 1-100 characters, no ':' (oqronkit.queue.Queue).
 QUEUE_NAME = re.compile(r"^[^:\s](?:[^:]{0,98}[^:\s])?$")
 FINGERPRINT = re.compile(r"^[0-9a-f]{1,64}$")
-# What one request acts on at most; the page says so when more matched.
-ACTION_CAP = 1000
 
 
 def check_queue(name: str) -> str:

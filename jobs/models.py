@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from oqronboard.records import DurableManager, DurableRecord, DurableRecordQuerySet
+from oqronboard.base.records import DurableManager, DurableRecord, DurableRecordQuerySet
 
 
 class JobRecordQuerySet(DurableRecordQuerySet):

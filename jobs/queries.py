@@ -17,10 +17,9 @@ from typing import Any
 from django.db import connections
 from django.db.models import Count, QuerySet
 
-from oqronboard.cursors import encode_cursor
-from oqronboard.expressions import JsonNumber, JsonText, KindIs, RowBefore, RowKey
-from oqronboard.scope import BoardScope
-from runs.queries import PAGE_SIZE
+from oqronboard.base.cursors import PAGE_SIZE, encode_cursor
+from oqronboard.base.expressions import JsonNumber, JsonText, KindIs, RowBefore, RowKey
+from oqronboard.base.scope import BoardScope
 
 from .models import JobRecord
 

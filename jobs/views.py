@@ -13,11 +13,11 @@ from django.views.decorators.http import require_POST
 
 from definitions.queries import audit_entries, queue_control
 from oqronboard import overview
-from oqronboard.audit import Action, job_namespace
-from oqronboard.cursors import decode_cursor
-from oqronboard.filters import clean_or_400
-from oqronboard.pages import back, board_view, refresh_others, scope_of
-from oqronboard.roles import operator_required
+from oqronboard.base.audit import Action, job_namespace
+from oqronboard.base.cursors import decode_cursor
+from oqronboard.base.filters import clean_or_400
+from oqronboard.base.pages import back, board_view, refresh_others, scope_of
+from oqronboard.base.roles import operator_required
 from oqronkit import JobNotFound, OqronError
 from oqronkit.clock import now_ms
 from runs.queries import job_runs

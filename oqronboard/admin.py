@@ -19,8 +19,6 @@ call the engine.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from collections.abc import Iterable
 from typing import Any
 
 from django.contrib import admin, messages
@@ -34,13 +32,18 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.functional import cached_property
 
-from .audit import Action
-from .expressions import JsonText
-from .roles import is_operator
-from .scope import BoardScope, current_scope
+from definitions.models import Record
+from definitions.queries import queue_controls
+from jobs.models import JobRecord
+from jobs.queries import dlq_depths
+from runs.models import RunRecord
+
+from .base.audit import ACTION_CAP, Action, by_queue
+from .base.expressions import JsonText
+from .base.roles import is_operator
+from .base.scope import BoardScope, current_scope
 
 COUNT_CAP = 10_000
-ACTION_CAP = 1000
 
 
 class CappedCountPaginator(Paginator):
@@ -210,13 +213,6 @@ def _targets(queryset: QuerySet, kind: str) -> list[tuple[str, str]]:
     return [(namespace.partition(":")[2], row_id) for namespace, row_id in rows]
 
 
-def _by_queue(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
-    grouped: dict[str, list[str]] = defaultdict(list)
-    for queue, job_id in pairs:
-        grouped[queue].append(job_id)
-    return grouped
-
-
 class JobRecordAdmin(ReadOnlyRecordAdmin):
     record_kinds = ("job", "dlq")
     statuses = ("waiting", "delayed", "active", "waiting-dependencies", "blocked", "dead")
@@ -232,7 +228,7 @@ class JobRecordAdmin(ReadOnlyRecordAdmin):
     def retry_dead(self, request: HttpRequest, queryset: QuerySet) -> None:
         scope = current_scope(request)
         pairs = _targets(queryset, "dlq")
-        retried = sum(len(scope.queue(q).retry_many(ids)) for q, ids in _by_queue(pairs).items())
+        retried = sum(len(scope.queue(q).retry_many(ids)) for q, ids in by_queue(pairs).items())
         message = f"Retried {retried} of {len(pairs)} dead letter(s)."
         Action(scope, request.user.get_username(), "retry", source="admin", targets=pairs).save(
             ok=retried > 0, result=message)
@@ -248,7 +244,7 @@ class JobRecordAdmin(ReadOnlyRecordAdmin):
                 "count": len(pairs), "keys": [json.dumps([f"queue_dlq:{q}", i]) for q, i in pairs],
                 "action": "delete_dead", "opts": self.model._meta,
             })
-        deleted = sum(scope.queue(q).delete_dead(ids) for q, ids in _by_queue(pairs).items())
+        deleted = sum(scope.queue(q).delete_dead(ids) for q, ids in by_queue(pairs).items())
         message = f"Deleted {deleted} of {len(pairs)} dead letter(s)."
         Action(scope, request.user.get_username(), "delete", source="admin", targets=pairs).save(
             ok=deleted > 0, result=message)
@@ -268,8 +264,6 @@ class RunRecordAdmin(ReadOnlyRecordAdmin):
 
     @staticmethod
     def topic_namespaces(scope: BoardScope) -> list[str]:
-        from definitions.models import Record
-
         topics = Record.objects.scoped(scope.project, scope.environment).filter(namespace="topic")
         return [f"topic_msg:{t}" for t in topics.values_list("id", flat=True)[:200]]
 
@@ -279,8 +273,6 @@ class RecordAdmin(ReadOnlyRecordAdmin):
     actions = ("pause_queues", "resume_queues")
 
     def namespace_choices(self, scope: BoardScope) -> list[str]:
-        from definitions.models import Record
-
         small = Record.objects.scoped(scope.project, scope.environment).of_kind("definition", "control", "state")
         return sorted({*small.values_list("namespace", flat=True).distinct()[:200], "audit"})
 
@@ -306,9 +298,6 @@ class RecordAdmin(ReadOnlyRecordAdmin):
 
 
 def _queues(scope: BoardScope) -> list[str]:
-    from definitions.queries import queue_controls
-    from jobs.queries import dlq_depths
-
     return sorted(set(queue_controls(scope)) | set(dlq_depths(scope)))
 
 
@@ -332,3 +321,9 @@ def register_read_only(
         if not model._meta.is_composite_pk or admin_class.list_display_links is not None:
             raise
         site._registry[model] = admin_class(model, site)
+
+
+# The admin reads all three tables, so it registers their models here, above the apps.
+register_read_only(RunRecord, RunRecordAdmin)
+register_read_only(JobRecord, JobRecordAdmin)
+register_read_only(Record, RecordAdmin)

@@ -23,6 +23,6 @@ class OqronBoardConfig(AppConfig):
 
 
 def _operators_group(using: str = "default", **kwargs: Any) -> None:
-    from .roles import ensure_operators_group
+    from .models import ensure_operators_group
 
     ensure_operators_group(using=using)

@@ -7,11 +7,12 @@ from typing import Any
 from django.db import DatabaseError
 from django.http import HttpRequest
 
+from definitions.queries import known_scopes
 from oqronkit import OqronError
 
-from . import live
-from .roles import is_operator
-from .scope import BoardScope, known_scopes
+from .base import live
+from .base.roles import is_operator
+from .base.scope import BoardScope
 
 
 def board(request: HttpRequest) -> dict[str, Any]:

@@ -25,12 +25,12 @@ from oqronkit import OqronError
 from oqronkit.clock import now_ms
 from runs.queries import last_hour_counts
 
+from .base.expressions import JsonNumber, JsonText
+from .base.filters import HOUR_MS
+from .base.scope import BoardScope
 from .charts import Chart, stacked_bars
-from .expressions import JsonNumber, JsonText
-from .scope import BoardScope
 
 logger = logging.getLogger(__name__)
-HOUR_MS = 3600 * 1000
 BUCKET_MS = 5 * 60 * 1000
 BUCKETS = HOUR_MS // BUCKET_MS
 WORKERS_GROUP = "workers"  # heartbeats (oqronkit.worker.heartbeat)

@@ -12,7 +12,7 @@ from definitions.models import Record
 from jobs.models import JobRecord
 from jobs.queries import DEAD_PREFIX, JOB_PREFIX
 
-from .scope import BoardScope
+from .base.scope import BoardScope
 
 QUEUE_RECORDS = "queue"
 

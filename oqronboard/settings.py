@@ -95,7 +95,7 @@ MIDDLEWARE = [
     # Last, so its 400s get every header above; WhiteNoise serves static files before it
     # (their own caching). 400 for a NUL or lone surrogate anywhere in a request, and
     # Cache-Control: no-store on every page.
-    "oqronboard.middleware.BoardRequestMiddleware",
+    "oqronboard.base.middleware.BoardRequestMiddleware",
 ]
 
 # No inline script or style anywhere: the board's JavaScript and CSS are static files,
@@ -165,7 +165,7 @@ STORAGES = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # The alias whose database holds the durable tables (oqron_runs, oqron_jobs,
-# oqron_records): the board's unmanaged models read there (oqronboard.records).
+# oqron_records): the board's unmanaged models read there (oqronboard.base.records).
 OQRON_DATABASE_ALIAS = "default"
 
 LOGGING = {

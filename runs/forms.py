@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
-from oqronboard.cursors import CursorField, decode_cursor
-from oqronboard.filters import TextFilter, WindowField, clean_or_400, window_start
+from oqronboard.base.cursors import CursorField, decode_cursor
+from oqronboard.base.filters import TextFilter, WindowField, clean_or_400, window_start
 from oqronkit.runs import RUN_STATUSES
 
 from .queries import RunFilters

@@ -8,7 +8,7 @@ from django.db import models
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
-from oqronboard.records import DurableManager, DurableRecord, DurableRecordQuerySet
+from oqronboard.base.records import DurableManager, DurableRecord, DurableRecordQuerySet
 
 
 class RunRecordQuerySet(DurableRecordQuerySet):

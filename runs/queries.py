@@ -16,14 +16,13 @@ from typing import Any
 from django.db.models import Count, Func, QuerySet, Value
 from django.db.models.functions import Floor
 
-from oqronboard.cursors import encode_cursor
-from oqronboard.expressions import JsonText, RowBefore, RowKey, RunStarted
-from oqronboard.scope import BoardScope
+from oqronboard.base.cursors import PAGE_SIZE, encode_cursor
+from oqronboard.base.expressions import JsonText, RowBefore, RowKey, RunStarted
+from oqronboard.base.scope import BoardScope
 
 from .models import RunRecord
 
 RUN_NAMESPACE = "runs"
-PAGE_SIZE = 50
 # The dominant values oqron_runs' partial status and module indexes leave out
 # (oqronkit/backends/postgres/sql/schema.sql).
 UNINDEXED_STATUSES = ("completed",)

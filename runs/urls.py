@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-import oqronboard.urlsafe  # noqa: F401  (registers <seg:...>, used for every engine id)
+import oqronboard.base.urlsafe  # noqa: F401  (registers <seg:...>, used for every engine id)
 
 from . import views
 

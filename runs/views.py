@@ -11,8 +11,8 @@ from django.template.loader import render_to_string
 from django_htmx.http import HttpResponseStopPolling
 
 from jobs.queries import get_job
-from oqronboard.filters import WINDOWS
-from oqronboard.pages import board_view, scope_of
+from oqronboard.base.filters import WINDOWS
+from oqronboard.base.pages import board_view, scope_of
 from oqronkit import OqronError
 from oqronkit.clock import now_ms
 

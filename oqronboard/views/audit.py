@@ -10,9 +10,9 @@ from django.shortcuts import render
 
 from definitions.queries import audit_entries
 
-from ..audit import AUDIT_NAMESPACE
-from ..filters import TextFilter, clean_or_400
-from ..pages import board_view, scope_of
+from ..base.audit import AUDIT_NAMESPACE
+from ..base.filters import TextFilter, clean_or_400
+from ..base.pages import board_view, scope_of
 
 
 class AuditForm(forms.Form):

@@ -9,8 +9,8 @@ from oqronkit import OqronError
 from oqronkit.config import redact_url
 
 from .. import engine
+from ..base.pages import board_view, scope_of
 from ..overview import build
-from ..pages import board_view, scope_of
 
 
 @board_view(needs_sql=False)

@@ -6,8 +6,10 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_POST
 
-from ..pages import BadFilter, back, board_view
-from ..scope import SESSION_KEY, BoardScope, known_scopes
+from definitions.queries import known_scopes
+
+from ..base.pages import BadFilter, back, board_view
+from ..base.scope import SESSION_KEY, BoardScope
 
 
 @require_POST

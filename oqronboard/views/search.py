@@ -11,8 +11,8 @@ from definitions.queries import queue_controls
 from jobs.queries import dlq_depths, find_jobs
 from runs.queries import get_run
 
-from ..filters import TextFilter, clean_or_400
-from ..pages import board_view, scope_of
+from ..base.filters import TextFilter, clean_or_400
+from ..base.pages import board_view, scope_of
 
 
 class JumpForm(forms.Form):

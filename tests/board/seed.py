@@ -15,9 +15,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from oqronboard.models import OPERATORS_GROUP
-from oqronboard.roles import ensure_operators_group
-from oqronboard.scope import BoardScope
+from oqronboard.base.roles import OPERATORS_GROUP
+from oqronboard.base.scope import BoardScope
+from oqronboard.models import ensure_operators_group
 from oqronkit import DurablePlane, Job, RecordWrite
 from oqronkit.clock import now_ms
 from oqronkit.runs import add_log, finish_run, new_run

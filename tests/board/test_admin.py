@@ -23,8 +23,8 @@ from oqronboard.admin import (
     RecordAdmin,
     StatusFilter,
 )
-from oqronboard.models import OPERATORS_GROUP
-from oqronboard.roles import ensure_operators_group
+from oqronboard.base.roles import OPERATORS_GROUP
+from oqronboard.models import ensure_operators_group
 from oqronkit import RecordWrite
 from runs.models import RunRecord
 from tests.board.conftest import SharedDatabase

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib.auth import authenticate
 from django.core.management import call_command
 
-from oqronboard.roles import is_operator
+from oqronboard.base.roles import is_operator
 from oqronkit.engine import default_registry
 from tests.board.conftest import SharedDatabase
 

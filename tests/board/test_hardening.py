@@ -9,9 +9,9 @@ import pytest
 from django.http import HttpResponse, QueryDict
 from django.urls import resolve, reverse
 
-from oqronboard.middleware import BoardRequestMiddleware, hostile_part
+from oqronboard.base.middleware import BoardRequestMiddleware, hostile_part
+from oqronboard.base.urlsafe import decode_segment, encode_segment
 from oqronboard.templatetags.board import JSON_MAX_CHARS, pretty_json
-from oqronboard.urlsafe import decode_segment, encode_segment
 from oqronkit.clock import now_ms
 from tests.board.hostile import crafted_cursor, hostile_cursors, nested, raw_put
 from tests.board.seed import Board, dead_job, job_value, put_jobs, put_runs, queue_control, run_value

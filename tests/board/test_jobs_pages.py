@@ -118,7 +118,7 @@ def test_every_action_is_audited_on_the_job_and_the_audit_page(board: Board):
 
 
 def test_audit_pages_newest_first_with_load_more(board: Board):
-    from oqronboard.audit import Action
+    from oqronboard.base.audit import Action
 
     for i in range(55):
         Action(board.scope, "olivia", "retry", targets=[("emails", f"j{i}")]).save(ok=True, result=f"n{i}")

@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
-from oqronboard.live import DEFAULT_POLL, POLL_COOKIE, poll_trigger
+from oqronboard.base.live import DEFAULT_POLL, POLL_COOKIE, poll_trigger
 from tests.board.seed import Board, queue_control
 
 STATIC = Path(settings.BASE_DIR) / "static"

@@ -12,7 +12,7 @@ from django.db import models
 
 from definitions.models import Record
 from jobs.models import JobRecord
-from oqronboard.records import ReadOnlyModelError
+from oqronboard.base.records import ReadOnlyModelError
 from oqronkit import OqronError
 from runs.models import RunRecord
 

@@ -20,10 +20,10 @@ from django.test.utils import CaptureQueriesContext
 
 from definitions.queries import audit_entries, definitions, queue_controls
 from jobs.queries import DeadFilters, dead_groups, dead_list, dlq_depths, get_job, queue_jobs
-from oqronboard.audit import AUDIT_NAMESPACE, Action
-from oqronboard.cursors import decode_cursor
+from oqronboard.base.audit import AUDIT_NAMESPACE, Action
+from oqronboard.base.cursors import decode_cursor
+from oqronboard.base.scope import BoardScope
 from oqronboard.overview import queue_states
-from oqronboard.scope import BoardScope
 from oqronkit import RecordWrite
 from oqronkit.clock import now_ms
 from runs.queries import RunFilters, get_run, job_runs, last_hour_counts, run_list

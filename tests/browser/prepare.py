@@ -6,7 +6,7 @@ from __future__ import annotations
 from tests.browser.harness import PASSWORDS
 
 # Operators are the members of this group, which ``migrate`` creates holding the
-# ``oqronboard.operate`` permission (oqronboard/roles.py); viewers are everyone else.
+# ``oqronboard.operate`` permission (oqronboard/base/roles.py); viewers are everyone else.
 OPERATORS_GROUP = "operators"
 
 

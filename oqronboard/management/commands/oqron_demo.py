@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from oqronboard import engine
-from oqronboard.roles import ensure_operators_group
+from oqronboard.models import ensure_operators_group
 from oqronkit import OqronError
 
 DEMO_USERNAME = "demo"

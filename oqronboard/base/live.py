@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 
+from .pages import REFRESH_EVENT
+
 POLL_COOKIE = "oqron_poll"
 POLL_CHOICES = ("off", "2", "5", "15")
 DEFAULT_POLL = "5"
-REFRESH_TRIGGER = "board:refresh from:body"
+REFRESH_TRIGGER = f"{REFRESH_EVENT} from:body"
 
 
 def poll_interval(request: HttpRequest) -> str:

@@ -14,7 +14,7 @@ from django.http import HttpRequest
 
 import oqronkit
 
-from . import engine
+from .. import engine
 
 SESSION_KEY = "oqron_scope"
 PRODUCTION_NAMES = frozenset({"production", "prod", "live"})
@@ -70,20 +70,3 @@ def current_scope(request: HttpRequest) -> BoardScope:
             return scope
     return configured_scope()
 
-
-def known_scopes(current: BoardScope | None = None) -> list[BoardScope]:
-    """Every scope with definitions or control state (those a worker or an app ever
-    registered), plus the configured one and ``current``; sorted."""
-    from definitions.models import Record
-
-    found = {
-        BoardScope(p, e)
-        for p, e in Record.objects.of_kind("control", "definition")
-        .order_by()
-        .values_list("project", "environment")
-        .distinct()
-    }
-    found.add(configured_scope())
-    if current is not None:
-        found.add(current)
-    return sorted(found, key=lambda s: (s.project, s.environment))

@@ -2,7 +2,7 @@
 bad filters answered with 400, and the htmx response helpers.
 
 A board view is ``@board_view`` and, when it changes state, also ``@require_POST`` and
-``@operator_required`` (:mod:`oqronboard.roles`).
+``@operator_required`` (:mod:`oqronboard.base.roles`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from django_htmx.http import trigger_client_event
 
 from oqronkit import ConfigurationError, OqronError
 
-from . import engine
+from .. import engine
 from .scope import BoardScope, current_scope
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The keyset page cursor every paged list shares (runs, failed runs, dead letters, a
 queue's jobs, a schedule's history): the last row's sort key (epoch ms) and id, as
 base64url JSON. A cursor is user input: anything this module did not make is a
-:class:`~oqronboard.pages.BadFilter`, answered with 400 "cursor malformed"."""
+:class:`~oqronboard.base.pages.BadFilter`, answered with 400 "cursor malformed"."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from django import forms
 
 from .pages import BadFilter
 
+PAGE_SIZE = 50
 MAX_CURSOR_CHARS = 400
 # Epoch ms stay far inside this; a bigger key (or NaN, Infinity, 1e400) is not ours.
 MAX_KEY = 1e15

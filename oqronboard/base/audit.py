@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,8 @@ from .scope import BoardScope
 
 logger = logging.getLogger(__name__)
 AUDIT_NAMESPACE = "audit"
+# What one request acts on at most (the board's and the admin's actions alike).
+ACTION_CAP = 1000
 # A bulk action keeps this many ids in its record and links this many jobs to it.
 MAX_IDS_KEPT = 1000
 MAX_JOB_LINKS = 1000
@@ -77,6 +80,14 @@ class Action:
 
 def targets(queue: str, ids: Iterable[str]) -> list[tuple[str, str]]:
     return [(queue, i) for i in ids]
+
+
+def by_queue(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """``(queue, job id)`` targets grouped by queue: one engine call per queue."""
+    grouped: dict[str, list[str]] = defaultdict(list)
+    for queue, job_id in pairs:
+        grouped[queue].append(job_id)
+    return grouped
 
 
 def summarise(ids: Sequence[str], limit: int = 5) -> str:

@@ -1,4 +1,4 @@
-"""Validating a page's GET filters: a bad value is a :class:`~oqronboard.pages.BadFilter`
+"""Validating a page's GET filters: a bad value is a :class:`~oqronboard.base.pages.BadFilter`
 (400 with a message), never a 500 and never a silently ignored filter."""
 
 from __future__ import annotations
