@@ -7,11 +7,8 @@ import oqronboard.base.urlsafe  # noqa: F401  (registers <seg:...>, used for eve
 from . import dead, views
 
 urlpatterns = [
-    path("jobs/", views.queues, name="queues"),
-    path("jobs/<seg:queue>/", views.queue_jobs_page, name="queue-jobs"),
     # <seg:...> never holds a "/" (ids that do are escaped), so the action cannot be
     # mistaken for the end of a job id.
-    path("jobs/<seg:queue>/<seg:job_id>/", views.job_detail, name="job"),
     path("jobs/<seg:queue>/<seg:job_id>/<str:action>/", views.job_action, name="job-action"),
     path("dead/", dead.dead_letters, name="dead-letters"),
     path("dead/retry/", dead.retry, name="dead-retry"),

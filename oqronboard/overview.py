@@ -23,7 +23,7 @@ from jobs.models import JobRecord
 from jobs.queries import JOB_PREFIX, dlq_depths
 from oqronkit import OqronError
 from oqronkit.clock import now_ms
-from runs.queries import last_hour_counts
+from runs.queries import QUEUE_MODULES, last_hour_counts
 
 from .base.expressions import JsonNumber, JsonText
 from .base.filters import HOUR_MS
@@ -34,7 +34,6 @@ logger = logging.getLogger(__name__)
 BUCKET_MS = 5 * 60 * 1000
 BUCKETS = HOUR_MS // BUCKET_MS
 WORKERS_GROUP = "workers"  # heartbeats (oqronkit.worker.heartbeat)
-QUEUE_MODULES = ("queue", "worker")
 
 
 @dataclass

@@ -1,5 +1,8 @@
 """URLs of the board. Every one needs a login (LoginRequiredMiddleware, and each view's
-own check); tests/board/test_access.py walks them all anonymously."""
+own check); tests/board/test_access.py walks them all anonymously.
+
+The apps route their own tables' pages; the pages that read several tables are the
+shell's, routed here in the order the paths were always tried."""
 
 from __future__ import annotations
 
@@ -7,7 +10,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from .views import audit, overview, scope, search
+from .base import urlsafe  # noqa: F401  (registers <seg:...>, used for every engine id)
+from .views import audit, definitions, jobs, overview, runs, schedules, scope, search
 
 urlpatterns = [
     path("", overview.home, name="home"),
@@ -15,8 +19,21 @@ urlpatterns = [
     path("audit/", audit.audit, name="audit"),
     path("go/", search.jump, name="jump"),
     path("", include("runs.urls")),
+    path("runs/<seg:run_id>/", runs.run_detail, name="run"),
+    path("jobs/", jobs.queues, name="queues"),
+    path("jobs/<seg:queue>/", jobs.queue_jobs_page, name="queue-jobs"),
+    path("jobs/<seg:queue>/<seg:job_id>/", jobs.job_detail, name="job"),
     path("", include("jobs.urls")),
-    path("", include("definitions.urls")),
+    path("definitions/", definitions.definitions_page, name="definitions"),
+    path("definitions/queues/<seg:queue>/pause/", definitions.queue_pause, {"paused": True}, name="queue-pause"),
+    path("definitions/queues/<seg:queue>/resume/", definitions.queue_pause, {"paused": False}, name="queue-resume"),
+    path("definitions/queues/<seg:queue>/remove/", definitions.queue_remove, name="queue-remove"),
+    path("schedules/", schedules.schedules_page, name="schedules"),
+    path("schedules/cron/<seg:id>/", schedules.schedule_history, {"kind": "cron"}, name="cron-history"),
+    path("schedules/schedule/<seg:id>/", schedules.schedule_history, {"kind": "schedule"}, name="schedule-history"),
+    path("schedules/cron/<seg:id>/<str:action>/", schedules.schedule_action, {"kind": "cron"}, name="cron-action"),
+    path("schedules/schedule/<seg:id>/<str:action>/", schedules.schedule_action, {"kind": "schedule"},
+         name="schedule-action"),
     # Only login and logout: no anonymous password-reset pages on an operations board.
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

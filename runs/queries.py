@@ -13,16 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Func, QuerySet, Value
+from django.db.models import Count, Func, Q, QuerySet, Value
 from django.db.models.functions import Floor
 
 from oqronboard.base.cursors import PAGE_SIZE, encode_cursor
-from oqronboard.base.expressions import JsonText, RowBefore, RowKey, RunStarted
+from oqronboard.base.expressions import JsonNumber, JsonText, RowBefore, RowKey, RunStarted
 from oqronboard.base.scope import BoardScope
 
 from .models import RunRecord
 
 RUN_NAMESPACE = "runs"
+# The modules whose runs are a queue's jobs (the run's name is the queue).
+QUEUE_MODULES = ("queue", "worker")
 # The dominant values oqron_runs' partial status and module indexes leave out
 # (oqronkit/backends/postgres/sql/schema.sql).
 UNINDEXED_STATUSES = ("completed",)
@@ -115,6 +117,29 @@ def last_hour_counts(scope: BoardScope, *, since: int, bucket_ms: int) -> list[d
         .annotate(count=Count("*")).order_by()
     )
     return [{**row, "bucket": int(row["bucket"])} for row in rows]
+
+
+def runs_by_id(scope: BoardScope, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Status, start and lateness of the given runs by id: one primary-key read."""
+    if not ids:
+        return {}
+    rows = runs_of(scope).filter(namespace=RUN_NAMESPACE, id__in=ids).values(
+        "id", status=JsonText("status"), started=JsonText("startedAt"), late_ms=JsonText("lateMs"))
+    return {row["id"]: row for row in rows}
+
+
+def late_counts(scope: BoardScope, modules: tuple[str, ...], *, since: int, late_ms: int
+                ) -> dict[tuple[str, str], tuple[int, int]]:
+    """Per (module, name) of ``modules``: runs started since ``since`` and how many of
+    them fired more than ``late_ms`` late (one range of the startedAt index)."""
+    rows = (
+        runs_of(scope).filter(namespace=RUN_NAMESPACE)
+        .alias(started=RunStarted(), module=JsonText("module"), late_ms=JsonNumber("lateMs"))
+        .filter(started__gte=since, module__in=modules)
+        .values(kind=JsonText("module"), run_name=JsonText("name"))
+        .annotate(total=Count("*"), late=Count("id", filter=Q(late_ms__gt=late_ms))).order_by()
+    )
+    return {(row["kind"], row["run_name"]): (row["total"], row["late"]) for row in rows}
 
 
 def _numbers(row: dict, *keys: str) -> None:

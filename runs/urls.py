@@ -9,6 +9,5 @@ from . import views
 urlpatterns = [
     path("runs/", views.runs, name="runs"),
     path("runs/failed/", views.failed_runs, name="failed-runs"),
-    path("runs/<seg:run_id>/", views.run_detail, name="run"),
     path("runs/<seg:run_id>/live/", views.run_live, name="run-live"),
 ]

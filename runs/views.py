@@ -1,4 +1,5 @@
-"""Run pages: the run list (and the failed-runs list), run detail and its live panel."""
+"""Run pages: the run list (and the failed-runs list) and a run's live panel. Run detail,
+which also reads the run's job, is a shell page (:mod:`oqronboard.views.runs`)."""
 
 from __future__ import annotations
 
@@ -10,17 +11,15 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django_htmx.http import HttpResponseStopPolling
 
-from jobs.queries import get_job
 from oqronboard.base.filters import WINDOWS
 from oqronboard.base.pages import board_view, scope_of
 from oqronkit import OqronError
 from oqronkit.clock import now_ms
 
 from .forms import RunFilterForm, run_filters
-from .queries import get_run, job_runs, run_list
+from .queries import get_run, run_list
 
 OVERLAY_GROUP = "runs"  # the worker's live overlay of running runs (oqronkit.worker.finisher)
-QUEUE_MODULES = ("queue", "worker")
 
 
 @board_view
@@ -51,7 +50,7 @@ def _list(request: HttpRequest, *, failed: bool) -> HttpResponse:
     return render(request, "runs/list.html", context)
 
 
-def _run_or_404(request: HttpRequest, run_id: str):
+def run_or_404(request: HttpRequest, run_id: str):
     run = get_run(scope_of(request), run_id)
     if run is None:
         raise Http404("No run with this id in this project and environment.")
@@ -59,38 +58,18 @@ def _run_or_404(request: HttpRequest, run_id: str):
 
 
 @board_view
-def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
-    """One run in full, with every run of its job side by side (three queries)."""
-    scope = scope_of(request)
-    run = _run_or_404(request, run_id)
-    value = run.value if isinstance(run.value, dict) else {}
-    job_id = value.get("jobId")
-    siblings = job_runs(scope, job_id) if isinstance(job_id, str) and job_id else []
-    job = None
-    queue = value.get("name") if value.get("module") in QUEUE_MODULES else None
-    if isinstance(job_id, str) and job_id and isinstance(queue, str) and queue:
-        job = get_job(scope, queue, job_id)
-    job_status = None
-    if job is not None:
-        job_status = "dead" if job.namespace.startswith("queue_dlq:") else (job.value or {}).get("status")
-    context = {"run": value, "run_id": run.id, "siblings": siblings, "job_status": job_status, "queue": queue}
-    context.update(_live(request, run.id, value))
-    return render(request, "runs/detail.html", context)
-
-
-@board_view
 def run_live(request: HttpRequest, run_id: str) -> HttpResponse:
     """The live panel of a run: progress and latest logs while it runs; once it ended,
     its final state with status 286 so htmx stops polling."""
-    run = _run_or_404(request, run_id)
+    run = run_or_404(request, run_id)
     value = run.value if isinstance(run.value, dict) else {}
-    context = {"run": value, "run_id": run.id, "ended_live": True, **_live(request, run.id, value)}
+    context = {"run": value, "run_id": run.id, "ended_live": True, **live_context(request, run.id, value)}
     if context["running"]:
         return render(request, "runs/detail.html#live", context)
     return HttpResponseStopPolling(render_to_string("runs/detail.html#live", context, request))
 
 
-def _live(request: HttpRequest, run_id: str, value: dict) -> dict:
+def live_context(request: HttpRequest, run_id: str, value: dict) -> dict:
     """Progress, label and recent logs: the hot plane's overlay when the worker
     published one (fresher), the durable record otherwise."""
     running = value.get("status") == "running"

@@ -1,6 +1,7 @@
 """The definitions page: every definition and control record of the scope, with pause
 and resume for queues and removal of a stale queue record (through the engine,
-audited)."""
+audited). A queue's jobs and dead letters decide whether it exists or is stale, so the
+page reads two tables and lives above the apps."""
 
 from __future__ import annotations
 
@@ -12,15 +13,15 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from definitions.queries import MAX_DEFINITIONS, definitions, queue_control
 from jobs.forms import check_queue
-from oqronboard import queues
-from oqronboard.base.audit import Action
-from oqronboard.base.pages import back, board_view, refresh_others, scope_of
-from oqronboard.base.roles import operator_required
 from oqronkit.errors import InvalidState
 from oqronkit.queue_records import remove_queue_record
 
-from .queries import MAX_DEFINITIONS, definitions, queue_control
+from .. import queues
+from ..base.audit import Action
+from ..base.pages import back, board_view, refresh_others, scope_of
+from ..base.roles import operator_required
 
 NO_QUEUE = "No queue of that name in this project and environment."
 

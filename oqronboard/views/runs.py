@@ -1,0 +1,33 @@
+"""Run detail: one run in full, every run of its job side by side, and its job's state
+while the job is still in oqron_jobs (it reads two tables, so it lives above the apps)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from jobs.queries import get_job
+from runs.queries import QUEUE_MODULES, job_runs
+from runs.views import live_context, run_or_404
+
+from ..base.pages import board_view, scope_of
+
+
+@board_view
+def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
+    """One run in full, with every run of its job side by side (three queries)."""
+    scope = scope_of(request)
+    run = run_or_404(request, run_id)
+    value = run.value if isinstance(run.value, dict) else {}
+    job_id = value.get("jobId")
+    siblings = job_runs(scope, job_id) if isinstance(job_id, str) and job_id else []
+    job = None
+    queue = value.get("name") if value.get("module") in QUEUE_MODULES else None
+    if isinstance(job_id, str) and job_id and isinstance(queue, str) and queue:
+        job = get_job(scope, queue, job_id)
+    job_status = None
+    if job is not None:
+        job_status = "dead" if job.namespace.startswith("queue_dlq:") else (job.value or {}).get("status")
+    context = {"run": value, "run_id": run.id, "siblings": siblings, "job_status": job_status, "queue": queue}
+    context.update(live_context(request, run.id, value))
+    return render(request, "runs/detail.html", context)
