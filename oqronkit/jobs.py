@@ -26,7 +26,7 @@ _CAMEL = {
     "pending": "pendingDependencies", "dependents": "dependents", "correlation_id": "correlationId",
     "timeout_ms": "timeoutMs", "cancel_requested": "cancelRequested", "dead_reason": "deadReason",
     "died_at": "diedAt", "run_id": "currentRunId", "error_fingerprint": "errorFingerprint",
-    "started_at": "startedAt", "blocked_by": "blockedBy",
+    "started_at": "startedAt", "blocked_by": "blockedBy", "stalled_token": "stalledToken",
 }
 
 
@@ -51,6 +51,8 @@ class Job:
     worker_id: str | None = None
     run_id: str | None = None
     stalls: int = 0
+    # The lease token of the last stall counted: one claim never counts two stalls.
+    stalled_token: int | None = None
     last_error: dict[str, Any] | None = None
     errors: list[dict[str, Any]] = field(default_factory=list)
     depends_on: list[list[str]] = field(default_factory=list)  # [[queue, id], ...]

@@ -11,6 +11,7 @@ from ..backoff import Backoff
 from ..clock import now_ms
 from ..dependencies import on_parent_done
 from ..durable import RecordWrite
+from ..errors import OqronError
 from ..jobs import Job, shed_error_detail
 from ..shedding import write_shedding
 from ..skipped import guarded
@@ -26,12 +27,27 @@ def rescue_expired(engine: Engine, queues: list[str]) -> int:
     rescued = 0
     for queue in queues:
         while leases := engine.hot.take_expired(queue, now=now_ms(), limit=BATCH):
-            for lease in leases:
-                # A row it cannot use is skipped: the reconciler finds that job again later.
-                guarded("rescuer", f"queue_job:{queue}", lease.job_id,
-                        lambda lease=lease, queue=queue: rescue_one(engine, queue, lease))
+            for i, lease in enumerate(leases):
+                try:
+                    # A row it cannot use is skipped: the reconciler finds that job again later.
+                    guarded("rescuer", f"queue_job:{queue}", lease.job_id,
+                            lambda lease=lease, queue=queue: rescue_one(engine, queue, lease))
+                except OqronError:
+                    _put_back(engine, queue, leases[i:])
+                    raise
                 rescued += 1
     return rescued
+
+
+def _put_back(engine: Engine, queue: str, leases: list[Lease]) -> None:
+    """Leases taken but not settled (the durable plane failed, say, while the hot plane
+    answers) go back under their tokens: dropped, a live holder's heartbeat re-created
+    them while the job went unrescued, and a dead holder's job waited for the reconciler."""
+    try:
+        engine.hot.extend(queue, leases, lease_ms=_lease_ms(engine, queue), now=now_ms())
+    except OqronError as exc:
+        logger.warning("could not put back %d lease(s) of %s: %s", len(leases), queue, exc,
+                       extra={"action": "rescuer.put_back_failed"})
 
 
 def rescue_one(engine: Engine, queue: str, lease: Lease) -> None:
@@ -43,12 +59,19 @@ def rescue_one(engine: Engine, queue: str, lease: Lease) -> None:
     job = Job.from_value(record.value)
     now = now_ms()
     if job.status in ("waiting", "delayed") and job.lease_token is None:
+        if job.stalled_token == lease.token:
+            # This claim's stall is counted already: its holder's heartbeat re-created the
+            # lease between our take and our signal (an outage had lapsed it), then let it
+            # lapse again. Counting it twice dead-lettered live, even completed, jobs.
+            engine.hot.signal(queue, [Signal(job.id, job.priority, job.run_at, job.lifo)], now)
+            return
         # Claimed, then its worker died before the active state was written behind:
         # still a stalled attempt, so a job that kills its worker cannot loop forever.
         # (A worker dying in the instant between storing a retry and releasing its
         # lease also lands here and counts one stall too many: rare and harmless.)
         job.attempts += 1
-        mark_stalled(engine, job, None, "lease expired before the attempt was recorded (worker lost?)")
+        mark_stalled(engine, job, None, "lease expired before the attempt was recorded (worker lost?)",
+                     claim=lease.token)
         return
     if job.status != "active" or job.lease_token != lease.token:
         # The job moved on (its worker stored the next state but died before releasing
@@ -59,12 +82,15 @@ def rescue_one(engine: Engine, queue: str, lease: Lease) -> None:
     mark_stalled(engine, job, lease.token, f"lease expired (worker {job.worker_id} lost?)")
 
 
-def mark_stalled(engine: Engine, job: Job, token: int | None, why: str) -> None:
-    """Count a stalled attempt; retry it or, past ``max_stalls`` or its attempts, dead-letter it."""
+def mark_stalled(engine: Engine, job: Job, token: int | None, why: str, *, claim: int | None = None) -> None:
+    """Count a stalled attempt; retry it or, past ``max_stalls`` or its attempts, dead-letter it.
+    ``token`` guards the write (the row's lease token); ``claim`` is the lapsed lease's
+    token when the row does not show it yet (remembered, so that claim counts once)."""
     namespace = f"queue_job:{job.queue}"
     now = now_ms()
     max_stalls = _max_stalls(engine, job.queue)
     job.stalls += 1
+    job.stalled_token = token if claim is None else claim
     job.record_error({"type": "Stalled", "message": why, "attempt": job.attempts, "ts": now,
                       "runId": job.run_id})
     _fail_run(engine, job, why)
@@ -117,6 +143,11 @@ def _fail_run(engine: Engine, job: Job, why: str) -> None:
     finish_run(run, "failed", error={"type": "Stalled", "message": why, "ts": now_ms()}, reason=why,
                limit=engine.config.run_timeline_limit)
     engine.durable.put_many([RecordWrite("runs", job.run_id, run)])
+
+
+def _lease_ms(engine: Engine, queue: str) -> int:
+    declared = engine.registry.queues.get(queue)
+    return declared.lease_ms if declared is not None else 30_000
 
 
 def _max_stalls(engine: Engine, queue: str) -> int:
