@@ -10,6 +10,7 @@ server to be claimed or read). The target is 2 s.
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import subprocess
 import tempfile
@@ -23,6 +24,7 @@ import pytest
 import redis
 
 from oqronkit import Engine, OqronConfig
+from oqronkit.clock import now_ms
 from oqronkit.errors import BackendUnavailable
 from tests.dedicated import DedicatedRedis, _missing, dedicated_postgres, dedicated_redis, free_port, wait_port
 from tests.engine.queue.conftest import wait_until
@@ -121,6 +123,11 @@ def redis_probe(url: str) -> Probe:
     return Probe(ping)
 
 
+def registered_pids(engine: Engine) -> set[int]:
+    """The pids of the workers in the hot plane's registry."""
+    return {json.loads(info)["pid"] for info in engine.hot.kv_all("workers", now_ms()).values()}
+
+
 def timed_add(engine: Engine) -> tuple[float, Exception | None]:
     """One add; how long it took and what it raised."""
     started = time.monotonic()
@@ -138,9 +145,12 @@ def run_around_an_outage(engine: Engine, tmp_path, *, stop: Callable[[], None], 
     during the outage, ``start()`` it after ``down_s``, and wait for every job to finish.
     Yields the figures for the caller's verdicts."""
     figures: dict = {}
-    ids = {j.id for j in engine.get_queue("bulk").add_bulk([{"ms": 10, "i": i} for i in range(JOBS)])}
     with fleet(engine.config, tmp_path) as workers:
         pids = {workers.spawn().pid, workers.spawn().pid}
+        # Both registered before the jobs exist: on a loaded machine one worker could
+        # otherwise finish them all before the other has started.
+        wait_until(lambda: registered_pids(engine) >= pids, timeout=60, interval=0.1)
+        ids = {j.id for j in engine.get_queue("bulk").add_bulk([{"ms": 10, "i": i} for i in range(JOBS)])}
         # Both workers past their start (which needs both planes) before the outage.
         wait_until(lambda: {r["output"]["pid"] for r in all_runs(engine) if r["status"] == "completed"} == pids
                    and (left(engine) or JOBS) <= JOBS - 300, timeout=40, interval=0.1)
