@@ -24,6 +24,7 @@ from contextlib import contextmanager, suppress
 
 from ..errors import BackendUnavailable
 from .sqlfiles import load_queries
+from .sqlite_compat import connection_factory
 
 BUSY_TIMEOUT_S = 10.0
 MIN_SQLITE = (3, 35, 0)  # RETURNING; UPSERT, row values and json_each are older
@@ -201,7 +202,8 @@ def _open(path: str, busy_timeout: float, role: str) -> sqlite3.Connection:
         # connection (each is otherwise used by its own thread alone); room in the
         # statement cache for the store's and the plane's statements together.
         conn = sqlite3.connect(
-            path, timeout=busy_timeout, isolation_level=None, check_same_thread=False, cached_statements=256
+            path, timeout=busy_timeout, isolation_level=None, check_same_thread=False, cached_statements=256,
+            factory=connection_factory(),
         )
     except sqlite3.Error as exc:
         raise BackendUnavailable(f"Cannot open the SQLite database {path!r}: {exc}") from exc

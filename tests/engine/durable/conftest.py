@@ -10,12 +10,21 @@ import pytest
 from oqronkit import DurablePlane
 from oqronkit.backends.memory import MemoryDurableStore
 
-BACKENDS = ["memory", "sqlite", "postgres", "redis"]
+# "sqlite-3.12.1": SQLite through the connection class Python 3.12.0/3.12.1 get
+# (backends/sqlite_compat.py), so its parameter binding passes the contract on any version.
+BACKENDS = ["memory", "sqlite", "sqlite-3.12.1", "postgres", "redis"]
 
 
 def make_store(name: str, request: pytest.FixtureRequest, tmp_path) -> object:
     if name == "memory":
         return MemoryDurableStore()
+    if name == "sqlite-3.12.1":
+        from oqronkit.backends import sqlite_conn
+        from oqronkit.backends.sqlite_compat import connection_factory
+
+        request.getfixturevalue("monkeypatch").setattr(sqlite_conn, "connection_factory",
+                                                       lambda: connection_factory((3, 12, 1)))
+        name = "sqlite"
     if name == "sqlite":
         from oqronkit.backends.sqlite import SQLiteDurableStore
 

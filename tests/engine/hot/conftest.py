@@ -17,7 +17,9 @@ from oqronkit.backends.memory_hot import MemoryHotPlane
 from oqronkit.backends.types import Scope
 from oqronkit.errors import BackendUnavailable
 
-HOT_BACKENDS = ["memory", "sqlite", "postgres", "redis"]
+# "sqlite-3.12.1": SQLite through the connection class Python 3.12.0/3.12.1 get
+# (backends/sqlite_compat.py), so its parameter binding passes the contract on any version.
+HOT_BACKENDS = ["memory", "sqlite", "sqlite-3.12.1", "postgres", "redis"]
 NOW = 1_700_000_000_000
 LEASE = 30_000
 
@@ -29,6 +31,13 @@ SPAWN = multiprocessing.get_context("spawn")
 def make_hot(name: str, request: pytest.FixtureRequest, tmp_path):
     if name == "memory":
         return MemoryHotPlane()
+    if name == "sqlite-3.12.1":
+        from oqronkit.backends import sqlite_conn
+        from oqronkit.backends.sqlite_compat import connection_factory
+
+        request.getfixturevalue("monkeypatch").setattr(sqlite_conn, "connection_factory",
+                                                       lambda: connection_factory((3, 12, 1)))
+        name = "sqlite"
     if name == "sqlite":
         from oqronkit.backends.sqlite_hot import SQLiteHotPlane
 
