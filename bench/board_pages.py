@@ -42,6 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import seed  # bench/seed.py, beside this file
 
+from oqronkit.namespaces import dlq_namespace, job_namespace
+
 TARGET_MEDIAN_MS = 150.0
 TARGET_P95_MS = 300.0
 SKIPPED_NAMESPACES = {"admin"}
@@ -119,7 +121,7 @@ def fill_parameter(param: str, route: str, sample: seed.SeedSummary) -> str | No
     if "queue" in p:
         return sample.sample_dead_queue if dead or "job" not in route else sample.sample_waiting_queue
     if p in ("namespace", "ns"):
-        return f"queue_dlq:{sample.sample_dead_queue}" if dead else f"queue_job:{sample.sample_waiting_queue}"
+        return dlq_namespace(sample.sample_dead_queue) if dead else job_namespace(sample.sample_waiting_queue)
     if p in ("name", "definition"):
         return sample.sample_dead_queue
     if p in ("module", "kind", "record_kind"):

@@ -33,6 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from oqronkit import DurablePlane, RecordWrite
+from oqronkit.namespaces import RUNS
 
 DEFAULT_URL = os.environ.get("OQRON_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 STATUSES = ("completed",) * 7 + ("failed", "running", "cancelled")
@@ -124,12 +125,12 @@ def timed_run(factory: Callable[[], Any], mode: str, count: int, batch: int) -> 
         started = time.perf_counter()
         if mode == "single":
             for value in records:
-                plane.put("runs", value["id"], value)
+                plane.put(RUNS, value["id"], value)
         else:
             for start in range(0, count, batch):
-                plane.put_many(RecordWrite("runs", v["id"], v) for v in records[start:start + batch])
+                plane.put_many(RecordWrite(RUNS, v["id"], v) for v in records[start:start + batch])
         elapsed = time.perf_counter() - started
-        assert plane.count("runs") == count, "every record must be stored"
+        assert plane.count(RUNS) == count, "every record must be stored"
         return count / elapsed
 
 

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import oqronkit
 import oqronkit.scheduler.control as control
 from oqronkit import Engine, OqronConfig, Registry
+from oqronkit.namespaces import RUNS
 from oqronkit.scheduler import Scheduler
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -99,7 +100,7 @@ def main() -> int:
     scheduler._next_recover = 0  # measure one more pass, now with every run stored
     late_recovery_cpu, _ = cpu_ms(scheduler.recover)
     idle = [cpu_ms(scheduler.tick)[0] for _ in range(200)]
-    runs = engine.durable.count("runs")
+    runs = engine.durable.count(RUNS)
     scheduler.shutdown(wait=5)
     engine.close()
 

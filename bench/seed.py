@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import oqronkit
 from oqronkit import DurablePlane, Job, OqronConfig, RecordWrite
 from oqronkit.backends.hot_types import Signal
+from oqronkit.namespaces import RUNS
 
 DEFAULT_URL = os.environ.get("OQRON_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/oqron_board_bench")
 PROJECT = "bench"
@@ -344,7 +345,7 @@ def seed(url: str, plan: SeedPlan) -> SeedSummary:
     for n, (job, runs) in enumerate(dead_jobs(plan, rng), 1):
         writer.add(RecordWrite(job.namespace, job.id, job.to_value()))
         for run in runs:
-            writer.add(RecordWrite("runs", run["id"], run))
+            writer.add(RecordWrite(RUNS, run["id"], run))
         runs_written += len(runs)
         fingerprints[job.error_fingerprint or ""] = fingerprints.get(job.error_fingerprint or "", 0) + 1
         if len(runs) >= 2 and "sample_dead_job" not in samples:
@@ -360,7 +361,7 @@ def seed(url: str, plan: SeedPlan) -> SeedSummary:
         writer.add(RecordWrite(job.namespace, job.id, job.to_value()))
         signals[job.queue].append(Signal(job.id, job.priority, job.run_at))
         if run is not None:
-            writer.add(RecordWrite("runs", run["id"], run))
+            writer.add(RecordWrite(RUNS, run["id"], run))
             runs_written += 1
             active[job.queue].append(job.id)
             samples.setdefault("sample_running_run", run["id"])
@@ -373,7 +374,7 @@ def seed(url: str, plan: SeedPlan) -> SeedSummary:
     failed_left = max(int(plan.runs * plan.failed_share) - dead_runs, 0)
     print(f"\nseeding {history:,} finished runs")
     for n, run in enumerate(history_runs(plan, rng, history, failed_left), 1):
-        writer.add(RecordWrite("runs", run["id"], run))
+        writer.add(RecordWrite(RUNS, run["id"], run))
         if n % 50_000 == 0:
             _progress("runs", n, history, began)
     writer.add(RecordWrite(*MARKER, {"state": "writing"}))

@@ -49,6 +49,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from oqronkit.namespaces import RUNS
+
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT / "bench" / "peers"
 PEERS_VENV = ROOT / "bench" / ".peers-venv"
@@ -346,17 +350,17 @@ class OqronSystem(System):
                 raise BenchError(f"oqron_verify.py printed no result: {out[-500:]!r}") from exc
             return got["runs"], got["jobs"], got["completed"], got["left"]
         runs_sql = ("SELECT count(*), count(DISTINCT {job}), count(*) FILTER (WHERE {status} = 'completed') "
-                    "FROM oqron_runs WHERE project = {p} AND environment = 'bench' AND namespace = 'runs'")
+                    "FROM oqron_runs WHERE project = {p} AND environment = 'bench' AND namespace = {p}")
         jobs_sql = "SELECT count(*) FROM oqron_jobs WHERE project = {p} AND environment = 'bench'"
         if phase.sqlite_path is not None:
             fmt = {"job": "json_extract(value, '$.jobId')", "status": "json_extract(value, '$.status')", "p": "?"}
             with contextlib.closing(sqlite3.connect(phase.sqlite_path)) as conn:
-                row = conn.execute(runs_sql.format(**fmt), (phase.project,)).fetchone()
+                row = conn.execute(runs_sql.format(**fmt), (phase.project, RUNS)).fetchone()
                 left = conn.execute(jobs_sql.format(**fmt), (phase.project,)).fetchone()[0]
             return (*row, left)
         fmt = {"job": "value->>'jobId'", "status": "value->>'status'", "p": "%s"}
         with bench.pg(self.database) as conn:
-            row = conn.execute(runs_sql.format(**fmt), (phase.project,)).fetchone()
+            row = conn.execute(runs_sql.format(**fmt), (phase.project, RUNS)).fetchone()
             left = conn.execute(jobs_sql.format(**fmt), (phase.project,)).fetchone()[0]
         return (*row, left)
 

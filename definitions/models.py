@@ -4,6 +4,7 @@ circuit breakers, module logs and custom namespaces."""
 from __future__ import annotations
 
 from oqronboard.base.records import DurableManager, DurableRecord, DurableRecordQuerySet
+from oqronkit.namespaces import module_logs_namespace
 
 
 class RecordQuerySet(DurableRecordQuerySet):
@@ -15,7 +16,7 @@ class RecordQuerySet(DurableRecordQuerySet):
 
     def module_logs(self, module: str | None = None) -> RecordQuerySet:
         qs = self.of_kind("log")
-        return qs.in_namespace(f"module_logs:{module}") if module is not None else qs
+        return qs.in_namespace(module_logs_namespace(module)) if module is not None else qs
 
 
 class Record(DurableRecord):

@@ -8,10 +8,10 @@ from typing import Any
 from django.db.models import QuerySet
 
 from oqronboard.base.scope import BoardScope, configured_scope
+from oqronkit.namespaces import QUEUE
 
 from .models import Record
 
-QUEUE_CONTROL = "queue"
 DEFINITION_KINDS = ("definition", "control")
 MAX_DEFINITIONS = 500
 
@@ -33,12 +33,12 @@ def definitions(scope: BoardScope, *, limit: int = MAX_DEFINITIONS, annotate: di
 def queue_controls(scope: BoardScope) -> dict[str, dict[str, Any]]:
     """Each queue's control record (paused, concurrency, handler...) by queue name: a
     primary-key prefix read of the ``queue`` namespace."""
-    rows = records_of(scope).filter(namespace=QUEUE_CONTROL).order_by("id").values_list("id", "value")[:1000]
+    rows = records_of(scope).filter(namespace=QUEUE).order_by("id").values_list("id", "value")[:1000]
     return {name: value if isinstance(value, dict) else {} for name, value in rows}
 
 
 def queue_control(scope: BoardScope, name: str) -> dict[str, Any] | None:
-    row = records_of(scope).filter(namespace=QUEUE_CONTROL, id=name).values_list("value", flat=True).first()
+    row = records_of(scope).filter(namespace=QUEUE, id=name).values_list("value", flat=True).first()
     return row if isinstance(row, dict) else None
 
 

@@ -10,12 +10,12 @@ from django.urls import reverse
 
 from oqronboard.base.scope import BoardScope
 from oqronkit import OqronError
+from oqronkit.namespaces import CRON, SCHEDULE, SCHEDULER_CONTROL
 from oqronkit.scheduler import Definition, preview
 
 from .queries import records_of
 
-KINDS = ("cron", "schedule")
-CONTROL_NAMESPACE = {"cron": "cron_durable", "schedule": "schedule_durable"}
+KINDS = (CRON, SCHEDULE)
 MAX_SCHEDULES = 500
 PREVIEW_FIRES = 5
 # A fire later than this is a missed slot to the scheduler (oqronkit.scheduler): the
@@ -79,11 +79,11 @@ def _row(kind: str, name: str, value: Any, control: Any) -> dict[str, Any]:
 def schedule_rows(scope: BoardScope, *, limit: int = MAX_SCHEDULES) -> tuple[list[dict[str, Any]], bool]:
     """Every cron and schedule (at most ``limit``) with its control state, and whether
     the list was capped: one primary-key prefix read of four namespaces."""
-    namespaces = [*KINDS, *CONTROL_NAMESPACE.values()]
+    namespaces = [*KINDS, *SCHEDULER_CONTROL.values()]
     records = (records_of(scope).filter(namespace__in=namespaces).order_by("namespace", "id")
                .values_list("namespace", "id", "value")[: 2 * limit + 1])
     found: dict[tuple[str, str], dict[str, Any]] = {}
-    kind_of = {ns: kind for kind, ns in CONTROL_NAMESPACE.items()}
+    kind_of = {ns: kind for kind, ns in SCHEDULER_CONTROL.items()}
     for namespace, name, value in records:
         kind = kind_of.get(namespace, namespace)
         slot = found.setdefault((kind, name), {"value": None, "control": None})
@@ -96,9 +96,9 @@ def schedule_rows(scope: BoardScope, *, limit: int = MAX_SCHEDULES) -> tuple[lis
 
 def definition_row(scope: BoardScope, kind: str, name: str) -> dict[str, Any] | None:
     """One definition and its control record (one primary-key read), None when neither exists."""
-    records = records_of(scope).filter(namespace__in=[kind, CONTROL_NAMESPACE[kind]], id=name) \
+    records = records_of(scope).filter(namespace__in=[kind, SCHEDULER_CONTROL[kind]], id=name) \
         .values_list("namespace", "value")
     parts = dict(records)
     if not parts:
         return None
-    return _row(kind, name, parts.get(kind), parts.get(CONTROL_NAMESPACE[kind]))
+    return _row(kind, name, parts.get(kind), parts.get(SCHEDULER_CONTROL[kind]))

@@ -26,6 +26,7 @@ from oqronboard.base.pages import BadFilter, back, board_view, refresh_others, s
 from oqronboard.base.roles import operator_required
 from oqronboard.base.scope import BoardScope
 from oqronkit.clock import now_ms
+from oqronkit.namespaces import queue_of
 
 from .forms import dead_filters, selection
 from .queries import DeadFilters, dead_export_rows, dead_groups, dead_list, dead_targets, dlq_depths
@@ -140,7 +141,7 @@ def export(request: HttpRequest) -> HttpResponse:
 
 def _export_rows(rows: Iterator[dict]) -> Iterator[dict]:
     for row in rows:
-        out = {**row, "queue": row["namespace"].partition(":")[2]}
+        out = {**row, "queue": queue_of(row["namespace"])}
         for key in ("died", "attempts"):
             try:
                 out[key] = int(float(out[key])) if out.get(key) is not None else None

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from oqronboard.base.records import DurableManager, DurableRecord, DurableRecordQuerySet
+from oqronkit.namespaces import dlq_namespace, job_namespace, queue_of
 
 
 class JobRecordQuerySet(DurableRecordQuerySet):
     def jobs(self, queue: str | None = None) -> JobRecordQuerySet:
         """Work orders, of one queue when given."""
         qs = self.of_kind("job")
-        return qs.in_namespace(f"queue_job:{queue}") if queue is not None else qs
+        return qs.in_namespace(job_namespace(queue)) if queue is not None else qs
 
     def dead_letters(self, queue: str | None = None) -> JobRecordQuerySet:
         """Dead-lettered jobs, of one queue when given."""
         qs = self.of_kind("dlq")
-        return qs.in_namespace(f"queue_dlq:{queue}") if queue is not None else qs
+        return qs.in_namespace(dlq_namespace(queue)) if queue is not None else qs
 
     def with_status(self, *statuses: str) -> JobRecordQuerySet:
         """Jobs whose ``value->>'status'`` is one of ``statuses`` (``waiting``, ``delayed``...)."""
@@ -35,4 +36,4 @@ class JobRecord(DurableRecord):
     @property
     def queue(self) -> str:
         """The queue name: the namespace's suffix (``queue_job:emails`` -> ``emails``)."""
-        return self.namespace.partition(":")[2]
+        return queue_of(self.namespace) or ""  # never None: oqron_jobs holds only jobs and dead letters

@@ -20,12 +20,11 @@ from django.db.models import Count, QuerySet
 from oqronboard.base.cursors import PAGE_SIZE, encode_cursor
 from oqronboard.base.expressions import JsonNumber, JsonText, KindIs, RowBefore, RowKey
 from oqronboard.base.scope import BoardScope
+from oqronkit.namespaces import dlq_namespace, job_namespace, queue_of
 
 from .models import JobRecord
 
 JOB_STATUSES = ("waiting", "delayed", "active", "waiting-dependencies", "blocked")
-DEAD_PREFIX = "queue_dlq:"
-JOB_PREFIX = "queue_job:"
 # Counts the hot plane does not keep are counted up to this, then shown as "1000+".
 COUNT_CAP = 1000
 
@@ -61,7 +60,7 @@ def _page(qs: QuerySet, key: str, limit: int) -> tuple[list[dict], str | None]:
                     row[name] = int(float(row[name]))
                 except (TypeError, ValueError):
                     row[name] = None
-        row["queue"] = row["namespace"].partition(":")[2]
+        row["queue"] = queue_of(row["namespace"])
     if len(rows) <= limit:
         return rows, None
     rows = rows[:limit]
@@ -75,7 +74,7 @@ def queue_jobs(
     """Jobs of one queue in one status, newest first."""
     created = JsonNumber("createdAt")
     qs = (
-        jobs_of(scope).filter(namespace=JOB_PREFIX + queue)
+        jobs_of(scope).filter(namespace=job_namespace(queue))
         .alias(f_status=JsonText("status"), created_key=created)
         .filter(f_status=status, created_key__isnull=False)
     )
@@ -99,7 +98,7 @@ def dead_queryset(scope: BoardScope, filters: DeadFilters) -> QuerySet[JobRecord
     """Dead letters matching ``filters``, newest death first (not yet sliced)."""
     qs = jobs_of(scope).filter(KindIs("dlq")).alias(died_key=JsonNumber("diedAt")).filter(died_key__isnull=False)
     if filters.queue:
-        qs = qs.filter(namespace=DEAD_PREFIX + filters.queue)
+        qs = qs.filter(namespace=dlq_namespace(filters.queue))
     if filters.fingerprint:
         qs = qs.alias(f_fp=JsonText("errorFingerprint")).filter(f_fp=filters.fingerprint)
     if filters.search:
@@ -120,7 +119,7 @@ def dead_list(scope: BoardScope, filters: DeadFilters, *, limit: int = PAGE_SIZE
 def dead_targets(scope: BoardScope, filters: DeadFilters, *, limit: int) -> list[tuple[str, str]]:
     """``(queue, job id)`` of up to ``limit`` dead letters matching ``filters``."""
     rows = dead_queryset(scope, filters).values_list("namespace", "id")[:limit]
-    return [(namespace.partition(":")[2], job_id) for namespace, job_id in rows]
+    return [(queue_of(namespace) or "", job_id) for namespace, job_id in rows]
 
 
 def dead_export_rows(scope: BoardScope, filters: DeadFilters, *, limit: int) -> Any:
@@ -135,7 +134,7 @@ def dlq_depths(scope: BoardScope) -> dict[str, int]:
         WHERE project = ... AND environment = ... AND record_kind = 'dlq' GROUP BY namespace
     """
     rows = jobs_of(scope).filter(KindIs("dlq")).values("namespace").annotate(n=Count("*")).order_by()
-    return {row["namespace"].partition(":")[2]: row["n"] for row in rows}
+    return {queue_of(row["namespace"]) or "": row["n"] for row in rows}
 
 
 _GROUPS_SQL = """
@@ -189,7 +188,7 @@ def dead_groups(scope: BoardScope, *, queue: str = "", limit: int = 50) -> list[
     params: list[Any] = [scope.project, scope.environment]
     if queue:
         where += " AND namespace = %s"
-        params.append(DEAD_PREFIX + queue)
+        params.append(dlq_namespace(queue))
     sql = _GROUPS_SQL.format(where=where, limit=int(limit), **expressions)
     # Every subquery repeats ``where``: 2 in fps, 4 in groups.
     with connection.cursor() as cursor:
@@ -205,7 +204,7 @@ def dead_groups(scope: BoardScope, *, queue: str = "", limit: int = 50) -> list[
         error = error if isinstance(error, dict) else {}
         groups.append({
             "fingerprint": fingerprint, "count": int(count), "queues": int(queues),
-            "queue": namespace.partition(":")[2],
+            "queue": queue_of(namespace),
             "first": int(first) if first is not None else None, "last": int(last) if last is not None else None,
             "error_type": error.get("type"), "message": error.get("message"),
         })
@@ -215,7 +214,7 @@ def dead_groups(scope: BoardScope, *, queue: str = "", limit: int = 50) -> list[
 def get_job(scope: BoardScope, queue: str, job_id: str) -> JobRecord | None:
     """A job (or its dead letter) by queue and id: primary-key reads."""
     return (
-        jobs_of(scope).filter(namespace__in=[JOB_PREFIX + queue, DEAD_PREFIX + queue], id=job_id)
+        jobs_of(scope).filter(namespace__in=[job_namespace(queue), dlq_namespace(queue)], id=job_id)
         .only("namespace", "id", "value").order_by("namespace").first()
     )
 
@@ -224,7 +223,7 @@ def find_jobs(scope: BoardScope, job_id: str, queues: list[str]) -> list[JobReco
     """Jobs or dead letters with this id in any of ``queues`` (primary-key reads)."""
     if not queues:
         return []
-    namespaces = [p + q for q in queues for p in (JOB_PREFIX, DEAD_PREFIX)]
+    namespaces = [build(q) for q in queues for build in (job_namespace, dlq_namespace)]
     return list(jobs_of(scope).filter(namespace__in=namespaces, id=job_id).only("namespace", "id", "value")[:20])
 
 
@@ -236,6 +235,6 @@ def capped_count(qs: QuerySet, cap: int = COUNT_CAP) -> tuple[int, bool]:
 
 def pending_counts(scope: BoardScope, queue: str) -> dict[str, tuple[int, bool]]:
     """Capped counts of the statuses the hot plane does not count."""
-    base = jobs_of(scope).filter(namespace=JOB_PREFIX + queue).alias(f_status=JsonText("status"))
+    base = jobs_of(scope).filter(namespace=job_namespace(queue)).alias(f_status=JsonText("status"))
     return {status: capped_count(base.filter(f_status=status)) for status in ("waiting-dependencies", "blocked")}
 

@@ -15,6 +15,7 @@ from oqronboard.base.pages import back, board_view, refresh_others, scope_of
 from oqronboard.base.roles import operator_required
 from oqronkit import JobNotFound, OqronError
 from oqronkit.clock import now_ms
+from oqronkit.namespaces import is_dead_letters
 
 from .forms import check_queue
 from .queries import get_job, pending_counts
@@ -48,7 +49,7 @@ def job_or_404(request: HttpRequest, queue: str, job_id: str):
 
 def job_context(record, queue: str, runs: list, audit: list) -> dict:
     value = record.value if isinstance(record.value, dict) else {}
-    dead = record.namespace.startswith("queue_dlq:")
+    dead = is_dead_letters(record.namespace)
     status = "dead" if dead else value.get("status")
     return {
         "job": value, "job_id": record.id, "queue": queue, "dead": dead, "status": status, "runs": runs,

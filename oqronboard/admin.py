@@ -36,6 +36,7 @@ from definitions.models import Record
 from definitions.queries import queue_controls
 from jobs.models import JobRecord
 from jobs.queries import dlq_depths
+from oqronkit.namespaces import AUDIT, QUEUE, RUNS, TOPIC, dlq_namespace, job_namespace, queue_of, topic_msg_namespace
 from runs.models import RunRecord
 
 from .base.audit import ACTION_CAP, Action, by_queue
@@ -210,7 +211,7 @@ class ReadOnlyRecordAdmin(admin.ModelAdmin):
 
 def _targets(queryset: QuerySet, kind: str) -> list[tuple[str, str]]:
     rows = queryset.filter(record_kind=kind).order_by().values_list("namespace", "id")[:ACTION_CAP]
-    return [(namespace.partition(":")[2], row_id) for namespace, row_id in rows]
+    return [(queue_of(namespace) or "", row_id) for namespace, row_id in rows]
 
 
 class JobRecordAdmin(ReadOnlyRecordAdmin):
@@ -219,7 +220,7 @@ class JobRecordAdmin(ReadOnlyRecordAdmin):
     actions = ("retry_dead", "delete_dead")
 
     def search_namespaces(self, scope: BoardScope) -> list[str]:
-        return [f"{prefix}:{q}" for q in _queues(scope) for prefix in ("queue_job", "queue_dlq")]
+        return [build(q) for q in _queues(scope) for build in (job_namespace, dlq_namespace)]
 
     def namespace_choices(self, scope: BoardScope) -> list[str]:
         return self.search_namespaces(scope)
@@ -241,7 +242,7 @@ class JobRecordAdmin(ReadOnlyRecordAdmin):
         if request.POST.get("confirmed") != "yes":
             return TemplateResponse(request, "admin/oqron_confirm_delete.html", {
                 **self.admin_site.each_context(request), "title": "Delete dead letters?", "pairs": pairs[:20],
-                "count": len(pairs), "keys": [json.dumps([f"queue_dlq:{q}", i]) for q, i in pairs],
+                "count": len(pairs), "keys": [json.dumps([dlq_namespace(q), i]) for q, i in pairs],
                 "action": "delete_dead", "opts": self.model._meta,
             })
         deleted = sum(scope.queue(q).delete_dead(ids) for q, ids in by_queue(pairs).items())
@@ -257,15 +258,15 @@ class RunRecordAdmin(ReadOnlyRecordAdmin):
     statuses = ("queued", "running", "completed", "failed", "cancelled", "held")
 
     def search_namespaces(self, scope: BoardScope) -> list[str]:
-        return ["runs", *self.topic_namespaces(scope)]
+        return [RUNS, *self.topic_namespaces(scope)]
 
     def namespace_choices(self, scope: BoardScope) -> list[str]:
         return self.search_namespaces(scope)
 
     @staticmethod
     def topic_namespaces(scope: BoardScope) -> list[str]:
-        topics = Record.objects.scoped(scope.project, scope.environment).filter(namespace="topic")
-        return [f"topic_msg:{t}" for t in topics.values_list("id", flat=True)[:200]]
+        topics = Record.objects.scoped(scope.project, scope.environment).filter(namespace=TOPIC)
+        return [topic_msg_namespace(t) for t in topics.values_list("id", flat=True)[:200]]
 
 
 class RecordAdmin(ReadOnlyRecordAdmin):
@@ -274,11 +275,11 @@ class RecordAdmin(ReadOnlyRecordAdmin):
 
     def namespace_choices(self, scope: BoardScope) -> list[str]:
         small = Record.objects.scoped(scope.project, scope.environment).of_kind("definition", "control", "state")
-        return sorted({*small.values_list("namespace", flat=True).distinct()[:200], "audit"})
+        return sorted({*small.values_list("namespace", flat=True).distinct()[:200], AUDIT})
 
     def _set_paused(self, request: HttpRequest, queryset: QuerySet, paused: bool) -> None:
         scope = current_scope(request)
-        names = list(queryset.filter(namespace="queue").order_by().values_list("id", flat=True)[:ACTION_CAP])
+        names = list(queryset.filter(namespace=QUEUE).order_by().values_list("id", flat=True)[:ACTION_CAP])
         for name in names:
             queue = scope.queue(name)
             queue.pause() if paused else queue.resume()

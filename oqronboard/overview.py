@@ -20,9 +20,10 @@ from django.db.models.functions import Concat
 
 from definitions.models import Record
 from jobs.models import JobRecord
-from jobs.queries import JOB_PREFIX, dlq_depths
+from jobs.queries import dlq_depths
 from oqronkit import OqronError
 from oqronkit.clock import now_ms
+from oqronkit.namespaces import JOB_PREFIX, QUEUE
 from runs.queries import QUEUE_MODULES, last_hour_counts
 
 from .base.expressions import JsonNumber, JsonText
@@ -90,7 +91,7 @@ def queue_states(scope: BoardScope) -> dict[str, dict[str, Any]]:
         .values_list(JsonNumber("createdAt"))[:1]
     )
     rows = (
-        Record.objects.scoped(scope.project, scope.environment).filter(namespace="queue")
+        Record.objects.scoped(scope.project, scope.environment).filter(namespace=QUEUE)
         .annotate(oldest=Subquery(oldest)).order_by("id").values_list("id", "value", "oldest")[:1000]
     )
     return {name: {"control": value if isinstance(value, dict) else {}, "oldest": _int(oldest_at)}

@@ -10,21 +10,19 @@ from django.db.models.functions import Concat
 
 from definitions.models import Record
 from jobs.models import JobRecord
-from jobs.queries import DEAD_PREFIX, JOB_PREFIX
+from oqronkit.namespaces import DLQ_PREFIX, JOB_PREFIX, QUEUE, dlq_namespace, job_namespace
 
 from .base.scope import BoardScope
 
-QUEUE_RECORDS = "queue"
-
 
 def has_record(scope: BoardScope, name: str) -> bool:
-    return Record.objects.scoped(scope.project, scope.environment).filter(namespace=QUEUE_RECORDS, id=name).exists()
+    return Record.objects.scoped(scope.project, scope.environment).filter(namespace=QUEUE, id=name).exists()
 
 
 def holds_jobs(scope: BoardScope, name: str) -> bool:
     """A job (any status) or a dead letter of queue ``name``: a primary-key prefix probe."""
     return JobRecord.objects.scoped(scope.project, scope.environment) \
-        .filter(namespace__in=[JOB_PREFIX + name, DEAD_PREFIX + name]).exists()
+        .filter(namespace__in=[job_namespace(name), dlq_namespace(name)]).exists()
 
 
 def queue_known(scope: BoardScope, name: str) -> bool:
@@ -37,5 +35,5 @@ def usage_annotations(scope: BoardScope) -> dict[str, Exists]:
     jobs = JobRecord.objects.scoped(scope.project, scope.environment)
     return {
         "holds_jobs": Exists(jobs.filter(namespace=Concat(Value(JOB_PREFIX), OuterRef("id")))),
-        "holds_dead": Exists(jobs.filter(namespace=Concat(Value(DEAD_PREFIX), OuterRef("id")))),
+        "holds_dead": Exists(jobs.filter(namespace=Concat(Value(DLQ_PREFIX), OuterRef("id")))),
     }

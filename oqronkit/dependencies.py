@@ -17,6 +17,7 @@ from .clock import now_ms
 from .durable import DurablePlane, RecordWrite
 from .hot import HotPlaneFacade
 from .jobs import Job
+from .namespaces import RUNS, dlq_namespace, job_namespace
 from .skipped import guarded
 
 logger = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ _CLOCK_SKEW_MS = 60_000
 def add_dependent(durable: DurablePlane, queue: str, parent_id: str, child: list[str]) -> bool:
     """Append ``child`` to the parent's dependents (compare-and-set loop); False if the
     parent no longer waits in its queue (the sweep then resolves the child)."""
-    namespace = f"queue_job:{queue}"
+    namespace = job_namespace(queue)
     for _ in range(MAX_CAS_TRIES):
         record = durable.get(namespace, parent_id)
         if record is None:
@@ -55,7 +56,7 @@ def has_completed_run(durable: DurablePlane, queue: str, job_id: str, *, scan: i
     scan = COMPLETED_RUN_SCAN if scan is None else scan
     cursor, seen = None, 0
     while seen < scan:
-        page = durable.list("runs", name=queue, status="completed", order="started", descending=True,
+        page = durable.list(RUNS, name=queue, status="completed", order="started", descending=True,
                             started_from=started_from, limit=min(1000, scan - seen), cursor=cursor)
         if any(r.value.get("jobId") == job_id for r in page.records):
             return True
@@ -75,7 +76,7 @@ def on_parent_done(durable: DurablePlane, hot: HotPlaneFacade, parent: Job, outc
 def resolve_child(
     durable: DurablePlane, hot: HotPlaneFacade, queue: str, child_id: str, parent: list[str], outcome: str
 ) -> None:
-    namespace = f"queue_job:{queue}"
+    namespace = job_namespace(queue)
     for _ in range(MAX_CAS_TRIES):
         record = durable.get(namespace, child_id)
         if record is None:
@@ -126,11 +127,11 @@ def sweep_waiting(durable: DurablePlane, hot: HotPlaneFacade, queues: Sequence[s
     resolved = 0
     for queue in queues:
         records = [
-            *durable.list(f"queue_job:{queue}", status="waiting-dependencies", limit=limit).records,
-            *durable.list(f"queue_job:{queue}", status="blocked", limit=limit).records,
+            *durable.list(job_namespace(queue), status="waiting-dependencies", limit=limit).records,
+            *durable.list(job_namespace(queue), status="blocked", limit=limit).records,
         ]
         for record in records:
-            resolved += guarded("dependency sweep", f"queue_job:{queue}", record.id,
+            resolved += guarded("dependency sweep", job_namespace(queue), record.id,
                                 lambda value=record.value, queue=queue: _sweep_child(durable, hot, queue, value)) or 0
     return resolved
 
@@ -139,10 +140,10 @@ def _sweep_child(durable: DurablePlane, hot: HotPlaneFacade, queue: str, value: 
     child = Job.from_value(value)
     resolved = 0
     for parent_queue, parent_id in list(child.pending):
-        if durable.get(f"queue_job:{parent_queue}", parent_id) is not None:
+        if durable.get(job_namespace(parent_queue), parent_id) is not None:
             continue
         # Gone from both places (completed, or deleted by an operator): released.
-        outcome = "dead" if durable.get(f"queue_dlq:{parent_queue}", parent_id) else "completed"
+        outcome = "dead" if durable.get(dlq_namespace(parent_queue), parent_id) else "completed"
         if outcome == "dead" and f"{parent_queue}/{parent_id}" in (child.blocked_by or []):
             continue
         resolve_child(durable, hot, queue, child.id, [parent_queue, parent_id], outcome)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from .backends.hot_types import MAX_PRIORITY, MIN_PRIORITY, Signal
 from .bounds import MAX_EPOCH_MS
 from .codec import jsonb_key_order
+from .namespaces import dlq_namespace, job_namespace
 from .shedding import trim_error
 
 JobStatus = Literal["waiting", "delayed", "active", "waiting-dependencies", "blocked", "dead"]
@@ -70,7 +71,7 @@ class Job:
 
     @property
     def namespace(self) -> str:
-        return f"queue_dlq:{self.queue}" if self.status == "dead" else f"queue_job:{self.queue}"
+        return dlq_namespace(self.queue) if self.status == "dead" else job_namespace(self.queue)
 
     def to_value(self) -> dict[str, Any]:
         # Hot path (every add and every claim): a precomputed key list, not fields().

@@ -1,7 +1,9 @@
-"""Record kinds: which kind a namespace holds and which durable table stores it.
+"""Namespaces: their names, builders and parsers, the kind each holds and its table.
 
 This is the spec's taxonomy (``storage-model.md``, "Record kinds"), exported so tools,
-the board and users' own SQL all classify rows the same way.
+the board and users' own SQL all classify rows the same way. Every namespace string is
+written here once: fixed ones as constants, families (``<family>:<suffix>``, the suffix
+may itself contain ':') as a builder and a parser; every other module calls them.
 """
 
 from __future__ import annotations
@@ -26,30 +28,134 @@ RECORD_KINDS: Final[tuple[RecordKind, ...]] = (
     "definition", "control", "job", "dlq", "run", "message", "log", "state", "record",
 )
 
+# Fixed namespaces (definitions and control records, the run log, the board's audit).
+RUNS: Final = "runs"
+QUEUE: Final = "queue"
+WORKER: Final = "worker"
+CRON: Final = "cron"
+SCHEDULE: Final = "schedule"
+CRON_DURABLE: Final = "cron_durable"
+SCHEDULE_DURABLE: Final = "schedule_durable"
+CACHE: Final = "cache"
+RATELIMIT: Final = "ratelimit"
+TOPIC: Final = "topic"
+TOPIC_STATE: Final = "topic_state"
+WEBHOOK: Final = "webhook"
+WEBHOOK_CB: Final = "webhook_cb"
+# The board's operator actions, written through the engine; not in the spec's table.
+AUDIT: Final = "audit"
+# A schedule kind's definitions namespace -> its durable control (pointer) namespace.
+SCHEDULER_CONTROL: Final[dict[str, str]] = {CRON: CRON_DURABLE, SCHEDULE: SCHEDULE_DURABLE}
+
+# Family prefixes, colon included: what a namespace__startswith filter needs.
+JOB_PREFIX: Final = "queue_job:"
+DLQ_PREFIX: Final = "queue_dlq:"
+TOPIC_MSG_PREFIX: Final = "topic_msg:"
+TOPIC_GROUPS_PREFIX: Final = "topic_groups:"
+WEBHOOK_ENDPOINTS_PREFIX: Final = "webhook_endpoints:"
+MODULE_LOGS_PREFIX: Final = "module_logs:"
+
 _EXACT: Final[dict[str, RecordKind]] = {
-    "cron": "definition",
-    "schedule": "definition",
-    "cache": "definition",
-    "ratelimit": "definition",
-    "topic": "definition",
-    "queue": "control",
-    "worker": "control",
-    "webhook": "control",
-    "topic_state": "control",
-    "cron_durable": "control",
-    "schedule_durable": "control",
-    "runs": "run",
-    "webhook_cb": "state",
+    CRON: "definition",
+    SCHEDULE: "definition",
+    CACHE: "definition",
+    RATELIMIT: "definition",
+    TOPIC: "definition",
+    QUEUE: "control",
+    WORKER: "control",
+    WEBHOOK: "control",
+    TOPIC_STATE: "control",
+    CRON_DURABLE: "control",
+    SCHEDULE_DURABLE: "control",
+    RUNS: "run",
+    WEBHOOK_CB: "state",
 }
 # Families are "<family>:<suffix>"; the suffix may itself contain ':'.
 _FAMILIES: Final[dict[str, RecordKind]] = {
-    "webhook_endpoints": "definition",
-    "topic_groups": "control",
-    "queue_job": "job",
-    "queue_dlq": "dlq",
-    "topic_msg": "message",
-    "module_logs": "log",
+    prefix[:-1]: kind for prefix, kind in (
+        (WEBHOOK_ENDPOINTS_PREFIX, "definition"),
+        (TOPIC_GROUPS_PREFIX, "control"),
+        (JOB_PREFIX, "job"),
+        (DLQ_PREFIX, "dlq"),
+        (TOPIC_MSG_PREFIX, "message"),
+        (MODULE_LOGS_PREFIX, "log"),
+    )
 }
+
+
+def job_namespace(queue: str) -> str:
+    """The namespace of ``queue``'s jobs: ``job_namespace("emails") == "queue_job:emails"``."""
+    return JOB_PREFIX + queue
+
+
+def dlq_namespace(queue: str) -> str:
+    """The namespace of ``queue``'s dead letters: ``"queue_dlq:emails"``."""
+    return DLQ_PREFIX + queue
+
+
+def queue_of(namespace: str) -> str | None:
+    """The queue of a job or dead-letter namespace (``"queue_dlq:a:b"`` -> ``"a:b"``), or
+    None for any other namespace."""
+    if namespace.startswith(JOB_PREFIX):
+        return namespace[len(JOB_PREFIX):]
+    if namespace.startswith(DLQ_PREFIX):
+        return namespace[len(DLQ_PREFIX):]
+    return None
+
+
+def is_dead_letters(namespace: str) -> bool:
+    """Whether ``namespace`` holds dead letters (``queue_dlq:<queue>``)."""
+    return namespace.startswith(DLQ_PREFIX)
+
+
+def topic_msg_namespace(topic: str) -> str:
+    """The namespace of ``topic``'s retained messages: ``"topic_msg:orders"``."""
+    return TOPIC_MSG_PREFIX + topic
+
+
+def topic_of_messages(namespace: str) -> str | None:
+    """The topic of a ``topic_msg:<topic>`` namespace, or None for any other."""
+    return _suffix(namespace, TOPIC_MSG_PREFIX)
+
+
+def topic_groups_namespace(topic: str) -> str:
+    """The namespace of ``topic``'s consumer groups: ``"topic_groups:orders"``."""
+    return TOPIC_GROUPS_PREFIX + topic
+
+
+def topic_of_groups(namespace: str) -> str | None:
+    """The topic of a ``topic_groups:<topic>`` namespace, or None for any other."""
+    return _suffix(namespace, TOPIC_GROUPS_PREFIX)
+
+
+def webhook_endpoints_namespace(webhook: str) -> str:
+    """The namespace of ``webhook``'s endpoints: ``"webhook_endpoints:billing"``."""
+    return WEBHOOK_ENDPOINTS_PREFIX + webhook
+
+
+def webhook_of_endpoints(namespace: str) -> str | None:
+    """The webhook of a ``webhook_endpoints:<webhook>`` namespace, or None for any other."""
+    return _suffix(namespace, WEBHOOK_ENDPOINTS_PREFIX)
+
+
+def module_logs_namespace(module: str) -> str:
+    """The namespace of a module's logs: ``module_logs_namespace("queue") == "module_logs:queue"``."""
+    return MODULE_LOGS_PREFIX + module
+
+
+def module_of_logs(namespace: str) -> str | None:
+    """The module of a ``module_logs:<module>`` namespace, or None for any other."""
+    return _suffix(namespace, MODULE_LOGS_PREFIX)
+
+
+def job_audit_namespace(queue: str, job_id: str) -> str:
+    """The namespace of one job's audit entries (``"audit:job:emails:j1"``), which the board
+    writes beside ``audit``; never parsed: a queue name may hold ':'."""
+    return f"{AUDIT}:job:{queue}:{job_id}"
+
+
+def _suffix(namespace: str, prefix: str) -> str | None:
+    return namespace[len(prefix):] if namespace.startswith(prefix) else None
 
 
 @lru_cache(maxsize=4096)

@@ -23,6 +23,7 @@ from .durable import RecordWrite
 from .enqueue import build_job, check_priority, check_text, check_timeout, options_from, plain_job_rows, reject_cycles
 from .errors import BackendUnavailable, ConfigurationError, DuplicateRecord, InvalidJob
 from .jobs import Job
+from .namespaces import dlq_namespace, job_namespace
 from .queue_control import QueueControl
 
 if TYPE_CHECKING:
@@ -142,11 +143,11 @@ class Queue(QueueControl):
 
     @property
     def namespace(self) -> str:
-        return f"queue_job:{self.name}"
+        return job_namespace(self.name)
 
     @property
     def dlq_namespace(self) -> str:
-        return f"queue_dlq:{self.name}"
+        return dlq_namespace(self.name)
 
     # -- adding jobs -------------------------------------------------------------------
 
@@ -239,9 +240,9 @@ class Queue(QueueControl):
                 continue
             still, dead = [], []
             for queue, parent_id in job.pending:
-                if (queue, parent_id) in in_batch or durable.get(f"queue_job:{queue}", parent_id):
+                if (queue, parent_id) in in_batch or durable.get(job_namespace(queue), parent_id):
                     still.append([queue, parent_id])
-                elif durable.get(f"queue_dlq:{queue}", parent_id):
+                elif durable.get(dlq_namespace(queue), parent_id):
                     dead.append(f"{queue}/{parent_id}")
                     if job.parent_failure == "block":  # a retried parent can still release it
                         still.append([queue, parent_id])

@@ -16,6 +16,7 @@ from .dependencies import on_parent_done
 from .durable import Page, RecordWrite
 from .errors import InvalidState, JobNotFound
 from .jobs import Job
+from .namespaces import QUEUE
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -38,7 +39,7 @@ class QueueControl:
 
     def control_state(self) -> dict[str, Any]:
         """This queue's persisted control record (``queue`` namespace)."""
-        record = self.engine.durable.get("queue", self.name)
+        record = self.engine.durable.get(QUEUE, self.name)
         return record.value if record else {"name": self.name, "paused": False}
 
     def is_paused(self) -> bool:
@@ -55,13 +56,13 @@ class QueueControl:
     def _set_paused(self, paused: bool) -> None:
         durable = self.engine.durable
         for _ in range(20):
-            record = durable.get("queue", self.name)
+            record = durable.get(QUEUE, self.name)
             current = record.value if record else None
             value = {**(current or {"name": self.name}), "paused": paused, "updatedAt": now_ms()}
             expect = {"updatedAt": current.get("updatedAt")} if current else None
             from .backends.types import ABSENT
 
-            if durable.compare_and_set("queue", self.name, expect=expect or ABSENT, value=value):
+            if durable.compare_and_set(QUEUE, self.name, expect=expect or ABSENT, value=value):
                 logger.info("queue %s %s", self.name, "paused" if paused else "resumed",
                             extra={"action": "queue.pause" if paused else "queue.resume", "queue": self.name})
                 return

@@ -12,12 +12,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from .errors import InvalidNamespace, InvalidState
+from .namespaces import QUEUE, dlq_namespace, job_namespace
 
 if TYPE_CHECKING:
     from .engine import Engine
 
 logger = logging.getLogger(__name__)
-QUEUE_RECORDS = "queue"
 
 
 def queue_holds_jobs(engine: Engine, name: str) -> bool:
@@ -25,7 +25,7 @@ def queue_holds_jobs(engine: Engine, name: str) -> bool:
     plane. A namespace the facade refuses to address (a name with a control character,
     accepted by older versions) is skipped: callers that can read such rows check them."""
     durable = engine.durable
-    for namespace in (f"queue_job:{name}", f"queue_dlq:{name}"):
+    for namespace in (job_namespace(name), dlq_namespace(name)):
         try:
             if durable.list(namespace, limit=1).records:
                 return True
@@ -41,7 +41,7 @@ def remove_queue_record(engine: Engine, name: str) -> bool:
     (pause it, or delete them first)."""
     if queue_holds_jobs(engine, name):
         raise InvalidState(f"Queue {name!r} still holds jobs or dead letters; its record stays.")
-    removed = engine.durable.delete(QUEUE_RECORDS, name)
+    removed = engine.durable.delete(QUEUE, name)
     logger.info("queue record %s %s", name, "removed" if removed else "was already gone",
                 extra={"action": "queue.record_removed"})
     return removed

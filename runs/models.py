@@ -9,6 +9,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from oqronboard.base.records import DurableManager, DurableRecord, DurableRecordQuerySet
+from oqronkit.namespaces import topic_msg_namespace
 
 
 class RunRecordQuerySet(DurableRecordQuerySet):
@@ -18,7 +19,7 @@ class RunRecordQuerySet(DurableRecordQuerySet):
     def messages(self, topic: str | None = None) -> RunRecordQuerySet:
         """Retained messages, of one topic when given."""
         qs = self.of_kind("message")
-        return qs.in_namespace(f"topic_msg:{topic}") if topic is not None else qs
+        return qs.in_namespace(topic_msg_namespace(topic)) if topic is not None else qs
 
     def with_status(self, *statuses: str) -> RunRecordQuerySet:
         """Runs whose ``value->>'status'`` is one of ``statuses`` (an indexed field)."""

@@ -19,10 +19,10 @@ from django.db.models.functions import Floor
 from oqronboard.base.cursors import PAGE_SIZE, encode_cursor
 from oqronboard.base.expressions import JsonNumber, JsonText, RowBefore, RowKey, RunStarted
 from oqronboard.base.scope import BoardScope
+from oqronkit.namespaces import RUNS
 
 from .models import RunRecord
 
-RUN_NAMESPACE = "runs"
 # The modules whose runs are a queue's jobs (the run's name is the queue).
 QUEUE_MODULES = ("queue", "worker")
 # The dominant values oqron_runs' partial status and module indexes leave out
@@ -74,7 +74,7 @@ def run_list(scope: BoardScope, filters: RunFilters, *, limit: int = PAGE_SIZE) 
         # Unfiltered, or on a value Postgres's partial status / module indexes leave
         # out: walk (project, environment, namespace, startedAt, id), which the planner
         # may still trade for another filter's index.
-        qs = qs.filter(namespace=RUN_NAMESPACE)
+        qs = qs.filter(namespace=RUNS)
     qs = qs.alias(started=RunStarted()).filter(started__gte=filters.since)
     if filters.until is not None:
         qs = qs.filter(started__lt=filters.until)
@@ -103,7 +103,7 @@ def job_runs(scope: BoardScope, job_id: str, *, limit: int = 25) -> list[dict]:
 
 def get_run(scope: BoardScope, run_id: str) -> RunRecord | None:
     """A run by id: a primary-key read."""
-    return runs_of(scope).filter(namespace=RUN_NAMESPACE, id=run_id).only("id", "value").first()
+    return runs_of(scope).filter(namespace=RUNS, id=run_id).only("id", "value").first()
 
 
 def last_hour_counts(scope: BoardScope, *, since: int, bucket_ms: int) -> list[dict[str, Any]]:
@@ -111,7 +111,7 @@ def last_hour_counts(scope: BoardScope, *, since: int, bucket_ms: int) -> list[d
     range scan of (project, environment, namespace, startedAt)."""
     bucket = Floor(Func(RunStarted(), Value(bucket_ms), template="(%(expressions)s)", arg_joiner=" / "))
     rows = (
-        runs_of(scope).filter(namespace=RUN_NAMESPACE)
+        runs_of(scope).filter(namespace=RUNS)
         .alias(started=RunStarted()).filter(started__gte=since)
         .values(name=JsonText("name"), module=JsonText("module"), status=JsonText("status"), bucket=bucket)
         .annotate(count=Count("*")).order_by()
@@ -123,7 +123,7 @@ def runs_by_id(scope: BoardScope, ids: list[str]) -> dict[str, dict[str, Any]]:
     """Status, start and lateness of the given runs by id: one primary-key read."""
     if not ids:
         return {}
-    rows = runs_of(scope).filter(namespace=RUN_NAMESPACE, id__in=ids).values(
+    rows = runs_of(scope).filter(namespace=RUNS, id__in=ids).values(
         "id", status=JsonText("status"), started=JsonText("startedAt"), late_ms=JsonText("lateMs"))
     return {row["id"]: row for row in rows}
 
@@ -133,7 +133,7 @@ def late_counts(scope: BoardScope, modules: tuple[str, ...], *, since: int, late
     """Per (module, name) of ``modules``: runs started since ``since`` and how many of
     them fired more than ``late_ms`` late (one range of the startedAt index)."""
     rows = (
-        runs_of(scope).filter(namespace=RUN_NAMESPACE)
+        runs_of(scope).filter(namespace=RUNS)
         .alias(started=RunStarted(), module=JsonText("module"), late_ms=JsonNumber("lateMs"))
         .filter(started__gte=since, module__in=modules)
         .values(kind=JsonText("module"), run_name=JsonText("name"))

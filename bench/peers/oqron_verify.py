@@ -11,6 +11,7 @@ import json
 import sys
 
 from oqronkit import get_engine
+from oqronkit.namespaces import RUNS
 
 
 def main() -> int:
@@ -20,7 +21,7 @@ def main() -> int:
     jobs: set[str] = set()
     cursor = None
     while True:
-        page = durable.list("runs", limit=1000, cursor=cursor)
+        page = durable.list(RUNS, limit=1000, cursor=cursor)
         for record in page.records:
             runs += 1
             jobs.add(str(record.value.get("jobId")))
@@ -30,7 +31,7 @@ def main() -> int:
             break
     left = durable.count(kind="job") + durable.count(kind="dlq")
     sys.stdout.write(json.dumps({"runs": runs, "jobs": len(jobs), "completed": completed, "left": left,
-                                 "count_runs": durable.count("runs")}) + "\n")
+                                 "count_runs": durable.count(RUNS)}) + "\n")
     engine.close()
     return 0
 

@@ -20,21 +20,16 @@ from typing import Any
 from oqronkit import OqronError, RecordWrite
 from oqronkit.clock import now_ms
 from oqronkit.codec import text_problem
+from oqronkit.namespaces import AUDIT, job_audit_namespace
 
 from .scope import BoardScope
 
 logger = logging.getLogger(__name__)
-AUDIT_NAMESPACE = "audit"
 # What one request acts on at most (the board's and the admin's actions alike).
 ACTION_CAP = 1000
 # A bulk action keeps this many ids in its record and links this many jobs to it.
 MAX_IDS_KEPT = 1000
 MAX_JOB_LINKS = 1000
-
-
-def job_namespace(queue: str, job_id: str) -> str:
-    """The namespace holding one job's audit entries."""
-    return f"audit:job:{queue}:{job_id}"
 
 
 def new_audit_id(at: int) -> str:
@@ -63,10 +58,10 @@ class Action:
             "idCount": len(self.targets), "ok": ok, "result": result,
             "project": self.scope.project, "environment": self.scope.environment, **self.extra,
         }
-        writes = [RecordWrite(AUDIT_NAMESPACE, entry["id"], entry)]
+        writes = [RecordWrite(AUDIT, entry["id"], entry)]
         # A job whose id the engine no longer accepts in a name (a newline, from an older
         # version) gets no copy: one refused namespace would fail the whole write.
-        links = (job_namespace(q, j) for q, j in self.targets[:MAX_JOB_LINKS])
+        links = (job_audit_namespace(q, j) for q, j in self.targets[:MAX_JOB_LINKS])
         writes += [RecordWrite(ns, entry["id"], entry) for ns in links if text_problem(ns) is None]
         try:
             self.scope.engine.durable.put_many(writes)

@@ -9,8 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from definitions.queries import audit_entries
+from oqronkit.namespaces import AUDIT
 
-from ..base.audit import AUDIT_NAMESPACE
 from ..base.filters import TextFilter, clean_or_400
 from ..base.pages import board_view, scope_of
 
@@ -22,7 +22,7 @@ class AuditForm(forms.Form):
 @board_view
 def audit(request: HttpRequest) -> HttpResponse:
     data = clean_or_400(AuditForm(request.GET))
-    rows, next_before = audit_entries(scope_of(request), AUDIT_NAMESPACE, before=data["before"] or None)
+    rows, next_before = audit_entries(scope_of(request), AUDIT, before=data["before"] or None)
     context = {"rows": rows, "next_query": urlencode({"before": next_before}) if next_before else ""}
     if request.htmx and data["before"]:
         return render(request, "oqronboard/audit.html#rows", context)

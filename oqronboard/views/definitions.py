@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 from definitions.queries import MAX_DEFINITIONS, definitions, queue_control
 from jobs.forms import check_queue
 from oqronkit.errors import InvalidState
+from oqronkit.namespaces import QUEUE
 from oqronkit.queue_records import remove_queue_record
 
 from .. import queues
@@ -34,7 +35,7 @@ def definitions_page(request: HttpRequest) -> HttpResponse:
     records = definitions(scope, annotate=queues.usage_annotations(scope))
     grouped: dict[str, list] = defaultdict(list)
     for record in records:
-        record.stale = record.namespace == queues.QUEUE_RECORDS and not (record.holds_jobs or record.holds_dead)
+        record.stale = record.namespace == QUEUE and not (record.holds_jobs or record.holds_dead)
         grouped[record.namespace].append(record)
     context = {"groups": sorted(grouped.items()), "capped": len(records) >= MAX_DEFINITIONS,
                "limit": MAX_DEFINITIONS}

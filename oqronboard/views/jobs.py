@@ -13,10 +13,10 @@ from definitions.queries import audit_entries, queue_control
 from jobs.forms import JobListForm, check_queue
 from jobs.queries import JOB_STATUSES, queue_jobs
 from jobs.views import job_context, job_or_404, queue_counts
+from oqronkit.namespaces import job_audit_namespace
 from runs.queries import job_runs
 
 from .. import overview
-from ..base.audit import job_namespace
 from ..base.cursors import decode_cursor
 from ..base.filters import clean_or_400
 from ..base.pages import board_view, scope_of
@@ -66,5 +66,5 @@ def job_detail(request: HttpRequest, queue: str, job_id: str) -> HttpResponse:
     it (three queries)."""
     record = job_or_404(request, queue, job_id)
     scope = scope_of(request)
-    audit, _ = audit_entries(scope, job_namespace(queue, job_id), limit=20)
+    audit, _ = audit_entries(scope, job_audit_namespace(queue, job_id), limit=20)
     return render(request, "jobs/detail.html", job_context(record, queue, job_runs(scope, job_id), audit))

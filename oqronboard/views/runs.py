@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from jobs.queries import get_job
+from oqronkit.namespaces import is_dead_letters
 from runs.queries import QUEUE_MODULES, job_runs
 from runs.views import live_context, run_or_404
 
@@ -27,7 +28,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         job = get_job(scope, queue, job_id)
     job_status = None
     if job is not None:
-        job_status = "dead" if job.namespace.startswith("queue_dlq:") else (job.value or {}).get("status")
+        job_status = "dead" if is_dead_letters(job.namespace) else (job.value or {}).get("status")
     context = {"run": value, "run_id": run.id, "siblings": siblings, "job_status": job_status, "queue": queue}
     context.update(live_context(request, run.id, value))
     return render(request, "runs/detail.html", context)

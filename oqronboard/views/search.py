@@ -32,8 +32,7 @@ def jump(request: HttpRequest) -> HttpResponse:
     queues = sorted(set(queue_controls(scope)) | set(dlq_depths(scope)))
     jobs = find_jobs(scope, wanted, queues)
     if len(jobs) == 1:
-        return redirect("job", queue=jobs[0].namespace.partition(":")[2], job_id=wanted)
-    matches = [(j.namespace.partition(":")[2], reverse("job", args=[j.namespace.partition(":")[2], wanted]))
-               for j in jobs]
+        return redirect("job", queue=jobs[0].queue, job_id=wanted)
+    matches = [(j.queue, reverse("job", args=[j.queue, wanted])) for j in jobs]
     return render(request, "oqronboard/jump.html", {"wanted": wanted, "matches": matches},
                   status=200 if matches else 404)

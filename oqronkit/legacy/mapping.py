@@ -18,7 +18,20 @@ from ..backoff import Backoff
 from ..config import OqronConfig
 from ..errors import ConfigurationError
 from ..jobs import Job, JobStatus
-from ..namespaces import RecordKind, classify_namespace
+from ..namespaces import (
+    CRON,
+    CRON_DURABLE,
+    QUEUE,
+    RUNS,
+    SCHEDULE,
+    SCHEDULE_DURABLE,
+    WEBHOOK,
+    WORKER,
+    RecordKind,
+    classify_namespace,
+    dlq_namespace,
+    job_namespace,
+)
 
 V1_PREFIX: Final = "oqron"
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
@@ -37,9 +50,8 @@ _HOT_ONLY: Final = frozenset({
     "ratelimit:sliding", "ratelimit:fixed", "ratelimit:bucket", "ratelimit:bans",
     "ratelimit:violations", "ratelimit:warnings", "ratelimit:circuit",
 })
-_INSTANCES: Final = {"queue_instances": "queue", "worker_instances": "worker", "webhook_instances": "webhook"}
-_SCHEDULERS: Final = {"cron_schedules": ("cron", "cron_durable"),
-                      "schedule_schedules": ("schedule", "schedule_durable")}
+_INSTANCES: Final = {"queue_instances": QUEUE, "worker_instances": WORKER, "webhook_instances": WEBHOOK}
+_SCHEDULERS: Final = {"cron_schedules": (CRON, CRON_DURABLE), "schedule_schedules": (SCHEDULE, SCHEDULE_DURABLE)}
 # v1 job status -> (what it becomes, the v2 job or run status) for queue-like jobs ...
 _QUEUE_JOB: Final[dict[str, tuple[str, str]]] = {
     "waiting": ("job", "waiting"),
@@ -275,7 +287,7 @@ def _map_job(logical: str, id: str, value: dict[str, Any], ctx: _Context) -> _Ou
     if job.get("type") in ("cron", "schedule"):
         if status not in _FIRE_RUN:
             raise _Skip(f"cron/schedule fire with unknown status {status!r}")
-        return [("runs", id, _run(id, job, _FIRE_RUN[status], ctx))]
+        return [(RUNS, id, _run(id, job, _FIRE_RUN[status], ctx))]
     if status not in _QUEUE_JOB:
         raise _Skip(f"job with unknown status {status!r}")
     queue = job.get("queueName") or job.get("moduleName")
@@ -283,11 +295,11 @@ def _map_job(logical: str, id: str, value: dict[str, Any], ctx: _Context) -> _Ou
         raise _Skip("job has no queueName")
     outcome, new_status = _QUEUE_JOB[status]
     if outcome == "run":
-        return [("runs", id, _run(id, job, new_status, ctx))]
+        return [(RUNS, id, _run(id, job, new_status, ctx))]
     if outcome == "dlq":
-        return [(f"queue_dlq:{queue}", id, _v2_job(id, job, queue, "dead", ctx)),
-                ("runs", id, _run(id, job, "failed", ctx))]
-    return [(f"queue_job:{queue}", id, _v2_job(id, job, queue, new_status, ctx))]
+        return [(dlq_namespace(queue), id, _v2_job(id, job, queue, "dead", ctx)),
+                (RUNS, id, _run(id, job, "failed", ctx))]
+    return [(job_namespace(queue), id, _v2_job(id, job, queue, new_status, ctx))]
 
 
 def _v2_job(id: str, job: dict[str, Any], queue: str, status: JobStatus, ctx: _Context) -> dict[str, Any]:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from ..backends.types import ABSENT
 from ..clock import now_ms
 from ..errors import InvalidState, OqronError, UnknownSchedule
-from .definition import CONTROL_NAMESPACE, Definition
+from ..namespaces import SCHEDULER_CONTROL
+from .definition import Definition
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -53,7 +54,7 @@ def update_control(
     changed it meanwhile, retrying on conflict. ``mutate`` returns False to write
     nothing. ``current`` is a copy believed up to date (the leader's cache): the first
     attempt uses it without a read. Returns the stored value (None if there is none)."""
-    durable, namespace = engine.durable, CONTROL_NAMESPACE[kind]
+    durable, namespace = engine.durable, SCHEDULER_CONTROL[kind]
     for _ in range(CAS_ATTEMPTS):
         if current is not None:
             base, current = current, None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from ..errors import ConfigurationError, InvalidSchedule
+from ..namespaces import RUNS, SCHEDULE
 from . import control
 from .definition import Definition, build_definition, handler_name
 from .timing import get_zone
@@ -139,7 +140,7 @@ class Declared:
 
     def runs(self, limit: int = 20) -> list[dict[str, Any]]:
         """The latest run records (newest first)."""
-        page = self.engine.durable.list("runs", name=self.name, module=self.kind, order="started",
+        page = self.engine.durable.list(RUNS, name=self.name, module=self.kind, order="started",
                                         descending=True, limit=limit)
         return [r.value for r in page.records]
 
@@ -189,7 +190,7 @@ class Schedule(Declared):
             run_at = now
         base = self.definition
         if base.handler is None:  # declared here without its handler: name the one the workers run
-            stored = self.engine.durable.get("schedule", base.name)
+            stored = self.engine.durable.get(SCHEDULE, base.name)
             base = base.derive(handler=stored.value.get("handler") if stored else None)
         dynamic = build_definition(
             "schedule", f"{base.name}:{key or new_id()}", every=every, run_at=run_at, rrule=rrule,
@@ -200,7 +201,7 @@ class Schedule(Declared):
             base=base.name, now=now,
         ).derive(backoff=base.backoff)
         engine = self.engine
-        if not engine.durable.insert("schedule", dynamic.name, {**dynamic.to_record(), "createdAt": now,
+        if not engine.durable.insert(SCHEDULE, dynamic.name, {**dynamic.to_record(), "createdAt": now,
                                                                "updatedAt": now}):
             stored, _ = control.load(engine, "schedule", dynamic.name)
             return Schedule(stored, self.fn, self._engine, register=False)

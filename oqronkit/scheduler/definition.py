@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from ..backoff import make_backoff, to_ms
 from ..errors import InvalidJob, InvalidSchedule
+from ..namespaces import SCHEDULER_CONTROL
 from .rrule import RRuleTiming
 from .timing import CronTiming, EveryTiming, NeverTiming, OnceTiming, Timing, get_zone
 
@@ -21,7 +22,6 @@ OVERLAP = ("skip", "allow", "buffer-one", "cancel-previous")
 MAX_MISSED_RUNS = 1000  # the catch-up backlog lives in the control record; keep it well under a record's size
 MAX_PAYLOAD_BYTES = 64 * 1024
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,89}$")
-CONTROL_NAMESPACE = {"cron": "cron_durable", "schedule": "schedule_durable"}
 
 
 def check_name(name: Any, kind: str, *, dynamic: bool = False) -> str:
@@ -103,7 +103,7 @@ class Definition:
 
     @property
     def control_namespace(self) -> str:
-        return CONTROL_NAMESPACE[self.kind]
+        return SCHEDULER_CONTROL[self.kind]
 
     @property
     def queue_name(self) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidRecord, OqronError, RecordTooLarge
+from ..namespaces import RUNS
 from ..runs import describe_error, finish_run, shed_parts
 from ..shedding import write_shedding
 from .context import LeaderContext
@@ -151,7 +152,7 @@ class RunExecutor:
         for attempt in range(5):
             try:
                 stored = write_shedding(
-                    lambda value: durable.compare_and_set("runs", run["id"], expect={"status": "running"}, value=value),
+                    lambda value: durable.compare_and_set(RUNS, run["id"], expect={"status": "running"}, value=value),
                     run, shed_parts)
                 if not stored:
                     logger.warning("run %s was already resolved elsewhere (its leader was presumed dead); "

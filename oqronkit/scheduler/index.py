@@ -10,10 +10,11 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..namespaces import SCHEDULER_CONTROL
 from ..skipped import guarded
 from .control import CHANGES_COUNTER, CHANGES_GROUP, ensure_control
 from .declare import registry_for
-from .definition import CONTROL_NAMESPACE, Definition
+from .definition import Definition
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -64,7 +65,7 @@ class DefinitionIndex:
         self._seen_counter = self.engine.hot.get_counters([CHANGES_COUNTER]).get(CHANGES_COUNTER, 0)
         self._missing_since = None
         for kind in ("cron", "schedule"):
-            controls = self._list_all(CONTROL_NAMESPACE[kind])
+            controls = self._list_all(SCHEDULER_CONTROL[kind])
             for name, value in self._list_all(kind).items():
                 state = controls.get(name)  # one unreadable definition must not keep the others unloaded
                 guarded("scheduler", kind, name,
@@ -106,7 +107,7 @@ class DefinitionIndex:
         if record is None:
             self.entries.pop((kind, name), None)
             return
-        control = self.engine.durable.get(CONTROL_NAMESPACE[kind], name)
+        control = self.engine.durable.get(SCHEDULER_CONTROL[kind], name)
         self._install(Definition.from_record(record.value), control.value if control else None, now)
 
     def _poll_changes(self, now: int) -> None:
@@ -130,7 +131,7 @@ class DefinitionIndex:
                 self._next_sweep = self._next_discover = now
             else:
                 kind, _, name = change.partition("/")
-                if kind in CONTROL_NAMESPACE:
+                if kind in SCHEDULER_CONTROL:
                     self._reload(kind, name, now)
             self._seen_counter, self._missing_since = n, None
 
@@ -143,9 +144,9 @@ class DefinitionIndex:
                 return
             self._sweep = sorted(self.entries)
         chunk, self._sweep = self._sweep[:SWEEP_PAGE], self._sweep[SWEEP_PAGE:]
-        for kind in CONTROL_NAMESPACE:
+        for kind in SCHEDULER_CONTROL:
             names = [name for k, name in chunk if k == kind]
-            found = {r.id: r.value for r in self.engine.durable.get_many(CONTROL_NAMESPACE[kind], names)}
+            found = {r.id: r.value for r in self.engine.durable.get_many(SCHEDULER_CONTROL[kind], names)}
             for name in names:
                 entry, value = self.entries.get((kind, name)), found.get(name)
                 if entry is None or value is None or value.get("version") != entry.state.get("version"):
@@ -158,7 +159,7 @@ class DefinitionIndex:
         self._sweep, self._next_sweep = None, now + self.sweep_every_ms
         if now >= self._next_discover:
             self._next_discover = now + self.discover_every_ms
-            for kind, namespace in CONTROL_NAMESPACE.items():
+            for kind, namespace in SCHEDULER_CONTROL.items():
                 for name in self._list_all(namespace):
                     if (kind, name) not in self.entries and (kind, name) not in self._ignored:
                         self._reload(kind, name, now)

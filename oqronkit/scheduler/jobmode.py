@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..backoff import Backoff
 from ..errors import OqronError
+from ..namespaces import RUNS, job_namespace
 from ..runs import finish_run
 from .context import JobCronContext
 from .definition import Definition
@@ -91,7 +92,7 @@ def job_busy(engine: Engine, definition: Definition, job_id: str | None) -> int:
     """1 while the previous slot's job is still in its queue."""
     if not job_id or definition.overlap == "allow":
         return 0
-    return int(engine.durable.get(f"queue_job:{definition.queue_name}", job_id) is not None)
+    return int(engine.durable.get(job_namespace(definition.queue_name), job_id) is not None)
 
 
 def settle_claim(engine: Engine | None, claim_id: str, status: str, *, output: Any = None, error: Any = None,
@@ -102,7 +103,7 @@ def settle_claim(engine: Engine | None, claim_id: str, status: str, *, output: A
 
         engine = get_engine()
     try:
-        record = engine.durable.get("runs", claim_id)
+        record = engine.durable.get(RUNS, claim_id)
         if record is None or record.value.get("status") != "queued":
             return False
         run = dict(record.value)
@@ -110,7 +111,7 @@ def settle_claim(engine: Engine | None, claim_id: str, status: str, *, output: A
             run["attempts"] = attempts
         finish_run(run, status, output=output, error=error if isinstance(error, dict) else None,
                    reason=reason or f"job {status}", limit=engine.config.run_timeline_limit)
-        return engine.durable.compare_and_set("runs", claim_id, expect={"status": "queued"}, value=run)
+        return engine.durable.compare_and_set(RUNS, claim_id, expect={"status": "queued"}, value=run)
     except OqronError as exc:  # the leader's recovery pass settles it later from the job's runs
         logger.warning("could not settle claim %s: %s", claim_id, exc, extra={"action": "scheduler.claim_failed"})
         return False

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ..namespaces import RUNS, dlq_namespace, job_namespace
 from ..runs import finish_run
 from ..skipped import guarded
 from .executor import LIVE_GROUP, LIVE_TTL_MS
@@ -41,14 +42,14 @@ def recover(scheduler: Scheduler, now: int) -> int:
 
 def _running(scheduler: Scheduler, module: str, now: int) -> int:
     engine = scheduler.engine
-    records = engine.durable.list("runs", status="running", module=module, limit=PAGE).records
+    records = engine.durable.list(RUNS, status="running", module=module, limit=PAGE).records
     mine = scheduler.executor.running
     foreign = [r.value for r in records if r.id not in mine]
     suspects = [run for run in foreign if (run.get("startedAt") or 0) <= now - LIVE_TTL_MS]
     live = engine.hot.kv_get(LIVE_GROUP, [r["id"] for r in suspects], now) if suspects else {}
     for run in suspects:
         if run["id"] not in live:
-            guarded("scheduler recovery", "runs", run["id"], lambda run=run: resolve_lost(scheduler, run, now))
+            guarded("scheduler recovery", RUNS, run["id"], lambda run=run: resolve_lost(scheduler, run, now))
     return len(foreign) - len(suspects) + len(live)
 
 
@@ -58,7 +59,7 @@ def resolve_lost(scheduler: Scheduler, run: dict[str, Any], now: int) -> bool:
     why = f"the leader running it ({run.get('workerId')}) stopped before it finished"
     finish_run(final, "failed", error={"type": "LeaderLost", "message": why, "ts": now}, reason="leader lost",
                limit=engine.config.run_timeline_limit, at=now)
-    if not engine.durable.compare_and_set("runs", run["id"], expect={"status": "running"}, value=final):
+    if not engine.durable.compare_and_set(RUNS, run["id"], expect={"status": "running"}, value=final):
         return False
     entry = scheduler.entries.get((run["module"], run["name"]))
     item = retry_item(entry.definition, run, now, leader_lost=True) if entry is not None else None
@@ -71,9 +72,9 @@ def resolve_lost(scheduler: Scheduler, run: dict[str, Any], now: int) -> bool:
 
 
 def _queued(scheduler: Scheduler, module: str, now: int) -> int:
-    records = scheduler.engine.durable.list("runs", status="queued", module=module, limit=PAGE).records
+    records = scheduler.engine.durable.list(RUNS, status="queued", module=module, limit=PAGE).records
     # One claim it cannot read is skipped (logged once), not the end of the pass.
-    return sum(guarded("scheduler recovery", "runs", r.id, lambda r=r: _queued_one(scheduler, module, r.value, now))
+    return sum(guarded("scheduler recovery", RUNS, r.id, lambda r=r: _queued_one(scheduler, module, r.value, now))
                or 0 for r in records)
 
 
@@ -84,14 +85,14 @@ def _queued_one(scheduler: Scheduler, module: str, claim: dict[str, Any], now: i
         return 0
     queue, job_id = claim.get("queue"), claim["jobId"]
     if (claim.get("startedAt") or now) > now - QUEUED_GRACE_MS or \
-            engine.durable.get(f"queue_job:{queue}", job_id) is not None:
+            engine.durable.get(job_namespace(queue), job_id) is not None:
         return 1
-    dead = engine.durable.get(f"queue_dlq:{queue}", job_id)
+    dead = engine.durable.get(dlq_namespace(queue), job_id)
     if dead is not None:
         settle_claim(engine, job_id, "failed", error=dead.value.get("lastError"),
                      attempts=dead.value.get("attempts"), reason=dead.value.get("deadReason"))
         return 0
-    attempts = [r.value for r in engine.durable.list("runs", name=queue, order="started", descending=True,
+    attempts = [r.value for r in engine.durable.list(RUNS, name=queue, order="started", descending=True,
                                                       limit=200).records if r.value.get("jobId") == job_id]
     if attempts:
         last = attempts[0]

@@ -29,6 +29,7 @@ from ..clock import now_ms
 from ..durable import RecordWrite
 from ..engine import Engine
 from ..errors import OqronError
+from ..namespaces import RUNS
 from ..runs import new_run
 from . import jobmode
 from .control import signal_change, store_definition, update_control
@@ -176,14 +177,14 @@ class Scheduler(DefinitionIndex):
                 self._push(entry, now)
                 continue
             work.append((entry, dec, [self._claim_record(entry.definition, fire, now) for fire in dec.fires]))
-        claims = [RecordWrite("runs", run["id"], run) for _, _, runs in work for run in runs]
+        claims = [RecordWrite(RUNS, run["id"], run) for _, _, runs in work for run in runs]
         inserted = self.engine.durable.insert_many(claims) if claims else set()
         local: list[tuple[Definition, Callable[..., Any] | None, dict[str, Any]]] = []
         enqueued = 0
         for entry, dec, runs in work:
             d = entry.definition
             # Count only what this leader claimed: under split brain the other one counts the rest.
-            ran = [f for f in dec.fires if ("runs", f.run_id) in inserted]
+            ran = [f for f in dec.fires if (RUNS, f.run_id) in inserted]
             dec.counters["run"] = sum(1 for f in ran if f.counts_as_run)
             dec.counters["manual"] = sum(1 for f in ran if f.trigger == "manual")
             dec.counters = {k: v for k, v in dec.counters.items() if v}
@@ -197,7 +198,7 @@ class Scheduler(DefinitionIndex):
             if dec.cancel_previous:
                 self._cancel_previous(entry, previous)
             for run in runs:
-                if ("runs", run["id"]) not in inserted:
+                if (RUNS, run["id"]) not in inserted:
                     logger.info("%s already claimed (a previous leader fired it); not run again", run["id"],
                                 extra={"action": "scheduler.already_claimed"})
                 elif d.as_job:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..clock import now_ms
 from ..errors import OqronError
+from ..namespaces import QUEUE
 from ..scheduler import Scheduler
 from .reconciler import Reconciler
 from .rescuer import rescue_expired
@@ -126,7 +127,7 @@ class Services:
     def known_queues(self) -> list[str]:
         """Queues declared here plus every queue any worker recorded as control state."""
         names = set(self.engine.registry.queues)
-        names |= {r.id for r in self.engine.durable.list("queue", limit=1000).records}
+        names |= {r.id for r in self.engine.durable.list(QUEUE, limit=1000).records}
         return sorted(names)
 
     def resign(self) -> None:

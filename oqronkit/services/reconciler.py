@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from ..backends.hot_types import Signal
 from ..clock import now_ms
 from ..jobs import Job, job_signal
+from ..namespaces import job_namespace
 from ..skipped import UNUSABLE, guarded
 from .rescuer import mark_stalled
 
@@ -48,7 +49,7 @@ class Reconciler:
         missing: set[tuple[str, str]] = set()
         for queue in queues:
             batch: list[tuple[str, str]] = []
-            for entry in self.engine.durable.scan_statuses(f"queue_job:{queue}", (*PENDING, "active"), page=PAGE):
+            for entry in self.engine.durable.scan_statuses(job_namespace(queue), (*PENDING, "active"), page=PAGE):
                 batch.append(entry)
                 if len(batch) == PAGE:
                     signalled += self._check(queue, batch, missing, suspects)
@@ -81,7 +82,7 @@ class Reconciler:
         if not again:
             return 0
         lost: list[Signal] = []
-        namespace = f"queue_job:{queue}"
+        namespace = job_namespace(queue)
         for record in durable.get_many(namespace, list(dict.fromkeys(again))):
             signal = guarded("reconciler", namespace, record.id,
                              lambda value=record.value: self._decide(queue, value, missing, suspects))
@@ -118,4 +119,4 @@ class Reconciler:
             hot.signal(queue, [signal], now_ms())
             return True
 
-        return sum(1 for s in lost if guarded("reconciler", f"queue_job:{queue}", s.job_id, lambda s=s: one(s)))
+        return sum(1 for s in lost if guarded("reconciler", job_namespace(queue), s.job_id, lambda s=s: one(s)))

@@ -13,6 +13,7 @@ from ..dependencies import on_parent_done
 from ..durable import RecordWrite
 from ..errors import OqronError
 from ..jobs import Job, shed_error_detail
+from ..namespaces import RUNS, dlq_namespace, job_namespace
 from ..shedding import write_shedding
 from ..skipped import guarded
 
@@ -30,7 +31,7 @@ def rescue_expired(engine: Engine, queues: list[str]) -> int:
             for i, lease in enumerate(leases):
                 try:
                     # A row it cannot use is skipped: the reconciler finds that job again later.
-                    guarded("rescuer", f"queue_job:{queue}", lease.job_id,
+                    guarded("rescuer", job_namespace(queue), lease.job_id,
                             lambda lease=lease, queue=queue: rescue_one(engine, queue, lease))
                 except OqronError:
                     _put_back(engine, queue, leases[i:])
@@ -52,7 +53,7 @@ def _put_back(engine: Engine, queue: str, leases: list[Lease]) -> None:
 
 def rescue_one(engine: Engine, queue: str, lease: Lease) -> None:
     """Settle one expired lease from the job's durable state."""
-    namespace = f"queue_job:{queue}"
+    namespace = job_namespace(queue)
     record = engine.durable.get(namespace, lease.job_id)
     if record is None:
         return  # completed or cancelled meanwhile
@@ -86,7 +87,7 @@ def mark_stalled(engine: Engine, job: Job, token: int | None, why: str, *, claim
     """Count a stalled attempt; retry it or, past ``max_stalls`` or its attempts, dead-letter it.
     ``token`` guards the write (the row's lease token); ``claim`` is the lapsed lease's
     token when the row does not show it yet (remembered, so that claim counts once)."""
-    namespace = f"queue_job:{job.queue}"
+    namespace = job_namespace(job.queue)
     now = now_ms()
     max_stalls = _max_stalls(engine, job.queue)
     job.stalls += 1
@@ -103,7 +104,7 @@ def mark_stalled(engine: Engine, job: Job, token: int | None, why: str, *, claim
         # The dead letter first, then the job's guarded removal: a crash or an outage
         # between the two leaves the job in both places, and the next pass ends it; the
         # other order left it in neither (lost).
-        dead = f"queue_dlq:{job.queue}"
+        dead = dlq_namespace(job.queue)
         ours = write_shedding(lambda value: engine.durable.insert(dead, job.id, value), job.to_value(),
                               shed_error_detail)
         if not engine.durable.compare_and_set(namespace, job.id, expect={"leaseToken": token}, value=None):
@@ -129,7 +130,7 @@ def _fail_run(engine: Engine, job: Job, why: str) -> None:
         return
     from ..runs import finish_run, new_run
 
-    record = engine.durable.get("runs", job.run_id)
+    record = engine.durable.get(RUNS, job.run_id)
     if record is not None and record.value.get("status") != "running":
         return
     if record is None:  # the worker died before its run was written behind: rebuild it
@@ -142,7 +143,7 @@ def _fail_run(engine: Engine, job: Job, why: str) -> None:
         run = record.value
     finish_run(run, "failed", error={"type": "Stalled", "message": why, "ts": now_ms()}, reason=why,
                limit=engine.config.run_timeline_limit)
-    engine.durable.put_many([RecordWrite("runs", job.run_id, run)])
+    engine.durable.put_many([RecordWrite(RUNS, job.run_id, run)])
 
 
 def _lease_ms(engine: Engine, queue: str) -> int:

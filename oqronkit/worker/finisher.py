@@ -21,6 +21,7 @@ from ..dependencies import on_parent_done
 from ..durable import RecordWrite
 from ..errors import OqronError
 from ..jobs import Job, shed_error_detail
+from ..namespaces import RUNS, dlq_namespace, job_namespace
 from ..runs import describe_error, finish_run
 from ..shedding import write_shedding
 from .inflight import Inflight, Outcome
@@ -130,7 +131,7 @@ class Finisher:
         with self._lock:
             jobs = {job_id for _, job_id in self._unacked}
         jobs.update(job_id for _, job_id in self._pending_deletes)
-        jobs.update(w.value.get("jobId") or w.id if w.namespace == "runs" else w.id for w in self._pending_runs)
+        jobs.update(w.value.get("jobId") or w.id if w.namespace == RUNS else w.id for w in self._pending_runs)
         return len(jobs)
 
     def _take_batch(self, timeout: float) -> list[Outcome]:
@@ -161,7 +162,7 @@ class Finisher:
         if self.process.record_runs:
             for inflight in dirty:
                 inflight.run_stored = True
-                writes.append(RecordWrite("runs", inflight.run["id"], inflight.run_snapshot(), checked=True))
+                writes.append(RecordWrite(RUNS, inflight.run["id"], inflight.run_snapshot(), checked=True))
         if writes or self._pending_deletes or self._pending_jobs:
             self._write_runs(writes, [])
 
@@ -198,7 +199,7 @@ class Finisher:
             # again below. Only the oldest runs give way when the buffer is full.
             job_keys = {(w.namespace, w.id) for w in jobs}
             held = [w for w in puts if (w.namespace, w.id) not in job_keys]
-            runs = [w for w in held if w.namespace == "runs"]
+            runs = [w for w in held if w.namespace == RUNS]
             if len(runs) > self.max_buffered_runs:
                 dropped = {id(w) for w in runs[:len(runs) - self.max_buffered_runs]}
                 logger.critical("run buffer full: dropping the %d oldest run records", len(dropped),
@@ -309,7 +310,7 @@ class Finisher:
         inflight.run_stored = True  # any later write of it is an upsert
         # checked: the input is the decoded payload (the handler has a copy), the
         # output passed executor.classify's check, the rest the worker wrote.
-        return RecordWrite("runs", inflight.run["id"], inflight.run_snapshot(),
+        return RecordWrite(RUNS, inflight.run["id"], inflight.run_snapshot(),
                            now_ms() + ttl if ttl is not None else None, new=new, checked=True)
 
     def _settle_completed(self, outcomes: list[Outcome]) -> None:
@@ -353,7 +354,7 @@ class Finisher:
                 o.inflight.lease_released = True
         try:
             released = self.process.engine.durable.apply_and_release(
-                puts=[run for run in runs if run is not None], namespace=f"queue_job:{queue}", queue=queue,
+                puts=[run for run in runs if run is not None], namespace=job_namespace(queue), queue=queue,
                 leases=[(o.inflight.lease.job_id, o.inflight.lease.token) for o in group])
         except Exception as exc:
             # An outage, or a record the plane refuses: the steps below hold or shed it.
@@ -396,7 +397,7 @@ class Finisher:
         writes, deletes = [], []
         for o, run in zip(group, runs, strict=True):
             if o.inflight.job.id in owned:
-                deletes.append((f"queue_job:{queue}", o.inflight.job.id))
+                deletes.append((job_namespace(queue), o.inflight.job.id))
             else:
                 run = self._lost_lease(o)
             if run is not None:
@@ -459,7 +460,7 @@ class Finisher:
         puts = [run] if run else []
         if inflight.queue.dead_letter or outcome.kind == "cancelled":
             job.die(reason, now)
-            puts.append(RecordWrite(f"queue_dlq:{job.queue}", job.id, job.to_value()))
+            puts.append(RecordWrite(dlq_namespace(job.queue), job.id, job.to_value()))
         if outcome.kind == "cancelled":
             engine.hot.kv_delete(CANCEL_GROUP, [job.id])
         def buried() -> None:  # now, or once a write held by an outage lands
@@ -467,7 +468,7 @@ class Finisher:
             self.process.hook(inflight, "dead", outcome.error)
             on_parent_done(engine.durable, engine.hot, job, "dead")
 
-        self._write_runs(puts, [(f"queue_job:{job.queue}", job.id)], then=buried)
+        self._write_runs(puts, [(job_namespace(job.queue), job.id)], then=buried)
 
     def _give_back(self, outcome: Outcome, signal: Signal, reason: str) -> None:
         """Store the job's next state, guarded by our lease token, then release it."""
@@ -485,7 +486,7 @@ class Finisher:
     def _store_guarded(self, job: Job, token: Any) -> bool:
         """Write the job's next state if our lease token is still its own; with less
         error detail if it is over the record size limit."""
-        durable, namespace = self.process.engine.durable, f"queue_job:{job.queue}"
+        durable, namespace = self.process.engine.durable, job_namespace(job.queue)
         return write_shedding(
             lambda value: durable.compare_and_set(namespace, job.id, expect={"leaseToken": token}, value=value),
             job.to_value(), shed_error_detail)

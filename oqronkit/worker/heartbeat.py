@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..clock import now_ms
 from ..errors import OqronError
+from ..namespaces import QUEUE
 from ..runs import describe_error
 from .inflight import Inflight, Outcome
 
@@ -126,7 +127,7 @@ class Heartbeat:
 
     def refresh_pause(self) -> None:
         names = [q.name for q in self.process.queues]
-        records = self.process.engine.durable.get_many("queue", names)
+        records = self.process.engine.durable.get_many(QUEUE, names)
         self.process.paused = {r.id for r in records if r.value.get("paused")}
 
     def publish_registry(self) -> None:

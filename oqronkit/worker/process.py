@@ -16,6 +16,7 @@ from ..backends.hot_types import Lease, Signal
 from ..clock import now_ms
 from ..errors import ConfigurationError, OqronError
 from ..jobs import Job
+from ..namespaces import QUEUE, WORKER
 from ..runs import describe_error, new_run
 from .context import JobContext
 from .executor import Executor
@@ -560,13 +561,13 @@ class WorkerProcess:
         """Record each consumed queue's definition in the ``queue`` control namespace,
         keeping its persisted pause state."""
         durable = self.engine.durable
-        existing = {r.id: r.value for r in durable.get_many("queue", [q.name for q in self.queues])}
+        existing = {r.id: r.value for r in durable.get_many(QUEUE, [q.name for q in self.queues])}
         from ..durable import RecordWrite
 
         writes = []
         for queue in self.queues:
             current = existing.get(queue.name, {})
-            writes.append(RecordWrite("queue", queue.name, {
+            writes.append(RecordWrite(QUEUE, queue.name, {
                 **current, "name": queue.name, "paused": bool(current.get("paused")),
                 "strategy": queue.strategy, "concurrency": queue.concurrency, "retries": queue.retries,
                 "deadLetter": queue.dead_letter, "handler": f"{queue.fn.__module__}.{queue.fn.__qualname__}",
@@ -575,7 +576,7 @@ class WorkerProcess:
             if current.get("paused"):
                 self.paused.add(queue.name)
             if queue.module == "worker":
-                writes.append(RecordWrite("worker", queue.name, {
+                writes.append(RecordWrite(WORKER, queue.name, {
                     "name": queue.name, "queue": queue.name, "concurrency": self.concurrency[queue.name],
                     "handler": f"{queue.fn.__module__}.{queue.fn.__qualname__}", "updatedAt": now_ms(),
                 }))

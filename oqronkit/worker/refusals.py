@@ -16,6 +16,7 @@ from typing import Any
 from ..durable import DurablePlane, RecordWrite
 from ..errors import InvalidRecord, RecordTooLarge
 from ..jobs import shed_error_detail
+from ..namespaces import RUNS, is_dead_letters, job_namespace, queue_of
 from ..runs import shed_parts
 from ..shedding import write_shedding
 
@@ -101,13 +102,14 @@ def storable(durable: DurablePlane, writes: list[RecordWrite]) -> tuple[list[Rec
 
 
 def _shed(write: RecordWrite) -> Any:
-    return shed_parts if write.namespace == "runs" else shed_error_detail
+    return shed_parts if write.namespace == RUNS else shed_error_detail
 
 
 def _left_out(write: RecordWrite, exc: BaseException) -> set[tuple[str, str]]:
     """Log a record left out of a batch; the job a dead letter keeps (as a set)."""
     logger.error("cannot be stored, left out: %s/%s: %s", write.namespace, write.id, exc,
                  extra={"action": "finisher.unstorable"})
-    if write.namespace.startswith("queue_dlq:"):
-        return {(f"queue_job:{write.namespace.removeprefix('queue_dlq:')}", write.id)}
+    queue = queue_of(write.namespace)
+    if queue is not None and is_dead_letters(write.namespace):
+        return {(job_namespace(queue), write.id)}
     return set()

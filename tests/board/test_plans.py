@@ -20,12 +20,13 @@ from django.test.utils import CaptureQueriesContext
 
 from definitions.queries import audit_entries, definitions, queue_controls
 from jobs.queries import DeadFilters, dead_groups, dead_list, dlq_depths, get_job, queue_jobs
-from oqronboard.base.audit import AUDIT_NAMESPACE, Action
+from oqronboard.base.audit import Action
 from oqronboard.base.cursors import decode_cursor
 from oqronboard.base.scope import BoardScope
 from oqronboard.overview import queue_states
 from oqronkit import RecordWrite
 from oqronkit.clock import now_ms
+from oqronkit.namespaces import AUDIT
 from runs.queries import RunFilters, get_run, job_runs, last_hour_counts, run_list
 from tests.board.conftest import SharedDatabase
 from tests.board.seed import dead_job, job_value, run_value
@@ -136,7 +137,7 @@ def cases(scope: BoardScope) -> list[tuple[str, Callable[[], object], str, str |
          "oqron_jobs_dlq_fingerprint_idx", "oqron_jobs_dlq_fingerprint_idx", True),
         ("dead-letter depth", lambda: dlq_depths(scope), "oqron_jobs_dead_kind_idx", "oqron_jobs_kind_idx", False),
         ("error groups", lambda: dead_groups(scope), "oqron_jobs_", "oqron_jobs_dlq_fingerprint_idx", False),
-        ("audit", lambda: audit_entries(scope, AUDIT_NAMESPACE), "oqron_records_pkey",
+        ("audit", lambda: audit_entries(scope, AUDIT), "oqron_records_pkey",
          "sqlite_autoindex_oqron_records_1", True),
         ("queue controls", lambda: queue_controls(scope), "oqron_records_pkey", "sqlite_autoindex_oqron_records_1",
          True),

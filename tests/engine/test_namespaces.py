@@ -15,6 +15,7 @@ from oqronkit import (
     table_for_kind,
     table_name_for_namespace,
 )
+from oqronkit import namespaces as ns
 from oqronkit.namespaces import sole_namespace_of_kind
 
 # Every row of the spec's table, one namespace (or family member) per case.
@@ -150,3 +151,66 @@ def test_sole_namespace_of_kind_names_the_only_namespace_a_kind_can_have(kind):
         assert classify_namespace(namespace) == kind
         others = [ns for ns, _ in SPEC_ROWS] + ["x", "x:y", "runs:x", "webhook_cb:x"]
         assert all(classify_namespace(other) != kind or other == namespace for other in others)
+
+
+# -- builders and parsers (namespaces.py is the one place a namespace is spelled) --------
+
+FAMILIES = [
+    (ns.job_namespace, ns.queue_of, "queue_job:", "job"),
+    (ns.dlq_namespace, ns.queue_of, "queue_dlq:", "dlq"),
+    (ns.topic_msg_namespace, ns.topic_of_messages, "topic_msg:", "message"),
+    (ns.topic_groups_namespace, ns.topic_of_groups, "topic_groups:", "control"),
+    (ns.webhook_endpoints_namespace, ns.webhook_of_endpoints, "webhook_endpoints:", "definition"),
+    (ns.module_logs_namespace, ns.module_of_logs, "module_logs:", "log"),
+]
+
+
+@pytest.mark.parametrize(("build", "parse", "prefix", "kind"), FAMILIES)
+@pytest.mark.parametrize("name", ["emails", "a:b", "a:b:c", ":", "", "ünï cødé", "queue_job:x"])
+def test_family_round_trip(build, parse, prefix, kind, name):
+    namespace = build(name)
+    assert namespace == prefix + name  # the spec's spelling, byte for byte
+    assert parse(namespace) == name
+    assert classify_namespace(namespace) == kind
+
+
+@pytest.mark.parametrize(("build", "parse", "prefix", "kind"), FAMILIES)
+@pytest.mark.parametrize("other", ["runs", "queue", "", "x:y", "queue_jobx:a", "Queue_Job:a", " queue_job:a"])
+def test_a_parser_answers_none_outside_its_family(build, parse, prefix, kind, other):
+    assert parse(other) is None
+
+
+def test_queue_of_reads_jobs_and_dead_letters_only():
+    assert ns.queue_of("queue_job:emails") == "emails"
+    assert ns.queue_of("queue_dlq:emails") == "emails"
+    assert ns.queue_of("topic_msg:emails") is None
+    assert ns.is_dead_letters("queue_dlq:emails")
+    assert not ns.is_dead_letters("queue_job:emails")
+    assert not ns.is_dead_letters("queue_dlqx:emails")
+
+
+def test_prefixes_are_the_families_with_their_colon():
+    assert ns.JOB_PREFIX == "queue_job:"
+    assert ns.DLQ_PREFIX == "queue_dlq:"
+    for build, _parse, prefix, _kind in FAMILIES:
+        assert build("").endswith(":")
+        assert build("q").startswith(prefix)
+
+
+def test_fixed_namespaces_are_the_spec_names():
+    fixed = {
+        ns.RUNS: "run", ns.QUEUE: "control", ns.WORKER: "control", ns.CRON: "definition",
+        ns.SCHEDULE: "definition", ns.CRON_DURABLE: "control", ns.SCHEDULE_DURABLE: "control",
+        ns.CACHE: "definition", ns.RATELIMIT: "definition", ns.TOPIC: "definition",
+        ns.TOPIC_STATE: "control", ns.WEBHOOK: "control", ns.WEBHOOK_CB: "state",
+    }
+    assert {name: kind for name, kind in SPEC_ROWS if ":" not in name and name != "my_custom_namespace"} == fixed
+    assert ns.SCHEDULER_CONTROL == {"cron": "cron_durable", "schedule": "schedule_durable"}
+
+
+def test_audit_namespaces_are_plain_records():
+    assert ns.AUDIT == "audit"
+    assert ns.job_audit_namespace("emails", "j1") == "audit:job:emails:j1"
+    assert ns.job_audit_namespace("a:b", "j:1") == "audit:job:a:b:j:1"
+    assert classify_namespace(ns.AUDIT) == "record"
+    assert classify_namespace(ns.job_audit_namespace("emails", "j1")) == "record"
