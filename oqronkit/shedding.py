@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 from .errors import InvalidRecord, RecordTooLarge
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 Shed = Callable[[dict[str, Any], str], Iterator[dict[str, Any]]]
 
 
-def write_shedding(write: Callable[[dict[str, Any]], T], value: dict[str, Any], shed: Shed) -> T:
+def write_shedding[T](write: Callable[[dict[str, Any]], T], value: dict[str, Any], shed: Shed) -> T:
     """``write(value)``; when the durable plane refuses it (InvalidRecord,
     RecordTooLarge), ``write`` each reduced copy ``shed`` yields until one is taken.
     Raises the first refusal if none is."""

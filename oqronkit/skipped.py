@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TypeVar
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 #: What a row that cannot be used raises: a bad value or type, a missing key, a number
 #: out of range, or a record the durable plane refuses (InvalidRecord is a ValueError).
@@ -32,7 +30,7 @@ def skip(service: str, namespace: str, row_id: str, exc: BaseException) -> None:
                    extra={"action": "services.row_skipped", "service": service, "namespace": namespace})
 
 
-def guarded(service: str, namespace: str, row_id: str, fn: Callable[[], T]) -> T | None:
+def guarded[T](service: str, namespace: str, row_id: str, fn: Callable[[], T]) -> T | None:
     """``fn()``, or None after :func:`skip` when it fails on an unusable row."""
     try:
         return fn()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
 
 import redis
 from redis.backoff import ExponentialBackoff, NoBackoff
@@ -15,7 +14,6 @@ from redis.retry import Retry
 from ...errors import BackendUnavailable, ConfigurationError, InvalidRecord
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 CONNECT_TIMEOUT_S = 5.0
 SOCKET_TIMEOUT_S = 10.0
@@ -62,7 +60,7 @@ def translated(where: str, action: str) -> Iterator[None]:
         raise BackendUnavailable(f"Redis at {where} failed during {action}: {exc}") from exc
 
 
-def call(where: str, action: str, fn: Callable[[], T], retry: Retry | None = None) -> T:
+def call[T](where: str, action: str, fn: Callable[[], T], retry: Retry | None = None) -> T:
     """Run ``fn`` with driver errors translated, retrying connection errors if given a
     policy (the failing connection is already dropped by redis-py before each retry)."""
     with translated(where, action):
