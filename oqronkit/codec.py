@@ -35,13 +35,19 @@ def _make_dumps() -> Callable[[Any], str]:
 _dumps = _make_dumps()
 
 
+class NestingTooDeep(ValueError):
+    """A value nests deeper than :data:`MAX_JSON_DEPTH` (or refers to itself): what
+    the encoder's own recursion limit says varies with the Python version, this not."""
+
+
 def dumps_compact(value: Any) -> str:
     """Compact JSON text of ``value`` (UTF-8 kept, no NaN or infinity); TypeError or
-    ValueError for what JSON cannot hold, a cycle or nesting too deep included."""
+    ValueError for what JSON cannot hold, :class:`NestingTooDeep` for a cycle or nesting
+    past the encoder's recursion limit."""
     try:
         return _dumps(value)
     except RecursionError as exc:
-        raise ValueError("circular reference or nesting too deep") from exc
+        raise NestingTooDeep(f"the value nests deeper than {MAX_JSON_DEPTH} levels (or refers to itself)") from exc
 
 
 # orjson refuses what the stdlib refuses (datetimes, dataclasses and subclasses of str,
@@ -74,6 +80,8 @@ def encode_value(value: Any, *, limit: int, what: str, checked: bool = False) ->
         raise InvalidRecord(f"{what}: a record value must be a dict (JSON object), got {type(value).__name__}.")
     try:
         text = dumps_checked(value) if checked else dumps_compact(value)
+    except NestingTooDeep as exc:
+        raise InvalidRecord(f"{what}: the value cannot be stored: {exc}.") from exc
     except (TypeError, ValueError) as exc:
         raise InvalidRecord(f"{what}: the value is not JSON-serialisable ({exc}).") from exc
     problem = storage_problem(text)
@@ -121,6 +129,30 @@ def json_depth(text: str) -> int:
 
 
 _BRACKETS_OUTSIDE_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|([\[\]{}])')
+TOO_DEEP_MARKER = "… nested too deep"
+
+
+def shallow_json(text: str, max_depth: int) -> str:
+    """JSON ``text`` with every array or object nested deeper than ``max_depth``
+    replaced by the string :data:`TOO_DEEP_MARKER`: for reading rows written before
+    the depth limit (or by hand) with a decoder that recurses per level."""
+    parts: list[str] = []
+    depth, cut_from, kept_to = 0, -1, 0
+    for match in _BRACKETS_OUTSIDE_STRINGS.finditer(text):
+        char = match.group(1)
+        if char is None:
+            continue
+        if char in "[{":
+            depth += 1
+            if depth == max_depth + 1 and cut_from < 0:
+                cut_from = match.start()
+        else:
+            depth -= 1
+            if depth == max_depth and cut_from >= 0:
+                parts += [text[kept_to:cut_from], json.dumps(TOO_DEEP_MARKER)]
+                kept_to, cut_from = match.end(), -1
+    parts.append(text[kept_to:])
+    return "".join(parts)
 
 
 def text_problem(text: str) -> str | None:

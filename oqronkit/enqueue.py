@@ -14,7 +14,16 @@ from .backends.hot_types import MAX_PRIORITY, MIN_PRIORITY
 from .backoff import make_backoff, to_ms
 from .bounds import MAX_ATTEMPTS, MAX_EPOCH_MS, MAX_ID_LENGTH
 from .clock import now_ms
-from .codec import MAX_JSON_DEPTH, dumps_compact, encode_value, json_depth, storage_problem, text_problem, utf8_size
+from .codec import (
+    MAX_JSON_DEPTH,
+    NestingTooDeep,
+    dumps_compact,
+    encode_value,
+    json_depth,
+    storage_problem,
+    text_problem,
+    utf8_size,
+)
 from .errors import InvalidJob
 from .ids import new_id
 from .jobs import PARENT_FAILURE_POLICIES, Job
@@ -40,12 +49,15 @@ def encode_payload(data: Any, *, limit: int, queue: str) -> tuple[str, Any]:
     """The payload's JSON text and the value a worker will read back from it; refuses
     payloads that are not JSON-serialisable, too large, nested too deep, or hold what
     no durable plane stores alike (NUL, a lone surrogate)."""
+    too_deep = f"the value nests deeper than {MAX_PAYLOAD_DEPTH} levels"
     try:
         text = dumps_compact(data)
+    except NestingTooDeep as exc:
+        raise InvalidJob(f"Queue {queue!r}: the job payload cannot be stored: {too_deep}.") from exc
     except (TypeError, ValueError) as exc:
         raise InvalidJob(f"Queue {queue!r}: the job payload is not JSON-serialisable ({exc}).") from exc
     if text.count("[") + text.count("{") > MAX_PAYLOAD_DEPTH and json_depth(text) > MAX_PAYLOAD_DEPTH:
-        problem: str | None = f"the value nests deeper than {MAX_PAYLOAD_DEPTH} levels"
+        problem: str | None = too_deep
     else:
         problem = storage_problem(text)
     if problem is not None:

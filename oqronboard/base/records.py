@@ -15,6 +15,7 @@ from django.db import models
 from django.db.models import Q
 
 from oqronkit import OqronError
+from oqronkit.codec import shallow_json
 from oqronkit.namespaces import sole_namespace_of_kind
 
 _ADVICE = (
@@ -118,6 +119,29 @@ class DurableManager(models.Manager):
         return cls.from_queryset(queryset_class)()
 
 
+# Deeper than this, a stored value is read with its deeper parts replaced by a marker.
+READ_DEPTH = 64
+
+
+class RecordValueField(models.JSONField):
+    """The ``value`` column: a JSONField that still reads a row nested past what
+    Python's decoder recurses through (a row written by hand or before the engine's
+    depth limit; the stdlib stops near 1,000 levels on 3.12), shallowed to
+    :data:`READ_DEPTH` levels instead of failing the page."""
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        try:
+            return super().from_db_value(value, expression, connection)
+        except RecursionError:
+            if not isinstance(value, str):
+                raise
+            return super().from_db_value(shallow_json(value, READ_DEPTH), expression, connection)
+
+    def deconstruct(self) -> Any:
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.JSONField", args, kwargs  # the same column to migrations
+
+
 class DurableRecord(models.Model):
     """One row of a durable table: ``(project, environment, namespace, id)`` is the
     key, ``value`` the engine's JSON record with the spec's camelCase keys."""
@@ -128,7 +152,7 @@ class DurableRecord(models.Model):
     namespace = models.TextField()
     record_kind = models.TextField()
     id = models.TextField()
-    value = models.JSONField()
+    value = RecordValueField()
     inserted_at = models.BigIntegerField(help_text="Epoch milliseconds of the first write.")
     expires_at = models.BigIntegerField(null=True, blank=True, help_text="Epoch milliseconds; null: kept.")
 

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..codec import dumps_compact, storage_problem
+from ..codec import NestingTooDeep, dumps_compact, storage_problem
 from ..errors import Discard
 from ..runs import describe_error
 from .context import JobContext
@@ -58,6 +58,8 @@ def output_problem(output: Any) -> Exception | None:
         return None
     try:
         text = dumps_compact(output)
+    except NestingTooDeep as err:
+        return ValueError(f"the handler returned a value that cannot be stored: {err}")
     except (TypeError, ValueError) as err:
         return TypeError(f"the handler returned a value that is not JSON-serialisable: {err}")
     problem = storage_problem(text)

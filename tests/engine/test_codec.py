@@ -113,3 +113,23 @@ def test_copy_json_shares_nothing_mutable():
     copied["a"].append(4)
     assert value == {"a": [1, {"b": [2]}], "c": "s", "d": None}
     assert codec.copy_json([1, [2]]) == [1, [2]] and codec.copy_json("x") == "x"
+
+
+def test_shallow_json_cuts_what_nests_past_the_depth():
+    from oqronkit.codec import TOO_DEEP_MARKER, shallow_json
+
+    text = '{"a":[[1,[2,{"x":"[[{"}]],3],"b":{},"c":"]"}'
+    assert json.loads(shallow_json(text, 2)) == {"a": [TOO_DEEP_MARKER, 3], "b": {}, "c": "]"}
+    assert json.loads(shallow_json(text, 10)) == json.loads(text)
+    deep = '{"v":' + "[" * 100_000 + "]" * 100_000 + ',"w":1}'
+    assert json.loads(shallow_json(deep, 32))["w"] == 1
+
+
+def test_nesting_past_the_encoders_limit_says_so_on_every_version():
+    from oqronkit.codec import MAX_JSON_DEPTH, NestingTooDeep
+
+    value: list = []
+    for _ in range(100_000):
+        value = [value]
+    with pytest.raises(NestingTooDeep, match=f"deeper than {MAX_JSON_DEPTH} levels"):
+        codec.dumps_compact(value)

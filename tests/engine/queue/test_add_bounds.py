@@ -89,7 +89,8 @@ def test_add_bulk_refuses_an_item_option_out_of_bounds(engine: Engine, case: str
 BAD_PAYLOADS = {
     "nested-3000": (nested(3_000), "the job payload cannot be stored: the value nests deeper than 199 levels"),
     "nested-200": (nested(200), "nests deeper than 199 levels"),
-    "nested-100000": (nested(100_000), "not JSON-serialisable"),
+    # Past the encoder's own recursion limit (near 1,000 on 3.12): the same message on every version.
+    "nested-100000": (nested(100_000), "the job payload cannot be stored: the value nests deeper than 199 levels"),
     "nul": ({"a": "x\x00y"}, r"the job payload cannot be stored: a string holds a NUL character"),
     "nul-key": ({"\x00": 1}, "NUL character"),
     "surrogate": ({"a": "\udc00"}, r"the job payload cannot be stored: a string holds a lone surrogate"),
