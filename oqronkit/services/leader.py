@@ -8,11 +8,11 @@ import time
 from typing import TYPE_CHECKING
 
 from ..clock import now_ms
-from ..errors import OqronError
+from ..errors import BackendUnavailable, OqronError
 from ..namespaces import QUEUE
 from ..scheduler import Scheduler
 from .reconciler import Reconciler
-from .rescuer import rescue_expired
+from .rescuer import _lease_ms, rescue_expired
 from .retention import prune
 from .upkeep import table_upkeep
 
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 LEADER_LOCK = "leader"
+#: Least time after an outage before lapsed leases count stalls (see Services.settled_queues):
+#: a live holder reconnects (about 1 s) and its heartbeat renews (every lease/3, at most 10 s).
+OUTAGE_GRACE_FLOOR_MS = 3_000
 
 
 class Services:
@@ -52,17 +55,47 @@ class Services:
         self.scheduler = Scheduler(engine, worker_id=worker_id)
         self._last: dict[str, float] = {}
         self._upkeep: threading.Thread | None = None
+        # Monotonic time an outage this process saw last ended (None: none since it started):
+        # its last failed call, then the first call answered after it.
+        self.outage_at: float | None = None
+        self._down = False
 
     def loop(self, stop: threading.Event) -> None:
         while not stop.wait(0.25):
-            try:
-                self.tick()
-            except OqronError as exc:
-                logger.warning("leader services: %s", exc, extra={"action": "services.error"})
+            self.step()
+
+    def step(self) -> None:
+        """One tick of the loop; an error is logged (an outage remembered) and the loop goes on."""
+        try:
+            self.tick()
+        except OqronError as exc:
+            self.note_outage(exc)
+            logger.warning("leader services: %s", exc, extra={"action": "services.error"})
+
+    def note_outage(self, exc: BaseException) -> None:
+        if isinstance(exc, BackendUnavailable):
+            self.outage_at, self._down = time.monotonic(), True
+
+    def answered(self) -> None:
+        """A plane answered: an outage's grace starts now, not at its last failure (a call
+        waits up to BACKEND_WAIT, so that could be 5 s before the plane was back)."""
+        if self._down:
+            self.outage_at, self._down = time.monotonic(), False
+
+    def settled_queues(self, queues: list[str]) -> list[str]:
+        """The queues whose lapsed leases may count stalls now: all of them, but for a
+        lease period (at least OUTAGE_GRACE_FLOOR_MS) after an outage. Leases lapsed while
+        a plane was away; their live holders' heartbeats renew them once it is back, and
+        a rescue before that counted a stall against a live job (or reran a completed one)."""
+        if self.outage_at is None:
+            return queues
+        since_ms = (time.monotonic() - self.outage_at) * 1000
+        return [q for q in queues if since_ms >= max(_lease_ms(self.engine, q), OUTAGE_GRACE_FLOOR_MS)]
 
     def tick(self) -> None:
         """Renew or seek leadership, then run whatever service is due."""
         leader = self.engine.hot.acquire_lock(LEADER_LOCK, self.worker_id, ttl_ms=self.lease_ms, now=now_ms())
+        self.answered()
         if leader != self.is_leader:
             logger.info("worker %s %s the leader", self.worker_id, "is now" if leader else "is no longer",
                         extra={"action": "services.leader" if leader else "services.follower"})
@@ -99,16 +132,18 @@ class Services:
         try:
             self._run_service(name)
         except OqronError as exc:  # caught per service: a failing rescuer must not stop the reconciler
+            self.note_outage(exc)
             logger.warning("%s: %s", name, exc, extra={"action": "services.error"})
         except Exception:  # a bug in one service must never stop this loop renewing the lease
             logger.exception("%s failed", name, extra={"action": "services.failed"})
 
     def _run_service(self, name: str) -> None:
         queues = self.known_queues()
+        self.answered()  # the durable plane too
         if name == "rescue":
-            rescue_expired(self.engine, queues)
+            rescue_expired(self.engine, self.settled_queues(queues))
         elif name == "reconcile":
-            self.reconciler.run(queues)
+            self.reconciler.run(queues, stall_queues=set(self.settled_queues(queues)))
         elif name == "sweep":
             from ..dependencies import sweep_waiting
 

@@ -41,9 +41,12 @@ class Reconciler:
         # their lease token, waiting and delayed jobs in _missing.
         self._suspects: dict[tuple[str, str], int | None] = {}
         self._missing: set[tuple[str, str]] = set()
+        self._stall_queues: set[str] | None = None
 
-    def run(self, queues: list[str]) -> int:
-        """One pass over every queue; returns how many jobs were signalled again."""
+    def run(self, queues: list[str], *, stall_queues: set[str] | None = None) -> int:
+        """One pass over every queue; returns how many jobs were signalled again. Active
+        jobs count stalls only in ``stall_queues`` (default: all; see Services.settled_queues)."""
+        self._stall_queues = stall_queues
         signalled = 0
         suspects: dict[tuple[str, str], int | None] = {}
         missing: set[tuple[str, str]] = set()
@@ -100,7 +103,8 @@ class Reconciler:
                 return job_signal(job)
             missing.add(key)  # became pending since the scan (a retry): first sighting
         elif job.status == "active":
-            if key in self._suspects and self._suspects[key] == job.lease_token:
+            if key in self._suspects and self._suspects[key] == job.lease_token and (
+                    self._stall_queues is None or queue in self._stall_queues):
                 mark_stalled(self.engine, job, job.lease_token, "lease missing from the hot plane")
             else:
                 suspects[key] = job.lease_token

@@ -19,7 +19,7 @@ from ..backoff import Backoff
 from ..clock import now_ms
 from ..dependencies import on_parent_done
 from ..durable import RecordWrite
-from ..errors import OqronError
+from ..errors import BackendUnavailable, OqronError
 from ..jobs import Job, shed_error_detail
 from ..namespaces import RUNS, dlq_namespace, job_namespace
 from ..runs import describe_error, finish_run
@@ -71,6 +71,9 @@ class Finisher:
         # released (acked) only once it lands, and renewed by the heartbeat meanwhile,
         # so neither the rescuer nor the reconciler hands them out again.
         self._unacked: dict[tuple[str, str], tuple[Lease, int]] = {}
+        # Completed jobs whose ownership check (extend) met a hot-plane outage: held with
+        # their runs and retried on every flush; only the plane's answer can say "lost".
+        self._unconfirmed: list[tuple[str, list[Outcome], list[RecordWrite | None]]] = []
         self.max_buffered_runs = 50_000
         # Postgres mode: completed jobs settle in one transaction (_release_at_once).
         # Asked on first use: the planes open when the worker starts, not when it is built.
@@ -131,6 +134,7 @@ class Finisher:
         with self._lock:
             jobs = {job_id for _, job_id in self._unacked}
         jobs.update(job_id for _, job_id in self._pending_deletes)
+        jobs.update(o.inflight.job.id for _, group, _ in self._unconfirmed for o in group)
         jobs.update(w.value.get("jobId") or w.id if w.namespace == RUNS else w.id for w in self._pending_runs)
         return len(jobs)
 
@@ -150,6 +154,8 @@ class Finisher:
     def flush_running(self) -> None:
         """Write behind the runs still running (progress, logs) and any retried runs."""
         self._last_flush = time.monotonic()
+        if self._unconfirmed:
+            self._confirm_held()
         ripe = self._last_flush - RUN_WRITE_AFTER
         with self._lock:
             # Only runs busy for a while: most end sooner and are written once, as a
@@ -344,7 +350,8 @@ class Finisher:
 
     def _held_back(self) -> bool:
         """Whether writes or leases wait on an earlier failure: they go first, in steps."""
-        return bool(self._unacked or self._pending_runs or self._pending_deletes or self._pending_after)
+        return bool(self._unacked or self._pending_runs or self._pending_deletes or self._pending_after
+                    or self._unconfirmed)
 
     def _release_at_once(self, queue: str, group: list[Outcome], runs: list[RecordWrite | None]) -> set[str] | None:
         """Postgres mode: write the runs, release the leases and delete the jobs in one
@@ -377,16 +384,43 @@ class Finisher:
     def _release_in_steps(self, queue: str, group: list[Outcome], runs: list[RecordWrite | None]) -> set[str]:
         """Renew the leases (ownership first; it also gives the durable write time), write
         the runs and delete the owned jobs, then release their leases once the deletion
-        has landed (_ack_unacked); the ids deleted."""
+        has landed (_ack_unacked); the ids deleted. An outage holds the batch instead."""
         engine = self.process.engine
         lease_ms = group[0].inflight.queue.lease_ms
         try:
             renewed = engine.hot.extend(queue, [o.inflight.lease for o in group], lease_ms=lease_ms, now=now_ms())
+        except BackendUnavailable as exc:
+            # No answer is not "not yours": treated as lost, a completed job ran again.
+            logger.error("could not confirm the leases of %d completed job(s) of %s; held for retry: %s",
+                         len(group), queue, exc, extra={"action": "finisher.confirm_held"})
+            self._unconfirmed.append((queue, group, runs))
+            return set()
         except Exception as exc:
             logger.error("could not confirm the leases of %d completed job(s) of %s: %s", len(group), queue,
                          exc, exc_info=None if isinstance(exc, OqronError) else exc,
                          extra={"action": "finisher.ack_failed"})
             renewed = []
+        return self._record_completed(queue, group, runs, renewed)
+
+    def _confirm_held(self) -> None:
+        """Retry the ownership check of completions held by a hot-plane outage, in order;
+        the first that meets the outage again keeps itself and the rest held."""
+        held, self._unconfirmed = self._unconfirmed, []
+        for i, (queue, group, runs) in enumerate(held):
+            lease_ms = group[0].inflight.queue.lease_ms
+            try:
+                renewed = self.process.engine.hot.extend(queue, [o.inflight.lease for o in group],
+                                                         lease_ms=lease_ms, now=now_ms())
+            except BackendUnavailable:
+                self._unconfirmed = held[i:] + self._unconfirmed
+                return
+            self._record_completed(queue, group, runs, renewed)
+
+    def _record_completed(self, queue: str, group: list[Outcome], runs: list[RecordWrite | None],
+                          renewed: list[Lease]) -> set[str]:
+        """Write the runs and delete the jobs whose leases were renewed (the others'
+        runs say the lease was lost); the ids deleted."""
+        lease_ms = group[0].inflight.queue.lease_ms
         owned = {lease.job_id for lease in renewed}
         with self._lock:
             for lease in renewed:

@@ -325,41 +325,77 @@ class WorkerProcess:
 
     def _consume(self, queue: Queue) -> None:
         hot = self.engine.hot
+        unread: list[Lease] = []  # claimed, but their jobs could not be read yet
         while not self._stopping.is_set():
-            if queue.name in self.paused:
-                self._idle.add(queue.name)
-                self._stopping.wait(0.25)
-                continue
-            with self._lock:
-                free = self._free_slots(queue)
-                if free == 0:
-                    self._room[queue.name].wait(0.05 if queue.throttle else 0.5)
-                    continue
-            try:
-                leases = hot.claim(queue.name, worker_id=self.worker_id, limit=min(free, CLAIM_BATCH),
-                                   lease_ms=queue.lease_ms, now=now_ms())
-                self.hot_ok = True
-            except OqronError as exc:
-                self._hot_down(exc)
-                continue
-            if not leases:
-                if not self._inflight[queue.name]:
+            retrying = bool(unread)
+            if retrying:
+                leases, unread = unread, []
+            else:
+                if queue.name in self.paused:
                     self._idle.add(queue.name)
-                if self.burst:
-                    self._stopping.wait(0.05)
+                    self._stopping.wait(0.25)
                     continue
-                self._wait_for_work(queue)
-                continue
-            self._idle.discard(queue.name)
-            self.last_claim_at = now_ms()
-            if queue.throttle is not None:
-                self._throttle[queue.name].extend([time.monotonic()] * len(leases))
+                with self._lock:
+                    free = self._free_slots(queue)
+                    if free == 0:
+                        self._room[queue.name].wait(0.05 if queue.throttle else 0.5)
+                        continue
+                try:
+                    leases = hot.claim(queue.name, worker_id=self.worker_id, limit=min(free, CLAIM_BATCH),
+                                       lease_ms=queue.lease_ms, now=now_ms())
+                    self.hot_ok = True
+                except OqronError as exc:
+                    self._hot_down(exc)
+                    continue
+                if not leases:
+                    if not self._inflight[queue.name]:
+                        self._idle.add(queue.name)
+                    if self.burst:
+                        self._stopping.wait(0.05)
+                        continue
+                    self._wait_for_work(queue)
+                    continue
+                self._idle.discard(queue.name)
+                self.last_claim_at = now_ms()
+                if queue.throttle is not None:
+                    self._throttle[queue.name].extend([time.monotonic()] * len(leases))
             try:
                 self._hold_jobs(queue, leases)
             except OqronError as exc:
-                logger.error("could not start %d job(s) of %s; their leases will lapse and the rescuer "
-                             "returns them: %s", len(leases), queue.name, exc, extra={"action": "worker.start_failed"})
-                self._stopping.wait(1.0)
+                unread = self._keep_unread(queue, leases, exc, log=not retrying)
+        if unread:
+            self._return_unread(queue, unread)
+
+    def _keep_unread(self, queue: Queue, leases: list[Lease], exc: OqronError, *, log: bool) -> list[Lease]:
+        """Claimed jobs that could not be read (an outage) or started: keep their leases,
+        renewed, and read them again. Left to lapse, each cost its job a stall."""
+        if log:
+            logger.error("could not start %d job(s) of %s; their leases are kept and the start retried: %s",
+                         len(leases), queue.name, exc, extra={"action": "worker.start_failed"})
+        self._stopping.wait(min(1.0, queue.lease_ms / 3000))
+        try:
+            kept = self.engine.hot.extend(queue.name, leases, lease_ms=queue.lease_ms, now=now_ms())
+        except OqronError:
+            kept = leases  # no answer: the retry's _still_leased asks again before any start
+        return kept
+
+    def _return_unread(self, queue: Queue, leases: list[Lease]) -> None:
+        """At the stop: give back claimed jobs never read, as ready and uncounted."""
+        engine, now = self.engine, now_ms()
+        try:
+            records = {r.id: r for r in engine.durable.get_many(queue.namespace, [le.job_id for le in leases])}
+            for lease in leases:
+                record = records.get(lease.job_id)
+                if record is None:
+                    engine.hot.ack(queue.name, [lease])
+                    continue
+                job = Job.from_value(record.value)
+                engine.hot.release(queue.name, lease, Signal(job.id, job.priority, None, job.lifo), now)
+        except OqronError as exc:
+            logger.warning("could not give back %d claimed job(s) of %s; their leases lapse: %s", len(leases),
+                           queue.name, exc, extra={"action": "worker.return_failed"})
+            return
+        self.count("returned", len(leases))
 
     def _wait_for_work(self, queue: Queue) -> None:
         timeout = self.poll_interval
