@@ -47,7 +47,9 @@ def dumps_compact(value: Any) -> str:
     try:
         return _dumps(value)
     except RecursionError as exc:
-        raise NestingTooDeep(f"the value nests deeper than {MAX_JSON_DEPTH} levels (or refers to itself)") from exc
+        raise NestingTooDeep(
+            f"the value nests deeper than {MAX_JSON_DEPTH} levels or refers to itself (nesting too deep for JSON)"
+        ) from exc
 
 
 # orjson refuses what the stdlib refuses (datetimes, dataclasses and subclasses of str,

@@ -53,7 +53,8 @@ def encode_payload(data: Any, *, limit: int, queue: str) -> tuple[str, Any]:
     try:
         text = dumps_compact(data)
     except NestingTooDeep as exc:
-        raise InvalidJob(f"Queue {queue!r}: the job payload cannot be stored: {too_deep}.") from exc
+        raise InvalidJob(f"Queue {queue!r}: the job payload cannot be stored: {too_deep} or refers to itself "
+                         "(nesting too deep for JSON).") from exc
     except (TypeError, ValueError) as exc:
         raise InvalidJob(f"Queue {queue!r}: the job payload is not JSON-serialisable ({exc}).") from exc
     if text.count("[") + text.count("{") > MAX_PAYLOAD_DEPTH and json_depth(text) > MAX_PAYLOAD_DEPTH:
