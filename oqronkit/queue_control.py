@@ -16,14 +16,13 @@ from .dependencies import on_parent_done
 from .durable import Page, RecordWrite
 from .errors import InvalidState, JobNotFound
 from .jobs import Job
+from .live import request_cancel
 from .namespaces import QUEUE
 
 if TYPE_CHECKING:
     from .engine import Engine
 
 logger = logging.getLogger(__name__)
-CANCEL_GROUP = "cancel"
-CANCEL_TTL_MS = 24 * 3600 * 1000
 _PENDING = ("waiting", "delayed", "waiting-dependencies", "blocked")
 
 
@@ -107,7 +106,7 @@ class QueueControl:
         removed = engine.hot.remove(self.name, [job_id]) if job.status != "active" else set()
         if job.status == "active" or (job_id not in removed and engine.hot.present(self.name, [job_id])):
             # Claimed: the worker's heartbeat sees the request and sets ctx.cancelled.
-            engine.hot.kv_set(CANCEL_GROUP, {job_id: reason}, ttl_ms=CANCEL_TTL_MS, now=now_ms())
+            request_cancel(engine.hot, job_id, reason)
             return True
         dead = Job.from_value({**record.value, "cancelRequested": True})
         dead.die(reason, now_ms())

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidRecord, OqronError, RecordTooLarge
+from ..live import LEADER_RUN_TTL_MS, forget_runs, live_run, publish_runs
 from ..namespaces import RUNS
 from ..runs import describe_error, finish_run, shed_parts
 from ..shedding import write_shedding
@@ -34,8 +35,6 @@ if TYPE_CHECKING:
     from .scheduler import Scheduler
 
 logger = logging.getLogger(__name__)
-LIVE_GROUP = "runs"  # the worker's live-run overlay group: the board shows cron runs live too
-LIVE_TTL_MS = 5_000
 LIVE_EVERY_MS = 1_000
 MAINTAIN_EVERY = 0.2
 
@@ -216,22 +215,17 @@ class RunExecutor:
             finished, self._finished = self._finished, []
         if finished:
             try:
-                self.engine.hot.kv_delete(LIVE_GROUP, finished)
+                forget_runs(self.engine.hot, finished)
             except OqronError:
-                pass  # they expire on their own within LIVE_TTL_MS
+                pass  # they expire on their own within LEADER_RUN_TTL_MS
 
     def _publish_live(self, runs: list[RunningRun], now: int) -> None:
-        items = {}
+        live = []
         for running in runs:
             with running.lock:
-                run = running.run
-                items[run["id"]] = json.dumps({
-                    "id": run["id"], "name": run["name"], "module": run["module"], "status": run["status"],
-                    "progressPercent": run["progressPercent"], "progressLabel": run.get("progressLabel"),
-                    "logs": run["logs"][-20:], "startedAt": run["startedAt"], "workerId": run["workerId"],
-                })
+                live.append(live_run(running.run))
         try:
-            self.engine.hot.kv_set(LIVE_GROUP, items, ttl_ms=LIVE_TTL_MS, now=now)
+            publish_runs(self.engine.hot, live, ttl_ms=LEADER_RUN_TTL_MS, now=now)
             self._last_live = now
         except OqronError as exc:
             logger.warning("could not refresh live cron runs: %s", exc, extra={"action": "scheduler.live_failed"})
@@ -253,7 +247,7 @@ class RunExecutor:
             leftover = list(self.running)
         if leftover:
             try:
-                self.engine.hot.kv_delete(LIVE_GROUP, leftover)
+                forget_runs(self.engine.hot, leftover)
             except OqronError:
                 pass
         self._pool.shutdown(wait=False, cancel_futures=True)

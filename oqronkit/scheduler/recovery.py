@@ -16,10 +16,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ..live import LEADER_RUN_TTL_MS, live_run_ids
 from ..namespaces import RUNS, dlq_namespace, job_namespace
 from ..runs import finish_run
 from ..skipped import guarded
-from .executor import LIVE_GROUP, LIVE_TTL_MS
 from .jobmode import enqueue, settle_claim
 from .planner import retry_item
 
@@ -45,8 +45,8 @@ def _running(scheduler: Scheduler, module: str, now: int) -> int:
     records = engine.durable.list(RUNS, status="running", module=module, limit=PAGE).records
     mine = scheduler.executor.running
     foreign = [r.value for r in records if r.id not in mine]
-    suspects = [run for run in foreign if (run.get("startedAt") or 0) <= now - LIVE_TTL_MS]
-    live = engine.hot.kv_get(LIVE_GROUP, [r["id"] for r in suspects], now) if suspects else {}
+    suspects = [run for run in foreign if (run.get("startedAt") or 0) <= now - LEADER_RUN_TTL_MS]
+    live = live_run_ids(engine.hot, [r["id"] for r in suspects], now=now) if suspects else set()
     for run in suspects:
         if run["id"] not in live:
             guarded("scheduler recovery", RUNS, run["id"], lambda run=run: resolve_lost(scheduler, run, now))

@@ -21,13 +21,12 @@ from ..dependencies import on_parent_done
 from ..durable import RecordWrite
 from ..errors import BackendUnavailable, OqronError
 from ..jobs import Job, shed_error_detail
+from ..live import forget_cancels, forget_runs
 from ..namespaces import RUNS, dlq_namespace, job_namespace
 from ..runs import describe_error, finish_run
 from ..shedding import write_shedding
 from .inflight import Inflight, Outcome
 from .refusals import apply_refusing, is_outage
-
-CANCEL_GROUP = "cancel"
 
 if TYPE_CHECKING:
     from .process import WorkerProcess
@@ -39,7 +38,6 @@ BATCH = 500
 FLUSH_EVERY = 0.5
 ACTIVE_STATE_AFTER = 0.5  # seconds a job runs before its "active" state is written behind
 RUN_WRITE_AFTER = 0.5  # seconds a run runs before it is written behind (before it ends)
-OVERLAY_GROUP = "runs"
 
 
 class Finisher:
@@ -292,7 +290,7 @@ class Finisher:
         ids = [o.inflight.run["id"] for o in batch if o.inflight.overlay_published and o.inflight.run]
         if ids:
             try:
-                self.process.engine.hot.kv_delete(OVERLAY_GROUP, ids)
+                forget_runs(self.process.engine.hot, ids)
             except OqronError as exc:  # they lapse by their TTL instead
                 logger.warning("could not clear %d run(s) from the live overlay: %s", len(ids), exc,
                                extra={"action": "overlay.failed"})
@@ -496,7 +494,7 @@ class Finisher:
             job.die(reason, now)
             puts.append(RecordWrite(dlq_namespace(job.queue), job.id, job.to_value()))
         if outcome.kind == "cancelled":
-            engine.hot.kv_delete(CANCEL_GROUP, [job.id])
+            forget_cancels(engine.hot, [job.id])
         def buried() -> None:  # now, or once a write held by an outage lands
             self.process.count("dead")
             self.process.hook(inflight, "dead", outcome.error)

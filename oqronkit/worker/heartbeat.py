@@ -4,7 +4,6 @@ live overlay and the worker registry, on one thread that handler code cannot sta
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..clock import now_ms
 from ..errors import OqronError
+from ..live import RUN_TTL_MS, cancel_requests, live_run, publish_runs, publish_worker
 from ..namespaces import QUEUE
 from ..runs import describe_error
 from .inflight import Inflight, Outcome
@@ -25,7 +25,6 @@ TICK = 0.1
 CANCEL_EVERY = 0.5
 PAUSE_EVERY = 1.0
 REGISTRY_EVERY = 5.0
-REGISTRY_TTL_MS = 15_000
 
 
 class Heartbeat:
@@ -81,9 +80,24 @@ class Heartbeat:
         no hot-plane write at all."""
         dirty = [i for i in self.process.all_inflight() if i.overlay_dirty and i.run is not None and not i.settled]
         if dirty:
-            self.process.publish_overlay(dirty)
+            self.publish_overlay(dirty)
             for inflight in dirty:
                 self.process.finisher.mark_dirty(inflight.run["id"])
+
+    def publish_overlay(self, inflights: list[Inflight]) -> None:
+        """Write running runs through to the hot plane for the board's live view."""
+        runs = []
+        for inflight in inflights:
+            with inflight.lock:
+                if inflight.run is None:
+                    continue
+                inflight.overlay_published = True
+                runs.append(live_run(inflight.run))
+                inflight.overlay_dirty = False
+        try:
+            publish_runs(self.process.engine.hot, runs, ttl_ms=RUN_TTL_MS)
+        except OqronError as exc:
+            logger.warning("could not publish the live run overlay: %s", exc, extra={"action": "overlay.failed"})
 
     def extend_leases(self) -> None:
         with self.process.finisher.lease_lock:  # no lease is marked released meanwhile
@@ -121,7 +135,7 @@ class Heartbeat:
         inflights = {i.job.id: i for i in self.process.all_inflight() if not i.settled}
         if not inflights:
             return
-        requested = self.process.engine.hot.kv_get("cancel", list(inflights), now_ms())
+        requested = cancel_requests(self.process.engine.hot, list(inflights))
         for job_id, reason in requested.items():
             inflights[job_id].request_cancel(reason or "cancelled")
 
@@ -131,6 +145,4 @@ class Heartbeat:
         self.process.paused = {r.id for r in records if r.value.get("paused")}
 
     def publish_registry(self) -> None:
-        info = json.dumps(self.process.worker_info())
-        self.process.engine.hot.kv_set("workers", {self.process.worker_id: info}, ttl_ms=REGISTRY_TTL_MS,
-                                       now=now_ms())
+        publish_worker(self.process.engine.hot, self.process.worker_info())

@@ -3,7 +3,6 @@ a heartbeat, and (under leader election) the scheduler-side services."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -16,11 +15,12 @@ from ..backends.hot_types import Lease, Signal
 from ..clock import now_ms
 from ..errors import ConfigurationError, OqronError
 from ..jobs import Job
+from ..live import WorkerInfo, forget_worker
 from ..namespaces import QUEUE, WORKER
 from ..runs import describe_error, new_run
 from .context import JobContext
 from .executor import Executor
-from .finisher import OVERLAY_GROUP, Finisher
+from .finisher import Finisher
 from .heartbeat import Heartbeat
 from .inflight import Inflight, Outcome
 from .prefetch import Prefetch
@@ -47,7 +47,6 @@ SETTLE_BACKLOG = 8
 SETTLE_BACKLOG_FLOOR = 200
 #: Slot threads beyond the concurrency (idle unless a slot is being handed over).
 SPARE_SLOTS = 1
-OVERLAY_TTL_MS = 60_000
 
 
 class WorkerProcess:
@@ -215,7 +214,7 @@ class WorkerProcess:
         if self.services is not None:
             self.services.resign()
         try:
-            self.engine.hot.kv_delete("workers", [self.worker_id])
+            forget_worker(self.engine.hot, self.worker_id)
         except OqronError:
             pass
         self.executor.shutdown()
@@ -573,26 +572,6 @@ class WorkerProcess:
                 inflight.lease = kept[inflight.job.id]
         return [i for i in started if i.job.id in kept]
 
-    def publish_overlay(self, inflights: list[Inflight]) -> None:
-        """Write running runs through to the hot plane for the board's live view."""
-        items = {}
-        for inflight in inflights:
-            with inflight.lock:
-                run = inflight.run
-                if run is None:
-                    continue
-                inflight.overlay_published = True
-                items[run["id"]] = json.dumps({
-                    "id": run["id"], "jobId": inflight.job.id, "name": run["name"], "status": run["status"],
-                    "progressPercent": run["progressPercent"], "progressLabel": run.get("progressLabel"),
-                    "logs": run["logs"][-20:], "startedAt": run["startedAt"], "workerId": self.worker_id,
-                })
-                inflight.overlay_dirty = False
-        try:
-            self.engine.hot.kv_set(OVERLAY_GROUP, items, ttl_ms=OVERLAY_TTL_MS, now=now_ms())
-        except OqronError as exc:
-            logger.warning("could not publish the live run overlay: %s", exc, extra={"action": "overlay.failed"})
-
     def _publish_control(self) -> None:
         """Record each consumed queue's definition in the ``queue`` control namespace,
         keeping its persisted pause state."""
@@ -618,7 +597,7 @@ class WorkerProcess:
                 }))
         durable.put_many(writes)
 
-    def worker_info(self) -> dict[str, Any]:
+    def worker_info(self) -> WorkerInfo:
         return {
             "id": self.worker_id, "host": socket.gethostname(), "pid": os.getpid(),
             "queues": {q.name: self.concurrency[q.name] for q in self.queues},

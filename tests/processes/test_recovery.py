@@ -10,7 +10,6 @@ server to be claimed or read). The target is 2 s.
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import subprocess
 import tempfile
@@ -24,8 +23,8 @@ import pytest
 import redis
 
 from oqronkit import Engine, OqronConfig
-from oqronkit.clock import now_ms
 from oqronkit.errors import BackendUnavailable
+from oqronkit.live import live_workers
 from tests.dedicated import DedicatedRedis, _missing, dedicated_postgres, dedicated_redis, free_port, wait_port
 from tests.engine.queue.conftest import wait_until
 from tests.processes.test_faults import (
@@ -125,7 +124,7 @@ def redis_probe(url: str) -> Probe:
 
 def registered_pids(engine: Engine) -> set[int]:
     """The pids of the workers in the hot plane's registry."""
-    return {json.loads(info)["pid"] for info in engine.hot.kv_all("workers", now_ms()).values()}
+    return {info["pid"] for info in live_workers(engine.hot)}
 
 
 def timed_add(engine: Engine) -> tuple[float, Exception | None]:

@@ -12,6 +12,7 @@ import pytest
 
 from oqronkit import Engine
 from oqronkit.backoff import Backoff, make_backoff
+from oqronkit.live import live_runs
 
 from .conftest import running, wait_until
 
@@ -263,10 +264,7 @@ def test_live_overlay_shows_progress_while_running(engine: Engine):
     q.add({})
     with running(engine):
         def overlay_at_40():
-            import json
-
-            values = [json.loads(v) for v in engine.hot.kv_all("runs", int(time.time() * 1000)).values()]
-            return any(v["progressPercent"] == 40 for v in values)
+            return any(v["progressPercent"] == 40 for v in live_runs(engine.hot))
 
         wait_until(overlay_at_40)
         release.set()

@@ -11,6 +11,7 @@ import pytest
 
 import oqronkit
 from oqronkit import Engine, Registry
+from oqronkit.live import LEADER_RUN_TTL_MS, RUNS_GROUP
 from oqronkit.runs import new_run
 from oqronkit.scheduler import load, set_paused
 
@@ -201,7 +202,7 @@ def test_a_dead_leaders_running_claim_is_resolved_by_policy(mem_engine, clock, s
 def test_a_running_claim_that_is_still_live_is_left_alone(mem_engine, clock, sched):
     oqronkit.cron("alive", "0 * * * *", missed="run-all", handler=lambda ctx: None, engine=mem_engine)
     orphan = _orphan(mem_engine, "alive", T0 - 3600_000, T0 - 60_000)
-    mem_engine.hot.kv_set("runs", {orphan["id"]: "{}"}, ttl_ms=5000, now=clock())
+    mem_engine.hot.kv_set(RUNS_GROUP, {orphan["id"]: "{}"}, ttl_ms=LEADER_RUN_TTL_MS, now=clock())
     step(sched)
     assert mem_engine.durable.get("runs", orphan["id"]).value["status"] == "running"
 
