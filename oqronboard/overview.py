@@ -8,7 +8,6 @@ last hour of runs, one index range), plus the hot plane's depths and heartbeats.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from jobs.models import JobRecord
 from jobs.queries import dlq_depths
 from oqronkit import OqronError
 from oqronkit.clock import now_ms
+from oqronkit.live import WorkerInfo, live_workers
 from oqronkit.namespaces import JOB_PREFIX, QUEUE
 from runs.queries import QUEUE_MODULES, last_hour_counts
 
@@ -34,7 +34,6 @@ from .charts import Chart, stacked_bars
 logger = logging.getLogger(__name__)
 BUCKET_MS = 5 * 60 * 1000
 BUCKETS = HOUR_MS // BUCKET_MS
-WORKERS_GROUP = "workers"  # heartbeats (oqronkit.worker.heartbeat)
 
 
 @dataclass
@@ -67,7 +66,7 @@ class QueueRow:
 class Overview:
     now: int
     queues: list[QueueRow]
-    workers: list[dict[str, Any]]
+    workers: list[WorkerInfo]
     status_counts: dict[str, int]
     hot_problem: str = ""
     hidden: list[str] = field(default_factory=list)
@@ -109,20 +108,6 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def live_workers(scope: BoardScope, now: int) -> list[dict[str, Any]]:
-    """Workers whose heartbeat has not lapsed (the hot plane's ``workers`` group)."""
-    workers = []
-    for worker_id, raw in scope.engine.hot.kv_all(WORKERS_GROUP, now).items():
-        try:
-            info = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(info, dict):
-            info.setdefault("id", worker_id)
-            workers.append(info)
-    return sorted(workers, key=lambda w: str(w.get("id")))
-
-
 def internal_queues() -> set[str]:
     """Queues the overview hides (``OQRON_INTERNAL_QUEUES``; the Jobs page lists them)."""
     return set(getattr(settings, "OQRON_INTERNAL_QUEUES", ()))
@@ -153,7 +138,7 @@ def build(scope: BoardScope, *, include_internal: bool = True) -> Overview:
     overview = Overview(now=now, queues=[], workers=[], status_counts=dict(sorted(status_counts.items())),
                         hidden=hidden)
     try:
-        overview.workers = live_workers(scope, now)
+        overview.workers = live_workers(scope.engine.hot, now=now)
         hot = scope.engine.hot
         depths = hot.depths_many(names, now)
     except OqronError as exc:

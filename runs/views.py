@@ -3,7 +3,6 @@ which also reads the run's job, is a shell page (:mod:`oqronboard.views.runs`)."
 
 from __future__ import annotations
 
-import json
 from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -15,11 +14,10 @@ from oqronboard.base.filters import WINDOWS
 from oqronboard.base.pages import board_view, scope_of
 from oqronkit import OqronError
 from oqronkit.clock import now_ms
+from oqronkit.live import read_run
 
 from .forms import RunFilterForm, run_filters
 from .queries import get_run, run_list
-
-OVERLAY_GROUP = "runs"  # the worker's live overlay of running runs (oqronkit.worker.finisher)
 
 
 @board_view
@@ -77,11 +75,10 @@ def live_context(request: HttpRequest, run_id: str, value: dict) -> dict:
     overlay_error = ""
     if running:
         try:
-            raw = scope_of(request).engine.hot.kv_get(OVERLAY_GROUP, [run_id], now_ms())
-            overlay = json.loads(next(iter(raw.values()))) if raw else None
-        except (OqronError, ValueError) as exc:
+            overlay = read_run(scope_of(request).engine.hot, run_id)
+        except OqronError as exc:
             overlay, overlay_error = None, str(exc)
-        if isinstance(overlay, dict):
+        if overlay is not None:
             progress = overlay.get("progressPercent", progress)
             label = overlay.get("progressLabel") or label
             logs = overlay.get("logs") or logs

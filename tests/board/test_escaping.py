@@ -6,7 +6,7 @@ import json
 
 from django.urls import reverse
 
-from oqronkit.clock import now_ms
+from oqronkit.live import publish_runs
 from tests.board.seed import Board, dead_job, error, put_jobs, put_runs, queue_control, run_value
 
 EVIL = "<script>alert('pwned')</script>"
@@ -22,9 +22,9 @@ def seed(board: Board) -> None:
                   output=None, error=error(f"bad {EVIL}"), logs=[("info", f"log line {EVIL}"), ("error", EVIL_ATTR)]),
         run_value("evil-live", status="running", name=EVIL_ATTR),
     ])
-    board.scope.engine.hot.kv_set("runs", {"evil-live": json.dumps({
-        "progressPercent": 5, "progressLabel": EVIL, "logs": [{"level": EVIL_ATTR, "msg": EVIL, "ts": 1}]})},
-        ttl_ms=60_000, now=now_ms())
+    publish_runs(board.scope.engine.hot, [{
+        "id": "evil-live", "progressPercent": 5, "progressLabel": EVIL,
+        "logs": [{"level": EVIL_ATTR, "msg": EVIL, "ts": 1}]}], ttl_ms=60_000)
 
 
 def assert_escaped(body: str, where: str) -> None:

@@ -114,3 +114,12 @@ def test_the_shell_stands_on_every_app():
     shell = [p for p in sources("oqronboard") if "base" not in p.relative_to(ROOT / "oqronboard").parts[:1]]
     layers = {layer_of(t) for p in shell for _, t in imported(p.read_text(encoding="utf-8"), module_name(p))}
     assert set(APPS) <= layers
+
+
+def test_the_board_reads_live_data_through_the_engine():
+    """Hot-plane entries (the live overlay, the worker registry) are read with
+    ``oqronkit.live``; no board module reads a hot-plane group or parses its JSON."""
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in sources("oqronboard", *APPS)
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if any(call in line for call in ("kv_get(", "kv_all(", "kv_set(", "kv_delete("))]
+    assert found == []

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 from django.urls import reverse
 
 from oqronkit.clock import now_ms
+from oqronkit.live import publish_worker
 from tests.board.seed import MINUTE, Board, dead_job, error, job_value, put_jobs, put_runs, queue_control, run_value
 
 
@@ -17,8 +17,7 @@ def row(body: str, queue: str) -> str:
 
 
 def heartbeat(board: Board, worker: str, queues: dict[str, int]) -> None:
-    info = {"id": worker, "queues": queues, "inflight": 1, "heartbeatAt": now_ms()}
-    board.scope.engine.hot.kv_set("workers", {worker: json.dumps(info)}, ttl_ms=15_000, now=now_ms())
+    publish_worker(board.scope.engine.hot, {"id": worker, "queues": queues, "inflight": 1, "heartbeatAt": now_ms()})
 
 
 def test_queues_with_depths_dead_letters_and_the_last_hour(board: Board):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from urllib.parse import parse_qs, urlparse
 
@@ -10,6 +9,7 @@ import pytest
 from django.urls import reverse
 
 from oqronkit.clock import now_ms
+from oqronkit.live import publish_runs
 from tests.board.seed import MINUTE, Board, dead_job, error, job_value, put_jobs, put_runs, run_value
 
 HOUR = 60 * MINUTE
@@ -156,9 +156,9 @@ def test_a_running_run_polls_its_live_panel_until_it_ends(board: Board):
     assert 'data-testid="progress"' in page and 'aria-valuenow="10.0"' in page
 
     # The worker's hot overlay is fresher than the durable record.
-    board.scope.engine.hot.kv_set("runs", {"live-1": json.dumps({
+    publish_runs(board.scope.engine.hot, [{
         "id": "live-1", "status": "running", "progressPercent": 62.5, "progressLabel": "step 5 of 8",
-        "logs": [{"level": "info", "msg": "halfway", "ts": now_ms()}]})}, ttl_ms=60_000, now=now_ms())
+        "logs": [{"level": "info", "msg": "halfway", "ts": now_ms()}]}], ttl_ms=60_000)
     live = board.viewer.get(reverse("run-live", args=["live-1"]), HTTP_HX_REQUEST="true")
     assert live.status_code == 200
     body = live.content.decode()
