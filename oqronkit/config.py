@@ -1,12 +1,16 @@
 """The engine's one configuration object: frozen, validated, and reading no environment.
 
 Builders (:func:`config_from_mapping`, :func:`config_from_env`) turn settings into an
-:class:`OqronConfig`; Django's side builds it in ``oqronboard/engine.py``.
+:class:`OqronConfig`; Django's side builds it in ``oqronboard/engine.py``. A worker
+process's own variables (CPU pinning, its supervisor slot, ``OQRON_IMPORTS``) become a
+:class:`WorkerEnvironment`. This module is the only one in ``oqronkit`` that reads
+``os.environ`` (tests/engine/test_config.py checks it).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -29,6 +33,8 @@ _ENV_KEYS: Final[dict[str, str]] = {
     "OQRON_ENVIRONMENT": "environment",
     "OQRON_BACKEND_WAIT": "backend_wait",
 }
+CPU_AFFINITY_CHOICES: Final[tuple[str, ...]] = ("auto", "off")
+WORKER_SLOT_VAR: Final = "OQRON_WORKER_SLOT"
 _NEEDS_DATABASE: Final = {"sqlite": "sqlite", "postgres": "postgresql", "redis-postgres": "postgresql"}
 
 
@@ -158,10 +164,12 @@ def config_from_mapping(settings: Mapping[str, Any], *, base: OqronConfig | None
     return replace(base, **values) if base is not None else OqronConfig(**values)
 
 
-def config_from_env(environ: Mapping[str, str], *, base: OqronConfig | None = None) -> OqronConfig:
+def config_from_env(environ: Mapping[str, str] | None = None, *, base: OqronConfig | None = None) -> OqronConfig:
     """Apply the ``OQRON_MODE``, ``OQRON_DATABASE_URL``, ``OQRON_REDIS_URL``,
     ``OQRON_PROJECT``, ``OQRON_ENVIRONMENT`` and ``OQRON_BACKEND_WAIT`` variables found
-    in ``environ``."""
+    in ``environ`` (the process environment when None)."""
+    if environ is None:
+        environ = os.environ
     overrides: dict[str, Any] = {field: environ[var] for var, field in _ENV_KEYS.items() if environ.get(var)}
     if "backend_wait" in overrides:
         text = overrides["backend_wait"]
@@ -172,3 +180,64 @@ def config_from_env(environ: Mapping[str, str], *, base: OqronConfig | None = No
                 f"OQRON_BACKEND_WAIT must be a number of seconds, got {text!r}."
             ) from None
     return config_from_mapping(overrides, base=base or OqronConfig())
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerEnvironment:
+    """What a worker process takes from its command line and ``OQRON_*`` variables
+    beyond the engine's settings; kept apart from :class:`OqronConfig` so the board's
+    ``OQRON`` dict and its system check are unchanged by a worker-only variable."""
+
+    #: "auto" pins the process to a free CPU, "off" never pins (worker/affinity.py).
+    cpu_affinity: str = "auto"
+    #: Where the per-CPU lock files live; None means the system's temporary directory.
+    cpu_lock_dir: str | None = None
+    #: The supervisor's slot for this child, where its search for a free CPU starts.
+    worker_slot: int = 0
+    #: Modules that declare queues, from ``OQRON_IMPORTS`` (after any ``--import``).
+    imports: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.cpu_affinity not in CPU_AFFINITY_CHOICES:
+            raise ConfigurationError(
+                f"OQRON_CPU_AFFINITY must be one of {', '.join(CPU_AFFINITY_CHOICES)}, got {self.cpu_affinity!r}."
+            )
+        slot = self.worker_slot
+        if not isinstance(slot, int) or isinstance(slot, bool) or slot < 0:
+            raise ConfigurationError(f"{WORKER_SLOT_VAR} must be a non-negative integer, got {slot!r}.")
+
+
+def cpu_affinity_setting(given: str) -> str:
+    """``given`` ("auto" or "off" in any case, spaces around allowed), checked."""
+    setting = given.strip().lower()
+    if setting not in CPU_AFFINITY_CHOICES:
+        raise ConfigurationError(
+            f"OQRON_CPU_AFFINITY must be one of {', '.join(CPU_AFFINITY_CHOICES)}, got {given!r}."
+        )
+    return setting
+
+
+def worker_environment(
+    environ: Mapping[str, str] | None = None, *, cpu_affinity: str | None = None
+) -> WorkerEnvironment:
+    """A worker's settings from ``OQRON_CPU_AFFINITY``, ``OQRON_CPU_LOCK_DIR``,
+    ``OQRON_WORKER_SLOT`` and ``OQRON_IMPORTS`` in ``environ`` (the process environment
+    when None); ``cpu_affinity`` (``--cpu-affinity``) wins over the variable."""
+    if environ is None:
+        environ = os.environ
+    slot_text = environ.get(WORKER_SLOT_VAR, "0") or "0"
+    try:
+        slot = int(slot_text)
+    except ValueError:
+        raise ConfigurationError(f"{WORKER_SLOT_VAR} must be a non-negative integer, got {slot_text!r}.") from None
+    return WorkerEnvironment(
+        cpu_affinity=cpu_affinity_setting(cpu_affinity or environ.get("OQRON_CPU_AFFINITY") or "auto"),
+        cpu_lock_dir=environ.get("OQRON_CPU_LOCK_DIR") or None,
+        worker_slot=slot,
+        imports=tuple(m for m in environ.get("OQRON_IMPORTS", "").split(",") if m),
+    )
+
+
+def child_environment(slot: int) -> dict[str, str]:
+    """This process's environment plus the supervisor ``slot`` for a child worker."""
+    return {**os.environ, WORKER_SLOT_VAR: str(slot)}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -206,7 +205,7 @@ def configure(config: OqronConfig | None = None, **overrides: Any) -> Engine:
     global _default
     from dataclasses import replace
 
-    base = config if config is not None else config_from_env(os.environ)
+    base = config if config is not None else config_from_env()
     final = replace(base, **overrides) if overrides else base
     with _default_lock:
         if _default is not None:
@@ -221,7 +220,7 @@ def get_engine() -> Engine:
     if _default is None:
         with _default_lock:
             if _default is None:
-                _default = Engine(config_from_env(os.environ))
+                _default = Engine(config_from_env())
                 logger.info(
                     "oqronkit configured from the environment: mode %s", _default.config.mode,
                     extra={"action": "engine.autoconfigure"},

@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable, Sequence
 
 from .bounds import MAX_CONCURRENCY
-from .config import redact_url
+from .config import child_environment, redact_url, worker_environment
 from .engine import Engine
 from .errors import ConfigurationError, OqronError
 from .worker import WorkerProcess
-from .worker.affinity import affinity_setting, pin_worker
+from .worker.affinity import pin_worker
 
 logger = logging.getLogger(__name__)
 RESTART_BACKOFF = (1, 2, 5, 10, 30)
@@ -61,7 +61,8 @@ def run_single(engine: Engine, *, queues: Sequence[str] | None, concurrency: int
     until nothing is ready. A second signal exits at once; leases then lapse and the
     rescuer returns the jobs. The process pins itself to a free CPU unless
     ``cpu_affinity`` (or ``OQRON_CPU_AFFINITY``) is "off" (see worker/affinity.py)."""
-    cpu = pin_worker(affinity_setting(cpu_affinity))
+    settings = worker_environment(cpu_affinity=cpu_affinity)
+    cpu = pin_worker(settings.cpu_affinity, lock_dir=settings.cpu_lock_dir, slot=settings.worker_slot)
     process = WorkerProcess(engine, queues=list(queues) if queues else None, concurrency=concurrency,
                             burst=burst, drain_timeout=drain_timeout)
     if not quiet:
@@ -95,8 +96,7 @@ def supervise(argv: Sequence[str], processes: int) -> int:
     stopping = threading.Event()
 
     def spawn(slot: int) -> None:
-        env = {**os.environ, "OQRON_WORKER_SLOT": str(slot)}
-        children[slot] = subprocess.Popen(list(argv), env=env)
+        children[slot] = subprocess.Popen(list(argv), env=child_environment(slot))
 
     def on_signal(signum: int, _frame: object) -> None:
         stopping.set()
@@ -157,11 +157,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     if args.processes > 1:
         return supervise([sys.executable, "-m", "oqronkit", *child_argv(sys.argv[1:])], args.processes)
-    imports = list(args.imports) + [m for m in os.environ.get("OQRON_IMPORTS", "").split(",") if m]
     from .engine import get_engine
 
     try:
-        import_modules(imports)
+        import_modules([*args.imports, *worker_environment(cpu_affinity=args.cpu_affinity).imports])
         return run_single(get_engine(), queues=args.queues, concurrency=args.concurrency, burst=args.burst,
                           drain_timeout=args.drain_timeout, cpu_affinity=args.cpu_affinity)
     except OqronError as exc:  # a bad setting or an unreachable plane: its message, not a traceback

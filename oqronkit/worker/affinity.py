@@ -24,26 +24,16 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..errors import ConfigurationError
-
 logger = logging.getLogger(__name__)
-CHOICES = ("auto", "off")
 # Kept open for the life of the process: closing it would release the CPU.
 _held: list[int] = []
 
 
-def affinity_setting(value: str | None) -> str:
-    """The ``--cpu-affinity`` / ``OQRON_CPU_AFFINITY`` value, checked."""
-    given = value or os.environ.get("OQRON_CPU_AFFINITY") or "auto"
-    setting = given.strip().lower()
-    if setting not in CHOICES:
-        raise ConfigurationError(f"OQRON_CPU_AFFINITY must be one of {', '.join(CHOICES)}, got {given!r}.")
-    return setting
-
-
-def pin_worker(setting: str, *, lock_dir: str | None = None, slot: int | None = None) -> int | None:
+def pin_worker(setting: str, *, lock_dir: str | None = None, slot: int = 0) -> int | None:
     """Pin every thread of this process to a CPU no other worker holds; the CPU, or
-    None when pinning is off, unsupported here, pointless (one CPU) or every CPU is taken."""
+    None when pinning is off, unsupported here, pointless (one CPU) or every CPU is taken.
+    ``setting``, ``lock_dir`` and ``slot`` come from a checked
+    :class:`~oqronkit.config.WorkerEnvironment`; ``lock_dir`` None is the temporary directory."""
     if setting == "off" or not hasattr(os, "sched_setaffinity") or _held:
         return None
     allowed = sorted(os.sched_getaffinity(0))
@@ -51,9 +41,7 @@ def pin_worker(setting: str, *, lock_dir: str | None = None, slot: int | None = 
         return None
     import fcntl
 
-    directory = Path(lock_dir or os.environ.get("OQRON_CPU_LOCK_DIR") or tempfile.gettempdir())
-    if slot is None:
-        slot = int(os.environ.get("OQRON_WORKER_SLOT", "0") or 0)
+    directory = Path(lock_dir or tempfile.gettempdir())
     start = slot % len(allowed)
     for cpu in allowed[start:] + allowed[:start]:
         try:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from oqronkit.config import worker_environment
 from oqronkit.errors import ConfigurationError
-from oqronkit.worker.affinity import affinity_setting, pin_worker
+from oqronkit.worker.affinity import pin_worker
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_affinity = pytest.mark.skipif(
@@ -83,12 +84,12 @@ def test_off_never_pins(tmp_path):
 
 def test_the_setting_is_checked(monkeypatch):
     monkeypatch.delenv("OQRON_CPU_AFFINITY", raising=False)
-    assert affinity_setting(None) == "auto"
+    assert worker_environment().cpu_affinity == "auto"
     monkeypatch.setenv("OQRON_CPU_AFFINITY", "OFF")
-    assert affinity_setting(None) == "off"
-    assert affinity_setting("auto") == "auto"
+    assert worker_environment().cpu_affinity == "off"
+    assert worker_environment(cpu_affinity="auto").cpu_affinity == "auto"
     with pytest.raises(ConfigurationError, match="OQRON_CPU_AFFINITY must be one of auto, off"):
-        affinity_setting("fast")
+        worker_environment(cpu_affinity="fast")
 
 
 def test_a_bad_setting_is_a_clear_cli_error_not_a_traceback(tmp_path):

@@ -1,4 +1,5 @@
-"""OqronConfig: defaults, validation of every field, environment overrides, redaction.
+"""OqronConfig: defaults, validation of every field, environment overrides, redaction;
+a worker's own variables (WorkerEnvironment); config.py alone reads the environment.
 
 Pure: no Django, no environment read (the environment is passed in as a mapping).
 """
@@ -6,11 +7,20 @@ Pure: no Django, no environment read (the environment is passed in as a mapping)
 from __future__ import annotations
 
 import dataclasses
+import re
+from pathlib import Path
 
 import pytest
 
 from oqronkit import ConfigurationError, OqronConfig, config_from_env, config_from_mapping
-from oqronkit.config import DEFAULT_MAX_RECORD_BYTES, MODES, redact_url
+from oqronkit.config import (
+    DEFAULT_MAX_RECORD_BYTES,
+    MODES,
+    WorkerEnvironment,
+    child_environment,
+    redact_url,
+    worker_environment,
+)
 
 
 def test_defaults():
@@ -188,6 +198,83 @@ def test_env_values_are_validated():
         config_from_env({"OQRON_MODE": "postgres", "OQRON_DATABASE_URL": "sqlite:///x"})
     with pytest.raises(ConfigurationError, match="OQRON project"):
         config_from_env({"OQRON_PROJECT": "bad name"})
+
+
+def test_config_from_env_without_a_mapping_reads_the_process_environment(monkeypatch):
+    monkeypatch.setenv("OQRON_MODE", "memory")
+    monkeypatch.setenv("OQRON_PROJECT", "from-env")
+    config = config_from_env()
+    assert (config.mode, config.project, config.database_url) == ("memory", "from-env", None)
+
+
+# -- a worker's own variables ------------------------------------------------------------------
+
+
+def test_worker_environment_defaults():
+    assert worker_environment({}) == WorkerEnvironment()
+    assert WorkerEnvironment() == WorkerEnvironment(cpu_affinity="auto", cpu_lock_dir=None, worker_slot=0, imports=())
+
+
+def test_worker_environment_reads_its_variables():
+    env = worker_environment({
+        "OQRON_CPU_AFFINITY": " Off ",
+        "OQRON_CPU_LOCK_DIR": "/run/oqron",
+        "OQRON_WORKER_SLOT": "3",
+        "OQRON_IMPORTS": "shop.jobs,,mail.jobs",
+        "OQRON_MODE": "memory",
+    })
+    assert env == WorkerEnvironment(cpu_affinity="off", cpu_lock_dir="/run/oqron", worker_slot=3,
+                                    imports=("shop.jobs", "mail.jobs"))
+
+
+def test_worker_environment_treats_empty_variables_as_unset():
+    blank = {"OQRON_CPU_AFFINITY": "", "OQRON_CPU_LOCK_DIR": "", "OQRON_WORKER_SLOT": "", "OQRON_IMPORTS": ""}
+    assert worker_environment(blank) == WorkerEnvironment()
+
+
+def test_the_command_line_affinity_wins_over_the_variable():
+    assert worker_environment({"OQRON_CPU_AFFINITY": "off"}, cpu_affinity="auto").cpu_affinity == "auto"
+    assert worker_environment({"OQRON_CPU_AFFINITY": "fast"}, cpu_affinity="off").cpu_affinity == "off"
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        ({"OQRON_CPU_AFFINITY": "fast"}, "OQRON_CPU_AFFINITY must be one of auto, off, got 'fast'."),
+        ({"OQRON_WORKER_SLOT": "two"}, "OQRON_WORKER_SLOT must be a non-negative integer, got 'two'."),
+        ({"OQRON_WORKER_SLOT": "-1"}, "OQRON_WORKER_SLOT must be a non-negative integer, got -1."),
+    ],
+)
+def test_worker_environment_values_are_validated(environ, message):
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        worker_environment(environ)
+
+
+def test_worker_environment_is_frozen_and_checked_when_built_directly():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        WorkerEnvironment().worker_slot = 1  # type: ignore[misc]
+    with pytest.raises(ConfigurationError, match="OQRON_CPU_AFFINITY"):
+        WorkerEnvironment(cpu_affinity="OFF")
+
+
+def test_a_child_worker_gets_this_environment_and_its_slot(monkeypatch):
+    monkeypatch.setenv("OQRON_MODE", "memory")
+    env = child_environment(4)
+    assert env["OQRON_MODE"] == "memory" and env["OQRON_WORKER_SLOT"] == "4"
+    assert worker_environment(env).worker_slot == 4
+
+
+def test_only_config_py_reads_the_environment():
+    """Issue 19: environment variables are read in one place, so each is documented,
+    validated and testable there; other modules take values from the config objects."""
+    package = Path(__file__).resolve().parents[2] / "oqronkit"
+    readers = re.compile(r"os\.environ|getenv|from os import")
+    found = [
+        f"{path.relative_to(package.parent)}:{number}: {line.strip()}"
+        for path in sorted(package.rglob("*.py")) if path.name != "config.py" or path.parent != package
+        for number, line in enumerate(path.read_text().splitlines(), 1) if readers.search(line)
+    ]
+    assert found == []
 
 
 # -- redaction -------------------------------------------------------------------------------
