@@ -10,15 +10,7 @@ of work per slot, between 1 and ``MAX_PER_SLOT`` per slot.
 from __future__ import annotations
 
 WINDOW = 0.05  # seconds of handler time per slot to keep in hand
-# For jobs under about a millisecond the cap, not WINDOW, sets the size, and it has to
-# cover what the slots run while a claim is in flight: the claim and the durable read
-# of its jobs took 8-10 ms per 100 jobs in a busy Postgres-mode worker, about the time
-# the slots take to run 60 of them, so with 20 per slot (a refill at 50 held jobs) the
-# slots often ran dry. At 60 per slot (claims of CLAIM_BATCH = 150, refilled at 150
-# held) bench/recording_cost.py-style interleaved phases measured, medians of 6, 10%
-# more jobs/s with run records and 6% more without (40 per slot with claims of 100
-# fell in between; 80 and 100 per slot gained nothing more). Ten per slot had been
-# raised to 20 the same way.
+# Fast jobs need the cap to cover what the slots run while a claim is in flight (figures: bench/README.md).
 MAX_PER_SLOT = 60
 START_PER_SLOT = 2  # before any job of the queue has finished here
 SMOOTHING = 0.05

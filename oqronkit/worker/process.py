@@ -35,13 +35,8 @@ logger = logging.getLogger(__name__)
 #: see prefetch.MAX_PER_SLOT). One round trip to each plane feeds them all.
 CLAIM_BATCH = 150
 #: How far claiming may run ahead of the finisher: finished attempts waiting to be
-#: settled, per unit of concurrency, and at least SETTLE_BACKLOG_FLOOR in all. The
-#: finisher pays two hot-plane round trips and one durable transaction per batch (one
-#: transaction in all in postgres mode) whatever its size, so fast jobs need room for
-#: big batches: with 40 (8 x the default concurrency of 5) the finisher settled ~37 jobs
-#: per batch and was busy 94% of the time; with 200, bench/throughput.py's postgres
-#: mode went from 3,548 to 5,016 jobs/s (without run records from 5,608 to 6,347;
-#: medians of 3 and 2 runs, one invocation).
+#: settled, per unit of concurrency, and at least SETTLE_BACKLOG_FLOOR in all.
+#: The finisher's cost is per batch, so fast jobs need room for big batches (figures: bench/README.md).
 #: A crash re-runs at most this many finished-but-unsettled jobs.
 SETTLE_BACKLOG = 8
 SETTLE_BACKLOG_FLOOR = 200
