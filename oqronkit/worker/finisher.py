@@ -12,7 +12,8 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..backends.hot_types import Lease, Signal
 from ..backoff import Backoff
@@ -38,6 +39,20 @@ BATCH = 500
 FLUSH_EVERY = 0.5
 ACTIVE_STATE_AFTER = 0.5  # seconds a job runs before its "active" state is written behind
 RUN_WRITE_AFTER = 0.5  # seconds a run runs before it is written behind (before it ends)
+T = TypeVar("T")
+
+
+@dataclass(eq=False)
+class Settling:
+    """An outcome other than a completion, part-way through settling: an outage holds it
+    where it stands, and a retry goes on from there without redoing a step."""
+
+    outcome: Outcome
+    plan: tuple[bool, Signal | None, str] | None = None  # (final, signal, reason): decided once
+    token: Any = None  # the lease token the guarded write expects
+    run: RecordWrite | None = None
+    closed: bool = False  # the first step landed: lease acked (final), or run closed and token taken
+    stored: bool | None = None  # the guarded write's answer, once it came
 
 
 class Finisher:
@@ -72,6 +87,9 @@ class Finisher:
         # Completed jobs whose ownership check (extend) met a hot-plane outage: held with
         # their runs and retried on every flush; only the plane's answer can say "lost".
         self._unconfirmed: list[tuple[str, list[Outcome], list[RecordWrite | None]]] = []
+        # Failed, retried or returned jobs whose settling met an outage: held, their leases
+        # renewed by the heartbeat (unacked_leases), and retried on every flush, in order.
+        self._held_others: list[Settling] = []
         self.max_buffered_runs = 50_000
         # Postgres mode: completed jobs settle in one transaction (_release_at_once).
         # Asked on first use: the planes open when the worker starts, not when it is built.
@@ -94,11 +112,16 @@ class Finisher:
         self.outcomes.put(outcome)
 
     def unacked_leases(self) -> dict[str, tuple[int, list[Lease]]]:
-        """Per queue: (lease ms, leases of completed jobs waiting for the durable plane)."""
+        """Per queue: (lease ms, leases of settled jobs waiting for a plane: completed
+        jobs' deletions, and outcomes held by an outage)."""
         with self._lock:
             grouped: dict[str, tuple[int, list[Lease]]] = {}
             for (queue, _), (lease, lease_ms) in self._unacked.items():
                 grouped.setdefault(queue, (lease_ms, []))[1].append(lease)
+            for held in self._held_others:
+                inflight = held.outcome.inflight
+                if not inflight.lease_released and not inflight.lease_lost:
+                    grouped.setdefault(inflight.job.queue, (inflight.queue.lease_ms, []))[1].append(inflight.lease)
             return grouped
 
     def renewed(self, queue: str, leases: list[Lease], lost: list[Lease]) -> None:
@@ -110,6 +133,14 @@ class Finisher:
                     self._unacked[key] = (lease, self._unacked[key][1])
             for lease in lost:
                 self._unacked.pop((queue, lease.job_id), None)
+            held = {h.outcome.inflight.job.id: h.outcome.inflight for h in self._held_others
+                    if h.outcome.inflight.job.queue == queue}
+            for lease in leases:
+                if lease.job_id in held:
+                    held[lease.job_id].lease = lease
+            for lease in lost:  # taken over: the guarded write or the ack finds out
+                if lease.job_id in held:
+                    held[lease.job_id].lease_lost = True
 
     # -- the finisher thread -------------------------------------------------------------
 
@@ -133,6 +164,8 @@ class Finisher:
             jobs = {job_id for _, job_id in self._unacked}
         jobs.update(job_id for _, job_id in self._pending_deletes)
         jobs.update(o.inflight.job.id for _, group, _ in self._unconfirmed for o in group)
+        with self._lock:
+            jobs.update(h.outcome.inflight.job.id for h in self._held_others)
         jobs.update(w.value.get("jobId") or w.id if w.namespace == RUNS else w.id for w in self._pending_runs)
         return len(jobs)
 
@@ -154,6 +187,8 @@ class Finisher:
         self._last_flush = time.monotonic()
         if self._unconfirmed:
             self._confirm_held()
+        if self._held_others:
+            self._retry_held_others()
         ripe = self._last_flush - RUN_WRITE_AFTER
         with self._lock:
             # Only runs busy for a while: most end sooner and are written once, as a
@@ -259,15 +294,55 @@ class Finisher:
         if completed:
             others += self._settle_completed_isolating(completed)
         for outcome in others:
+            settling = Settling(outcome)
             try:
-                self._settle_other(outcome)
-            except Exception as exc:
-                # The lease lapses and the rescuer retries the job: nothing is lost.
-                logger.error("could not settle %s/%s (%s): %s", outcome.inflight.job.queue,
-                             outcome.inflight.job.id, outcome.kind, exc,
-                             exc_info=None if isinstance(exc, OqronError) else exc, extra={"action": "finisher.error"})
+                # Held before it is forgotten: its lease renewal passes from one to the other.
+                if self._held_others or not self._advance(settling):
+                    self._hold(settling)
             finally:
                 self._done(outcome.inflight)
+
+    def _hold(self, settling: Settling) -> None:
+        job = settling.outcome.inflight.job
+        logger.error("could not settle %s/%s (%s) for an outage; held for retry", job.queue, job.id,
+                     settling.outcome.kind, extra={"action": "finisher.settle_held"})
+        with self._lock:
+            self._held_others.append(settling)
+
+    def _retry_held_others(self) -> None:
+        """Retry the outcomes held by an outage, in order, until one meets it again."""
+        with self._lock:
+            held = list(self._held_others)
+        for settling in held:
+            if not self._advance(settling):
+                return
+            with self._lock:
+                self._held_others.remove(settling)
+
+    def _advance(self, settling: Settling) -> bool:
+        """Settle as far as the planes allow: False when an outage holds it. Any other
+        failure drops it (logged): the lease lapses and the rescuer retries the job."""
+        outcome = settling.outcome
+        try:
+            return self._settle_other(settling)
+        except BackendUnavailable:
+            return False
+        except Exception as exc:
+            logger.error("could not settle %s/%s (%s): %s", outcome.inflight.job.queue,
+                         outcome.inflight.job.id, outcome.kind, exc,
+                         exc_info=None if isinstance(exc, OqronError) else exc, extra={"action": "finisher.error"})
+            return True
+
+    def _releasing(self, inflight: Inflight, release: Callable[[], T]) -> T:
+        """Run a release (ack) of the inflight's lease, no renewal racing it; an outage
+        leaves the lease the finisher's to renew while the outcome is held."""
+        with self.lease_lock:  # before the release: a renewal after it would recreate the lease
+            inflight.lease_released = True
+        try:
+            return release()
+        except BackendUnavailable:
+            inflight.lease_released = False
+            raise
 
     def _settle_completed_isolating(self, completed: list[Outcome]) -> list[Outcome]:
         """Settle completed outcomes; when that raises, each again on its own: the
@@ -349,7 +424,7 @@ class Finisher:
     def _held_back(self) -> bool:
         """Whether writes or leases wait on an earlier failure: they go first, in steps."""
         return bool(self._unacked or self._pending_runs or self._pending_deletes or self._pending_after
-                    or self._unconfirmed)
+                    or self._unconfirmed or self._held_others)
 
     def _release_at_once(self, queue: str, group: list[Outcome], runs: list[RecordWrite | None]) -> set[str] | None:
         """Postgres mode: write the runs, release the leases and delete the jobs in one
@@ -448,72 +523,95 @@ class Finisher:
             inflight.run["timeline"][-1]["reason"] = "completed after its lease was lost"
         return self._run_write(inflight, "completed")
 
-    def _settle_other(self, outcome: Outcome) -> None:
+    def _settle_other(self, settling: Settling) -> bool:
+        """Settle a failed, retried, returned or lost attempt; False (or BackendUnavailable)
+        when an outage holds it, to go on from where it stands on a retry."""
+        outcome = settling.outcome
         inflight, job = outcome.inflight, outcome.inflight.job
         engine, now = self.process.engine, now_ms()
         if outcome.kind == "interrupted" and not inflight.started:
             # Held, never started: its durable row was never touched (still waiting,
             # the attempt uncounted), so only the lease goes back.
-            engine.hot.release(job.queue, inflight.lease, Signal(job.id, job.priority, None, job.lifo), now)
+            self._releasing(inflight, lambda: engine.hot.release(
+                job.queue, inflight.lease, Signal(job.id, job.priority, None, job.lifo), now))
             self.process.count("returned")
-            return
+            return True
         if self._pending_jobs and not self._write_runs([], [], all_jobs=True):
-            return  # the active state is not stored yet; the lease lapses and the rescuer retries
+            return False  # the active state is not stored yet: held, its lease renewed
 
         if outcome.kind == "lost":  # someone else holds the job now: record the attempt only
             run = self._finish(outcome, "failed", "lease lost; the job is returned by the rescuer")
             if run:
                 self._write_runs([run], [])
-            return
-        if outcome.kind == "interrupted":
-            job.status, job.attempts = "waiting", max(job.attempts - 1, 0)  # the attempt is not counted
-            self._give_back(outcome, Signal(job.id, job.priority, None, job.lifo), "worker shutting down; returned")
-            return
-        if outcome.error:
-            job.record_error({**outcome.error, "attempt": job.attempts,
-                              "runId": inflight.run["id"] if inflight.run else None})
-        final = outcome.kind in ("discarded", "cancelled") or job.attempts >= job.max_attempts
+            return True
+        if settling.plan is None:  # once: a retry after an outage must not count the error again
+            settling.plan = self._plan(outcome, now)
+        final, signal, reason = settling.plan
         if not final:
-            delay = Backoff.from_value(job.backoff).delay_ms(job.attempts)
-            job.status, job.run_at = "delayed", now + delay
-            self._give_back(outcome, Signal(job.id, job.priority, job.run_at, job.lifo),
-                            f"{outcome.kind}; retry in {delay} ms")
-            self.process.hook(inflight, "failed", outcome.error)
-            return
-        reason = {"cancelled": f"cancelled: {inflight.cancel_reason or 'by request'}",
-                  "discarded": f"discarded: {(outcome.error or {}).get('message', '')}"}.get(
-            outcome.kind, f"{outcome.kind} on attempt {job.attempts} of {job.max_attempts}")
-        with self.lease_lock:  # before the ack: a renewal after it would recreate the lease
-            inflight.lease_released = True
-        if not engine.hot.ack(job.queue, [inflight.lease]):
-            self._write_runs([r for r in [self._finish(outcome, RUN_STATUS[outcome.kind], reason)] if r], [])
-            return
+            assert signal is not None
+            return self._give_back(settling, signal, reason)
+        if not settling.closed:
+            if not self._releasing(inflight, lambda: engine.hot.ack(job.queue, [inflight.lease])):
+                self._write_runs([r for r in [self._finish(outcome, RUN_STATUS[outcome.kind], reason)] if r], [])
+                return True
+            settling.closed = True
         run = self._finish(outcome, RUN_STATUS[outcome.kind], reason)
         puts = [run] if run else []
         if inflight.queue.dead_letter or outcome.kind == "cancelled":
             job.die(reason, now)
             puts.append(RecordWrite(dlq_namespace(job.queue), job.id, job.to_value()))
         if outcome.kind == "cancelled":
-            forget_cancels(engine.hot, [job.id])
+            try:
+                forget_cancels(engine.hot, [job.id])
+            except OqronError as exc:  # after the ack: a retry must not redo it; the request only lingers
+                logger.warning("could not forget the cancel request of %s/%s: %s", job.queue, job.id, exc,
+                               extra={"action": "finisher.after"})
         def buried() -> None:  # now, or once a write held by an outage lands
             self.process.count("dead")
             self.process.hook(inflight, "dead", outcome.error)
             on_parent_done(engine.durable, engine.hot, job, "dead")
 
         self._write_runs(puts, [(job_namespace(job.queue), job.id)], then=buried)
+        return True
 
-    def _give_back(self, outcome: Outcome, signal: Signal, reason: str) -> None:
-        """Store the job's next state, guarded by our lease token, then release it."""
+    def _plan(self, outcome: Outcome, now: int) -> tuple[bool, Signal | None, str]:
+        """The job's next state (final, signal to give it back with, reason), set on it."""
+        inflight, job = outcome.inflight, outcome.inflight.job
+        if outcome.kind == "interrupted":
+            job.status, job.attempts = "waiting", max(job.attempts - 1, 0)  # the attempt is not counted
+            return False, Signal(job.id, job.priority, None, job.lifo), "worker shutting down; returned"
+        if outcome.error:
+            job.record_error({**outcome.error, "attempt": job.attempts,
+                              "runId": inflight.run["id"] if inflight.run else None})
+        if outcome.kind in ("discarded", "cancelled") or job.attempts >= job.max_attempts:
+            return True, None, {"cancelled": f"cancelled: {inflight.cancel_reason or 'by request'}",
+                                "discarded": f"discarded: {(outcome.error or {}).get('message', '')}"}.get(
+                outcome.kind, f"{outcome.kind} on attempt {job.attempts} of {job.max_attempts}")
+        delay = Backoff.from_value(job.backoff).delay_ms(job.attempts)
+        job.status, job.run_at = "delayed", now + delay
+        return False, Signal(job.id, job.priority, job.run_at, job.lifo), f"{outcome.kind}; retry in {delay} ms"
+
+    def _give_back(self, settling: Settling, signal: Signal, reason: str) -> bool:
+        """Store the job's next state, guarded by our lease token, then release it; each
+        step once, an outage holding the rest."""
+        outcome = settling.outcome
         inflight, job = outcome.inflight, outcome.inflight.job
         engine = self.process.engine
-        token = job.lease_token
-        job.lease_token, job.worker_id, job.updated_at = None, None, now_ms()
-        run = self._finish(outcome, RUN_STATUS[outcome.kind], reason)
-        if self._store_guarded(job, token):
-            engine.hot.release(job.queue, inflight.lease, signal, now_ms())
-        if run:
-            self._write_runs([run], [])
+        if not settling.closed:
+            settling.token = job.lease_token
+            job.lease_token, job.worker_id, job.updated_at = None, None, now_ms()
+            settling.run = self._finish(outcome, RUN_STATUS[outcome.kind], reason)
+            settling.closed = True
+        if settling.stored is None:
+            settling.stored = self._store_guarded(job, settling.token)
+        if settling.stored and not inflight.lease_released:
+            self._releasing(inflight, lambda: engine.hot.release(job.queue, inflight.lease, signal, now_ms()))
+        if settling.run:
+            self._write_runs([settling.run], [])
         self.process.count("retried" if outcome.kind != "interrupted" else "interrupted")
+        if outcome.kind != "interrupted":
+            self.process.hook(inflight, "failed", outcome.error)
+        return True
 
     def _store_guarded(self, job: Job, token: Any) -> bool:
         """Write the job's next state if our lease token is still its own; with less

@@ -148,3 +148,57 @@ def test_the_reconciler_counts_no_stall_for_a_missing_lease_until_a_lease_period
     services.run("reconcile")  # missing on the passes before and after the grace: stalled
     assert engine.durable.get("queue_job:wiped", job.id).value["stalls"] == 1
     services.resign()
+
+
+def test_a_failure_settled_during_a_durable_outage_is_held_and_its_lease_renewed(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch):
+    """The durable plane did not answer while a failure was settled: the finisher dropped
+    the outcome and the lease lapsed, so the rescuer counted a stall against a job whose
+    worker was alive (and its retry came from the rescuer, not the backoff)."""
+    ran: list[int] = []
+
+    def fail(ctx):
+        ran.append(ctx.attempt)
+        raise RuntimeError("boom")
+
+    q = engine.queue("flaky", handler=fail, lease=0.6, retries=1, backoff=0.01, max_stalls=1)
+    durable = engine.durable
+    outage = Outage(monkeypatch, *[(durable, name) for name in ("apply", "compare_and_set", "apply_and_release")])
+    services = Services(engine, worker_id="leader", rescue_every=0.0, reconcile_every=0.0)
+    with running(engine, services=False) as process:
+        outage.down.set()
+        job = q.add({})
+        wait_until(lambda: ran and outage.calls > 0)
+        time.sleep(1.5)  # well past the lease: only renewals keep it
+        assert process.finisher.unrecorded() == 1
+        assert engine.hot.take_expired("flaky", now=now_ms(), limit=10) == []
+        outage.down.clear()
+        # The leader rescues as it would after the outage; the held failure settles first.
+        wait_until(lambda: (services.step(), engine.durable.get("queue_dlq:flaky", job.id))[1])
+        wait_until(lambda: process.finisher.unrecorded() == 0)
+    dead = engine.durable.get("queue_dlq:flaky", job.id).value
+    assert dead["stalls"] == 0 and dead["attempts"] == 2
+    assert ran == [1, 2] and process.stats_snapshot().get("retried") == 1
+    assert [run["status"] for run in runs_of(engine, job.id)] == ["failed", "failed"]
+    services.resign()
+
+
+def test_a_stop_during_a_durable_outage_counts_a_held_failure_as_unrecorded(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch):
+    """Like a held completion, a held failure is not recorded: the stop says so and
+    exits 1 (a dropped one counted nothing and the worker exited 0)."""
+    ran: list[int] = []
+
+    def fail(ctx):
+        ran.append(ctx.attempt)
+        raise RuntimeError("boom")
+
+    q = engine.queue("stopped", handler=fail, lease=5.0, retries=3)
+    outage = Outage(monkeypatch, *[(engine.durable, name) for name in ("apply", "compare_and_set",
+                                                                          "apply_and_release")])
+    with running(engine, services=False, drain_timeout=0.5) as process:
+        outage.down.set()
+        q.add({})
+        wait_until(lambda: ran and process.finisher.unrecorded() == 1)
+    assert process.exit_code == 1 and process.stats_snapshot().get("unrecorded") == 1
+    assert ran == [1] and not process.stats_snapshot().get("retried")
