@@ -79,10 +79,11 @@ class DedicatedRedis:
 
 
 @contextlib.contextmanager
-def dedicated_redis() -> Iterator[DedicatedRedis]:
+def dedicated_redis(kind: type[DedicatedRedis] = DedicatedRedis) -> Iterator[DedicatedRedis]:
+    """A throwaway Redis of ``kind`` (a subclass may change how it starts), stopped and removed after."""
     if shutil.which("redis-server") is None:
         _missing("redis-server")
-    server = DedicatedRedis(free_port(), Path(tempfile.mkdtemp(prefix="oqron-redis-")))
+    server = kind(free_port(), Path(tempfile.mkdtemp(prefix="oqron-redis-")))
     server.start()
     try:
         yield server

@@ -10,13 +10,10 @@ server to be claimed or read). The target is 2 s.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -25,7 +22,7 @@ import redis
 from oqronkit import Engine, OqronConfig
 from oqronkit.errors import BackendUnavailable
 from oqronkit.live import live_workers
-from tests.dedicated import DedicatedRedis, _missing, dedicated_postgres, dedicated_redis, free_port, wait_port
+from tests.dedicated import DedicatedRedis, dedicated_postgres, dedicated_redis, wait_port
 from tests.engine.queue.conftest import wait_until
 from tests.processes.test_faults import (
     all_runs,
@@ -59,19 +56,6 @@ class PersistentRedis(DedicatedRedis):
             check=True, capture_output=True,
         )
         wait_port(self.port)
-
-
-@contextlib.contextmanager
-def persistent_redis() -> Iterator[PersistentRedis]:
-    if shutil.which("redis-server") is None:
-        _missing("redis-server")
-    server = PersistentRedis(free_port(), Path(tempfile.mkdtemp(prefix="oqron-redis-")))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(server.workdir, ignore_errors=True)
 
 
 class Probe:
@@ -225,7 +209,7 @@ def test_processing_resumes_within_2_s_of_a_postgres_restart(tmp_path, scope_nam
 @pytest.mark.parametrize("mode", ["redis", "redis-postgres"])
 def test_processing_resumes_within_2_s_of_a_redis_restart(tmp_path, scope_names, pg_schema_url, mode):
     # A Redis that loses its data on restart is a FLUSHALL too: test_faults covers that.
-    with persistent_redis() as rd:
+    with dedicated_redis(PersistentRedis) as rd:
         config = OqronConfig(mode=mode, redis_url=rd.url, project=scope_names[0], backend_wait=PRODUCER_WAIT_S,
                              database_url=pg_schema_url if mode == "redis-postgres" else None)
         with producer(config) as engine, run_around_an_outage(
