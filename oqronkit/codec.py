@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .errors import InvalidRecord, RecordTooLarge
@@ -117,20 +117,26 @@ def storage_problem(text: str) -> str | None:
 
 def json_depth(text: str) -> int:
     """The deepest nesting of arrays and objects in JSON ``text`` (strings skipped)."""
-    depth = deepest = 0
+    return max((depth for depth, _match in _nesting(text)), default=0)
+
+
+_BRACKETS_OUTSIDE_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|([\[\]{}])')
+
+
+def _nesting(text: str) -> Iterator[tuple[int, re.Match[str]]]:
+    """Each bracket of JSON ``text`` outside strings with the depth inside it: an
+    opening bracket's new depth, a closing one's depth before it closes."""
+    depth = 0
     for match in _BRACKETS_OUTSIDE_STRINGS.finditer(text):
         char = match.group(1)
         if char is None:
             continue
         if char in "[{":
             depth += 1
-            deepest = max(deepest, depth)
+            yield depth, match
         else:
+            yield depth, match
             depth -= 1
-    return deepest
-
-
-_BRACKETS_OUTSIDE_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|([\[\]{}])')
 TOO_DEEP_MARKER = "… nested too deep"
 
 
@@ -139,20 +145,15 @@ def shallow_json(text: str, max_depth: int) -> str:
     replaced by the string :data:`TOO_DEEP_MARKER`: for reading rows written before
     the depth limit (or by hand) with a decoder that recurses per level."""
     parts: list[str] = []
-    depth, cut_from, kept_to = 0, -1, 0
-    for match in _BRACKETS_OUTSIDE_STRINGS.finditer(text):
-        char = match.group(1)
-        if char is None:
+    cut_from, kept_to = -1, 0
+    for depth, match in _nesting(text):
+        if depth != max_depth + 1:
             continue
-        if char in "[{":
-            depth += 1
-            if depth == max_depth + 1 and cut_from < 0:
-                cut_from = match.start()
-        else:
-            depth -= 1
-            if depth == max_depth and cut_from >= 0:
-                parts += [text[kept_to:cut_from], json.dumps(TOO_DEEP_MARKER)]
-                kept_to, cut_from = match.end(), -1
+        if match.group(1) in "[{":
+            cut_from = match.start()
+        else:  # the cut subtree's own closing bracket
+            parts += [text[kept_to:cut_from], json.dumps(TOO_DEEP_MARKER)]
+            kept_to = match.end()
     parts.append(text[kept_to:])
     return "".join(parts)
 
