@@ -98,7 +98,7 @@ MAX_JSON_DEPTH = 200
 _NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
-def storage_problem(text: str) -> str | None:
+def storage_problem(text: str, max_depth: int = MAX_JSON_DEPTH) -> str | None:
     """Why the compact JSON ``text`` cannot be stored alike in every durable plane, or
     None: a NUL character (PostgreSQL's jsonb refuses \\u0000), a lone surrogate (not
     UTF-8: no backend can encode it), or nesting deeper than :data:`MAX_JSON_DEPTH`.
@@ -110,8 +110,8 @@ def storage_problem(text: str) -> str | None:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:
             return f"a string holds a lone surrogate ({text[exc.start]!r}), which is not valid Unicode text"
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and json_depth(text) > MAX_JSON_DEPTH:
-        return f"the value nests deeper than {MAX_JSON_DEPTH} levels"
+    if text.count("[") + text.count("{") > max_depth and json_depth(text) > max_depth:
+        return f"the value nests deeper than {max_depth} levels"
     return None
 
 

@@ -19,7 +19,6 @@ from .codec import (
     NestingTooDeep,
     dumps_compact,
     encode_value,
-    json_depth,
     storage_problem,
     text_problem,
     utf8_size,
@@ -57,10 +56,7 @@ def encode_payload(data: Any, *, limit: int, queue: str) -> tuple[str, Any]:
                          "(nesting too deep for JSON).") from exc
     except (TypeError, ValueError) as exc:
         raise InvalidJob(f"Queue {queue!r}: the job payload is not JSON-serialisable ({exc}).") from exc
-    if text.count("[") + text.count("{") > MAX_PAYLOAD_DEPTH and json_depth(text) > MAX_PAYLOAD_DEPTH:
-        problem: str | None = too_deep
-    else:
-        problem = storage_problem(text)
+    problem = storage_problem(text, max_depth=MAX_PAYLOAD_DEPTH)
     if problem is not None:
         raise InvalidJob(f"Queue {queue!r}: the job payload cannot be stored: {problem}.")
     size = utf8_size(text)
