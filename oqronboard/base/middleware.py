@@ -1,4 +1,4 @@
-"""Two promises kept for every view in one place, the admin included:
+"""Three promises kept for every view in one place, the admin included:
 
 - a request whose path, query, form fields or cookies hold a NUL character or a lone
   surrogate is answered 400 before any view runs (no database stores such text:
