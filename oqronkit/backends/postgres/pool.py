@@ -79,6 +79,14 @@ class _Pool(ConnectionPool):
     def _add_connection(self, attempt: AttemptWithBackoff | None, growing: bool = False) -> None:
         super()._add_connection(attempt or _ShortBackoff(timeout=self.reconnect_timeout), growing)
 
+    def __del__(self) -> None:
+        # A pool nobody closed is finalised by whichever thread the garbage collector
+        # runs on, possibly holding a lock a maintenance thread needs: psycopg's own
+        # finaliser joins them for up to 5 s each; ours only tells them to stop.
+        if getattr(self, "_closed", True):
+            return
+        self._signal_stop_worker()
+
 
 def _has_input(conn: psycopg.Connection[Any]) -> bool:
     """Whether an idle connection has something to read: only a server that closed it
