@@ -121,13 +121,10 @@ class Engine:
     @property
     def settles_in_one_transaction(self) -> bool:
         """Whether a worker settles completed jobs in one durable transaction that also
-        releases their leases (:meth:`DurablePlane.apply_and_release`): postgres mode,
-        where both planes are tables of one database."""
-        if self.config.mode != "postgres":
-            return False
-        from .backends.postgres import PostgresHotPlane
-
-        return isinstance(self.hot.plane, PostgresHotPlane) and hasattr(self.durable.store, "apply_and_release")
+        releases their leases (:meth:`DurablePlane.apply_and_release`): where both planes
+        commit in one database (postgres mode)."""
+        domain = self.hot.plane.transaction_domain
+        return domain is not None and domain == self.durable.store.transaction_domain
 
     def queue(self, name: str, **options: Any) -> Queue:
         """Declare a queue on this engine (see :func:`oqronkit.queue`)."""

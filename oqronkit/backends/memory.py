@@ -22,6 +22,7 @@ class MemoryDurableStore:
 
     name = "memory"
     supports_sql = False
+    transaction_domain = None
 
     def __init__(self) -> None:
         self._rows: dict[_Key, _Row] = {}

@@ -22,6 +22,10 @@ class DurableStore(Protocol):
     name: str
     #: True when the rows live in SQL tables the board's Django models can read.
     supports_sql: bool
+    #: Where this store's writes commit; a hot plane with the same (not None) domain
+    #: keeps its leases in the same database, so one transaction can settle a job on
+    #: both planes (``apply_and_release``, which only such stores have).
+    transaction_domain: str | None
 
     def ensure_schema(self) -> None:
         """Create the three tables and their indexes if missing (never drops data)."""
@@ -111,6 +115,8 @@ class HotPlane(Protocol):
     """
 
     name: str
+    #: Where this plane's writes commit (see :attr:`DurableStore.transaction_domain`).
+    transaction_domain: str | None
 
     def ensure_ready(self) -> None:
         """Create whatever structures the backend needs (tables, scripts)."""

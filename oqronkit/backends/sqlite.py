@@ -52,6 +52,7 @@ class SQLiteDurableStore:
 
     name = "sqlite"
     supports_sql = True
+    transaction_domain = None
 
     def __init__(self, path: str, *, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
         if path in ("", ":memory:"):

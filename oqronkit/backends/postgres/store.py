@@ -60,6 +60,8 @@ class PostgresDurableStore:
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 8, connect_timeout: float = 10.0) -> None:
         # Autocommit: a single statement is atomic on its own and needs no BEGIN/COMMIT
         # round trips (a claim's read, an add's insert); several run in a transaction.
+        # One database: a hot plane on the same URL settles jobs in our transactions.
+        self.transaction_domain: str | None = url
         self._pool = LazyPool(url, "oqronkit-durable", label="store", min_size=min_size, max_size=max_size,
                               timeout=connect_timeout, autocommit=True)
 

@@ -70,6 +70,7 @@ class RedisHotPlane:
     the network (the pool connects on first use)."""
 
     name = "redis"
+    transaction_domain = None
 
     def __init__(
         self,

@@ -88,6 +88,7 @@ class RedisDurableStore:
 
     name = "redis"
     supports_sql = False
+    transaction_domain = None
 
     def __init__(
         self,
