@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from ..codec import copy_json
 from ..errors import Discard
 from ..runs import add_log, safe_text
-
-if TYPE_CHECKING:
-    from .inflight import Inflight
-    from .process import WorkerProcess
+from .inflight import Inflight
+from .state import WorkerState
 
 logger = logging.getLogger("oqronkit.handler")
 LEVELS = ("debug", "info", "warning", "error")
@@ -20,9 +18,9 @@ LEVELS = ("debug", "info", "warning", "error")
 class JobContext:
     """What a handler knows and can do about the attempt it runs."""
 
-    def __init__(self, inflight: Inflight, process: WorkerProcess) -> None:
+    def __init__(self, inflight: Inflight, state: WorkerState) -> None:
         self._inflight = inflight
-        self._process = process
+        self._state = state
         job = inflight.job
         # The handler's own copy: what it changes stays out of the run's input snapshot
         # and of the payload a retry or the dead-letter queue keeps (a datetime put in
@@ -33,7 +31,9 @@ class JobContext:
         self.attempt: int = job.attempts
         self.max_attempts: int = job.max_attempts
         self.correlation_id: str | None = job.correlation_id
-        self.run_id: str = inflight.run["id"]
+        assert inflight.run is not None, "a handler runs a started attempt, which has its run"
+        self._run = inflight.run
+        self.run_id: str = self._run["id"]
         self.tags: list[str] = list(job.tags)
 
     def __repr__(self) -> str:
@@ -52,7 +52,7 @@ class JobContext:
             level = "info"
         text = safe_text(msg)
         with self._inflight.lock:
-            add_log(self._inflight.run, level, text, limit=self._process.config.run_log_limit)
+            add_log(self._run, level, text, limit=self._state.config.run_log_limit)
             self._inflight.overlay_dirty = True
 
     def progress(self, percent: float, label: str | None = None) -> None:
@@ -60,9 +60,9 @@ class JobContext:
         value = max(0.0, min(100.0, float(percent)))
         text = None if label is None else safe_text(label)[:200]
         with self._inflight.lock:
-            self._inflight.run["progressPercent"] = round(value, 1)
+            self._run["progressPercent"] = round(value, 1)
             if text is not None:
-                self._inflight.run["progressLabel"] = text
+                self._run["progressLabel"] = text
             self._inflight.overlay_dirty = True
 
     def discard(self, reason: str) -> NoReturn:
@@ -72,4 +72,4 @@ class JobContext:
     def spawn_child(self, queue: str, data: Any, **options: Any) -> Any:
         """Add a job to ``queue`` that carries this job's correlation id."""
         options.setdefault("correlation_id", self.correlation_id or self.job_id)
-        return self._process.engine.get_queue(queue).add(data, **options)
+        return self._state.engine.get_queue(queue).add(data, **options)

@@ -49,6 +49,13 @@ def _classify(inflight: Inflight, output: Any, exc: BaseException | None) -> Out
     return Outcome(inflight, "failed", error=describe_error(exc))
 
 
+def _handler(inflight: Inflight) -> Callable[[JobContext], Any]:
+    fn = inflight.queue.fn
+    if fn is None:  # a worker consumes only queues with a handler (process._handled_queues)
+        raise RuntimeError(f"queue {inflight.queue.name!r} has no handler in this process")
+    return fn
+
+
 def output_problem(output: Any) -> Exception | None:
     """Why a handler's return value cannot be the run's output, or None: not JSON (a
     cycle included), or what no durable plane stores alike (a NUL, a lone surrogate,
@@ -87,7 +94,7 @@ class Executor:
         if inflight.settled:  # lost its lease (or the worker stopped) before a thread took it
             return
         try:
-            output = inflight.queue.fn(self._make_ctx(inflight))
+            output = _handler(inflight)(self._make_ctx(inflight))
         except BaseException as exc:
             outcome = classify(inflight, exc=exc)
         else:
@@ -101,7 +108,7 @@ class Executor:
             task = asyncio.current_task()
             assert task is not None
             inflight.attach_task(asyncio.get_running_loop(), task)
-            output = await inflight.queue.fn(self._make_ctx(inflight))
+            output = await _handler(inflight)(self._make_ctx(inflight))
         except BaseException as exc:
             outcome = classify(inflight, exc=exc)
         else:

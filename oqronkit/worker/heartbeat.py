@@ -8,17 +8,20 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..clock import now_ms
 from ..errors import OqronError
-from ..live import RUN_TTL_MS, cancel_requests, live_run, publish_runs, publish_worker
+from ..live import RUN_TTL_MS, WorkerInfo, cancel_requests, live_run, publish_runs, publish_worker
 from ..namespaces import QUEUE
 from ..runs import describe_error
+from .finisher import Finisher
 from .inflight import Inflight, Outcome
+from .state import WorkerState
 
 if TYPE_CHECKING:
-    from .process import WorkerProcess
+    from ..queue import Queue
 
 logger = logging.getLogger(__name__)
 TICK = 0.1
@@ -28,9 +31,19 @@ REGISTRY_EVERY = 5.0
 
 
 class Heartbeat:
-    def __init__(self, process: WorkerProcess) -> None:
-        self.process = process
-        leases = [q.lease_ms for q in process.queues] or [30_000]
+    """``inflights`` lists the attempts this process holds, ``settle`` takes an outcome
+    (a timeout, a lost lease), ``worker_info`` describes the process for the registry."""
+
+    def __init__(self, state: WorkerState, finisher: Finisher, *, queues: list[Queue],
+                 inflights: Callable[[], list[Inflight]], settle: Callable[[Outcome], None],
+                 worker_info: Callable[[], WorkerInfo]) -> None:
+        self.state = state
+        self.finisher = finisher
+        self._queue_names = [q.name for q in queues]
+        self._inflights = inflights
+        self._settle = settle
+        self._worker_info = worker_info
+        leases = [q.lease_ms for q in queues] or [30_000]
         self.extend_every = max(min(min(leases) / 3000, 10.0), 0.2)
         self._last: dict[str, float] = defaultdict(float)
 
@@ -68,21 +81,22 @@ class Heartbeat:
 
     def check_timeouts(self) -> None:
         now = time.monotonic()
-        for inflight in self.process.all_inflight():
+        for inflight in self._inflights():
             if inflight.deadline is not None and now >= inflight.deadline and not inflight.settled:
-                inflight.request_cancel("timeout")
                 error = describe_error(TimeoutError(f"timed out after {inflight.job.timeout_ms} ms"), kind="Timeout")
-                self.process.settle(Outcome(inflight, "timeout", error=error))
+                inflight.request_cancel("timeout")
+                self._settle(Outcome(inflight, "timeout", error=error))
 
     def flush_overlay(self) -> None:
         """Publish runs started (or changed) since the last tick, in one write, every
         tick: a run shows there within 0.1 s of starting, and a job done sooner costs
         no hot-plane write at all."""
-        dirty = [i for i in self.process.all_inflight() if i.overlay_dirty and i.run is not None and not i.settled]
+        dirty = [i for i in self._inflights() if i.overlay_dirty and i.run is not None and not i.settled]
         if dirty:
             self.publish_overlay(dirty)
             for inflight in dirty:
-                self.process.finisher.mark_dirty(inflight.run["id"])
+                if inflight.run is not None:
+                    self.finisher.mark_dirty(inflight.run["id"])
 
     def publish_overlay(self, inflights: list[Inflight]) -> None:
         """Write running runs through to the hot plane for the board's live view."""
@@ -95,32 +109,31 @@ class Heartbeat:
                 runs.append(live_run(inflight.run))
                 inflight.overlay_dirty = False
         try:
-            publish_runs(self.process.engine.hot, runs, ttl_ms=RUN_TTL_MS)
+            publish_runs(self.state.hot, runs, ttl_ms=RUN_TTL_MS)
         except OqronError as exc:
             logger.warning("could not publish the live run overlay: %s", exc, extra={"action": "overlay.failed"})
 
     def extend_leases(self) -> None:
-        with self.process.finisher.lease_lock:  # no lease is marked released meanwhile
+        with self.finisher.lease_lock:  # no lease is marked released meanwhile
             self._extend_leases()
 
     def _extend_leases(self) -> None:
         by_queue: dict[str, list[Inflight]] = defaultdict(list)
-        for inflight in self.process.all_inflight():
+        for inflight in self._inflights():
             # Settled attempts too: their outcome may wait on a slow durable plane in the
             # finisher, which still needs the lease to complete or retry the job.
             if not inflight.lease_lost and not inflight.lease_released:
                 by_queue[inflight.job.queue].append(inflight)
-        hot = self.process.engine.hot
-        finisher = self.process.finisher
+        hot, finisher = self.state.hot, self.finisher
         for queue, (lease_ms, leases) in finisher.unacked_leases().items():
             renewed = hot.extend(queue, leases, lease_ms=lease_ms, now=now_ms())
-            kept = {le.job_id for le in renewed}
-            finisher.renewed(queue, renewed, [le for le in leases if le.job_id not in kept])
+            still = {le.job_id for le in renewed}
+            finisher.renewed(queue, renewed, [le for le in leases if le.job_id not in still])
         for queue, group in by_queue.items():
             lease_ms = group[0].queue.lease_ms
             renewed = hot.extend(queue, [i.lease for i in group], lease_ms=lease_ms, now=now_ms())
             kept = {le.job_id: le for le in renewed}
-            self.process.hot_ok = True
+            self.state.hot_ok = True
             for inflight in group:
                 if inflight.job.id in kept:
                     inflight.lease = kept[inflight.job.id]
@@ -129,20 +142,19 @@ class Heartbeat:
                                    extra={"action": "worker.lease_lost"})
                     inflight.lease_lost = True
                     inflight.request_cancel("lease lost")
-                    self.process.settle(Outcome(inflight, "lost"))
+                    self._settle(Outcome(inflight, "lost"))
 
     def check_cancels(self) -> None:
-        inflights = {i.job.id: i for i in self.process.all_inflight() if not i.settled}
+        inflights = {i.job.id: i for i in self._inflights() if not i.settled}
         if not inflights:
             return
-        requested = cancel_requests(self.process.engine.hot, list(inflights))
+        requested = cancel_requests(self.state.hot, list(inflights))
         for job_id, reason in requested.items():
             inflights[job_id].request_cancel(reason or "cancelled")
 
     def refresh_pause(self) -> None:
-        names = [q.name for q in self.process.queues]
-        records = self.process.engine.durable.get_many(QUEUE, names)
-        self.process.paused = {r.id for r in records if r.value.get("paused")}
+        records = self.state.durable.get_many(QUEUE, self._queue_names)
+        self.state.paused = {r.id for r in records if r.value.get("paused")}
 
     def publish_registry(self) -> None:
-        publish_worker(self.process.engine.hot, self.process.worker_info())
+        publish_worker(self.state.hot, self._worker_info())

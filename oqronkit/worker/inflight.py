@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..backends.hot_types import Lease
 from ..jobs import Job
+
+if TYPE_CHECKING:
+    from ..queue import Queue
 
 
 @dataclass(eq=False)
@@ -18,7 +21,7 @@ class Inflight:
     job: Job
     lease: Lease
     run: dict[str, Any] | None  # opened when the attempt starts (None while held)
-    queue: Any  # oqronkit.queue.Queue
+    queue: Queue
     deadline: float | None  # monotonic seconds, from the job's timeout
     started: bool = False  # its handler was given a slot
     abandoned: bool = False  # settled (timeout, lost lease) while its handler still runs

@@ -172,16 +172,16 @@ def test_a_record_the_backend_refuses_is_isolated_and_the_batch_settles(
 def test_an_exception_settling_one_job_fails_that_attempt_alone(engine: Engine, monkeypatch: pytest.MonkeyPatch):
     """No exception in the finisher may kill it: it fails the attempt it belongs to, with
     the reason, and the rest of the batch settles (item 2)."""
-    from oqronkit.worker import finisher
+    from oqronkit.worker import run_writer
 
-    real = finisher.finish_run
+    real = run_writer.finish_run
 
     def finish_run(run, status, **kwargs):
         if status == "completed" and kwargs.get("output") == {"n": 7}:
             raise RuntimeError("settling this one fails (test)")
         return real(run, status, **kwargs)
 
-    monkeypatch.setattr(finisher, "finish_run", finish_run)
+    monkeypatch.setattr(run_writer, "finish_run", finish_run)
     q = engine.queue("poison", handler=handler, retries=1, backoff=0, concurrency=4)
     good = q.add_bulk([{"kind": "ordinary", "n": n} for n in range(ORDINARY)])
     process = burst(engine)

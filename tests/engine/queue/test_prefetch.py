@@ -62,9 +62,9 @@ def test_fixed_prefetch_holds_that_many_beyond_the_running_job(engine: Engine):
 
 
 def test_claims_come_in_batches_of_at_most_claim_batch(engine: Engine, monkeypatch):
-    from oqronkit.worker import process as process_module
+    from oqronkit.worker import consumer
 
-    monkeypatch.setattr(process_module, "CLAIM_BATCH", 4)
+    monkeypatch.setattr(consumer, "CLAIM_BATCH", 4)
     limits: list[int] = []
     claim = engine.hot.claim
 

@@ -1,0 +1,199 @@
+"""One queue's claim loop: claim in batches as slots and the prefetch buffer free up,
+read the claimed jobs, and hand them to the queue's buffer as held attempts."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from ..backends.hot_types import Lease, Signal
+from ..clock import now_ms
+from ..errors import OqronError
+from ..jobs import Job
+from .buffer import QueueBuffer
+from .inflight import Inflight
+from .state import WorkerState
+
+logger = logging.getLogger(__name__)
+#: Most jobs one claim takes (half the largest prefetch of the default concurrency:
+#: see prefetch.MAX_PER_SLOT). One round trip to each plane feeds them all.
+CLAIM_BATCH = 150
+
+
+class Consumer:
+    """``on_held`` starts held jobs of an ``async def`` queue (sync slots wake themselves)."""
+
+    def __init__(self, state: WorkerState, buffer: QueueBuffer, *, on_held: Callable[[], None]) -> None:
+        self.state = state
+        self.buffer = buffer
+        self.queue = buffer.queue
+        self._on_held = on_held
+
+    def loop(self) -> None:
+        stopping = self.state.stopping
+        unread: list[Lease] = []  # claimed, but their jobs could not be read yet
+        while not stopping.is_set():
+            retrying = bool(unread)
+            if retrying:
+                leases, unread = unread, []
+            else:
+                claimed = self._claim()
+                if not claimed:
+                    continue
+                leases = claimed
+            try:
+                self._hold_jobs(leases)
+            except OqronError as exc:
+                unread = self._keep_unread(leases, exc, log=not retrying)
+        if unread:
+            self._return_unread(unread)
+
+    def _claim(self) -> list[Lease] | None:
+        """Claim what there is room for; None (after waiting a little) when nothing was."""
+        state, buffer, name = self.state, self.buffer, self.queue.name
+        if name in state.paused:
+            buffer.idle = True
+            state.stopping.wait(0.25)
+            return None
+        with state.lock:
+            free = buffer.free_slots()
+            if free == 0:
+                buffer.room.wait(0.05 if self.queue.throttle else 0.5)
+                return None
+        try:
+            leases = state.hot.claim(name, worker_id=state.worker_id, limit=min(free, CLAIM_BATCH),
+                                     lease_ms=self.queue.lease_ms, now=now_ms())
+            state.hot_ok = True
+        except OqronError as exc:
+            self._hot_down(exc)
+            return None
+        if not leases:
+            if not buffer.inflight:
+                buffer.idle = True
+            if state.burst:
+                state.stopping.wait(0.05)
+            else:
+                self._wait_for_work()
+            return None
+        buffer.idle = False
+        state.last_claim_at = now_ms()
+        buffer.claimed(len(leases))
+        return leases
+
+    def _keep_unread(self, leases: list[Lease], exc: OqronError, *, log: bool) -> list[Lease]:
+        """Claimed jobs that could not be read (an outage) or started: keep their leases,
+        renewed, and read them again. Left to lapse, each cost its job a stall."""
+        queue = self.queue
+        if log:
+            logger.error("could not start %d job(s) of %s; their leases are kept and the start retried: %s",
+                         len(leases), queue.name, exc, extra={"action": "worker.start_failed"})
+        self.state.stopping.wait(min(1.0, queue.lease_ms / 3000))
+        try:
+            kept = self.state.hot.extend(queue.name, leases, lease_ms=queue.lease_ms, now=now_ms())
+        except OqronError:
+            kept = leases  # no answer: the retry's _still_leased asks again before any start
+        return kept
+
+    def _return_unread(self, leases: list[Lease]) -> None:
+        """At the stop: give back claimed jobs never read, as ready and uncounted."""
+        state, queue, now = self.state, self.queue, now_ms()
+        try:
+            records = {r.id: r for r in state.durable.get_many(queue.namespace, [le.job_id for le in leases])}
+            for lease in leases:
+                record = records.get(lease.job_id)
+                if record is None:
+                    state.hot.ack(queue.name, [lease])
+                    continue
+                job = Job.from_value(record.value)
+                state.hot.release(queue.name, lease, Signal(job.id, job.priority, None, job.lifo), now)
+        except OqronError as exc:
+            logger.warning("could not give back %d claimed job(s) of %s; their leases lapse: %s", len(leases),
+                           queue.name, exc, extra={"action": "worker.return_failed"})
+            return
+        state.count("returned", len(leases))
+
+    def _wait_for_work(self) -> None:
+        hot, timeout = self.state.hot, self.state.poll_interval
+        try:
+            due = hot.next_due(self.queue.name)
+            if due is not None:
+                timeout = min(timeout, max((due - now_ms()) / 1000, 0.001))
+            hot.wait([self.queue.name], timeout)
+        except OqronError as exc:
+            self._hot_down(exc)
+
+    def _hot_down(self, exc: Exception) -> None:
+        if self.state.hot_ok:
+            logger.error("hot plane unreachable; claiming paused until it answers: %s", exc,
+                         extra={"action": "worker.hot_down"})
+        self.state.hot_ok = False
+        self.state.stopping.wait(1.0)
+
+    def _hold_jobs(self, leases: list[Lease]) -> None:
+        """Read the claimed jobs and keep them as held attempts; the queue's slots
+        start as many as they have room for."""
+        state, queue = self.state, self.queue
+        records = {r.id: r for r in state.durable.get_many(queue.namespace, [le.job_id for le in leases])}
+        gone = [le for le in leases if le.job_id not in records]
+        if gone:  # deleted or cancelled while signalled: nothing to run
+            state.hot.ack(queue.name, gone)
+        held: list[Inflight] = []
+        for lease in leases:
+            record = records.get(lease.job_id)
+            if record is None:
+                continue
+            job = Job.from_value(record.value)
+            job.attempts += 1
+            job.status, job.lease_token, job.worker_id = "active", lease.token, state.worker_id
+            held.append(Inflight(job=job, lease=lease, run=None, queue=queue, deadline=None))
+        # A slow durable read may have outlived the lease: never start a job another
+        # worker may hold now. The active state is written behind by the finisher.
+        held = self._still_leased(held) if held else held
+        if not held:
+            return
+        with state.lock:
+            # A claim that lands once the stop has begun (after the held jobs were
+            # returned) is given back here: nobody would run or return it, and its lease
+            # would lapse into a stall.
+            stopping = state.stopping.is_set()
+            if not stopping:
+                self.buffer.hold(held)
+        if stopping:
+            self._give_back_unstarted(held)
+        elif queue.is_async:
+            self._on_held()
+
+    def _give_back_unstarted(self, held: list[Inflight]) -> None:
+        """Release the leases of jobs claimed but never started: their durable rows were
+        never touched, so the attempt is not counted."""
+        hot, now = self.state.hot, now_ms()
+        for inflight in held:
+            job = inflight.job
+            hot.release(self.queue.name, inflight.lease, Signal(job.id, job.priority, None, job.lifo), now)
+        self.state.count("returned", len(held))
+
+    def _still_leased(self, started: list[Inflight]) -> list[Inflight]:
+        """The attempts whose lease is still ours, renewed if the durable reads and
+        writes before them were slow.
+
+        Between the claim and here the durable plane may have stalled (a Postgres
+        restart blocks a pool checkout for up to its timeout). A lease can lapse
+        meanwhile and the rescuer hand the job to another worker: starting it then
+        would run it twice at the same time. So when more than a third of the lease has
+        gone (the heartbeat's renewal period), renew first and start only the jobs
+        whose lease was renewed. The others are left alone: the rescuer or the new
+        holder owns them.
+        """
+        queue, now = self.queue, now_ms()
+        if all(now - (i.lease.expires_at - queue.lease_ms) < queue.lease_ms / 3 for i in started):
+            return started  # the usual case: no extra round trip
+        kept = {le.job_id: le for le in self.state.hot.extend(queue.name, [i.lease for i in started],
+                                                              lease_ms=queue.lease_ms, now=now)}
+        lost = [i for i in started if i.job.id not in kept]
+        if lost:
+            logger.warning("%d job(s) of %s lost their lease while the durable plane was slow; not starting them",
+                           len(lost), queue.name, extra={"action": "worker.lease_lapsed_before_start"})
+        for inflight in started:
+            if inflight.job.id in kept:
+                inflight.lease = kept[inflight.job.id]
+        return [i for i in started if i.job.id in kept]

@@ -1,0 +1,99 @@
+"""Giving held attempts their slots: open each attempt's run, then run a sync handler
+in its queue's slot thread or hand an ``async def`` one to the event loop."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from ..clock import now_ms
+from ..runs import describe_error, new_run
+from .buffer import QueueBuffer
+from .executor import Executor
+from .inflight import Inflight, Outcome
+from .state import WorkerState
+
+logger = logging.getLogger(__name__)
+
+
+class Slots:
+    """``started`` hands newly opened runs to the run writer; ``settle`` takes every outcome."""
+
+    def __init__(self, state: WorkerState, executor: Executor, *, started: Callable[[list[Inflight]], None],
+                 settle: Callable[[Outcome], None]) -> None:
+        self.state = state
+        self.executor = executor
+        self._started = started
+        self._settle = settle
+
+    def slot_loop(self, buffer: QueueBuffer) -> None:
+        """One handler slot of a sync queue: take the next held job, run it here, repeat.
+        Spare slots only cover handlers abandoned after a timeout."""
+        state = self.state
+        while True:
+            with state.lock:
+                taken = None
+                while not state.stopping.is_set() and (taken := buffer.take()) is None:
+                    buffer.work.wait(0.5)
+                if state.stopping.is_set() or taken is None:
+                    return
+            try:
+                for inflight in self._start([taken]):
+                    self.executor.run_sync(inflight)
+            except Exception as exc:  # the attempt fails, the slot goes on
+                logger.exception("the worker failed running %s/%s", buffer.name, taken.job.id,
+                                 extra={"action": "worker.slot_failed"})
+                self._settle(Outcome(taken, "failed", error=describe_error(exc)))
+            if taken.abandoned:  # timed out or lost meanwhile: a new thread has the slot
+                return
+
+    def dispatch(self, buffer: QueueBuffer) -> None:
+        """Start held jobs of an ``async def`` queue in its free slots."""
+        starting: list[Inflight] = []
+        with self.state.lock:
+            while not self.state.stopping.is_set() and (taken := buffer.take()) is not None:
+                starting.append(taken)
+        if not starting:
+            return
+        try:
+            runnable = self._start(starting)
+        except Exception as exc:  # these attempts fail; the queue goes on
+            logger.exception("the worker failed starting %d job(s) of %s", len(starting), buffer.name,
+                             extra={"action": "worker.start_failed"})
+            for inflight in starting:
+                self._settle(Outcome(inflight, "failed", error=describe_error(exc)))
+            return
+        for inflight in runnable:
+            self.executor.submit_async(inflight)
+
+    def _start(self, inflights: list[Inflight]) -> list[Inflight]:
+        """Open the runs of attempts just given a slot; the ones to run (a job
+        cancelled while held is recorded as cancelled and not run)."""
+        now = now_ms()
+        for inflight in inflights:
+            self._begin(inflight, now)
+        self._started(inflights)
+        runnable = []
+        for inflight in inflights:
+            if inflight.cancelled.is_set():
+                self._settle(Outcome(inflight, "cancelled"))
+            else:
+                runnable.append(inflight)
+        return runnable
+
+    def _begin(self, inflight: Inflight, now: int) -> None:
+        """Open the attempt's run record and start its clocks."""
+        job, queue, config = inflight.job, inflight.queue, self.state.config
+        job.started_at = job.updated_at = now
+        run = new_run(
+            name=queue.name, module=queue.module, trigger="queue", input=job.data, attempts=job.attempts,
+            app=config.project, environment=config.environment, worker_id=self.state.worker_id,
+            job_id=job.id, correlation_id=job.correlation_id, started_at=now,
+        )
+        job.run_id = run["id"]
+        with inflight.lock:
+            inflight.run = run
+            inflight.overlay_dirty = True
+        inflight.began = time.monotonic()
+        inflight.deadline = inflight.began + job.timeout_ms / 1000 if job.timeout_ms else None

@@ -1,0 +1,66 @@
+"""What the parts of one worker process share: its identity and planes, the lock its
+per-queue buffers wait on, the stop flag, the pause state and the statistics."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from .inflight import Inflight
+
+if TYPE_CHECKING:
+    from ..config import OqronConfig
+    from ..durable import DurablePlane
+    from ..engine import Engine
+    from ..hot import HotPlaneFacade
+
+logger = logging.getLogger(__name__)
+
+
+class WorkerState:
+    def __init__(self, engine: Engine, *, record_runs: bool, burst: bool, poll_interval: float) -> None:
+        self.engine = engine
+        self.config: OqronConfig = engine.config
+        self.worker_id: str = engine.node_id
+        self.record_runs = record_runs
+        self.burst = burst
+        self.poll_interval = poll_interval
+        # A bare RLock: ``with`` on it runs in C, where a Condition adds two Python calls,
+        # and the worker takes it several times per job.
+        self.lock = threading.RLock()
+        self.stopping = threading.Event()
+        self.paused: set[str] = set()  # queue names, refreshed by the heartbeat's control loop
+        self.hot_ok = True
+        self.last_claim_at: int | None = None
+        self.stats: Counter[str] = Counter()
+        self._stats_lock = threading.Lock()
+
+    @property
+    def durable(self) -> DurablePlane:
+        return self.engine.durable
+
+    @property
+    def hot(self) -> HotPlaneFacade:
+        return self.engine.hot
+
+    def count(self, stat: str, n: int = 1) -> None:
+        """Add to a worker statistic (the heartbeat copies them from another thread)."""
+        with self._stats_lock:
+            self.stats[stat] += n
+
+    def stats_snapshot(self) -> dict[str, int]:
+        with self._stats_lock:
+            return dict(self.stats)
+
+    def hook(self, inflight: Inflight, name: str, payload: Any) -> None:
+        """Call the queue's ``on_<name>`` hook; a hook that raises is logged, never more."""
+        fn = inflight.queue.hooks.get(name)
+        if fn is None:
+            return
+        try:
+            fn(inflight.job, payload)
+        except Exception:  # a hook must never break settling
+            logger.exception("on_%s hook of queue %s failed", name, inflight.job.queue,
+                             extra={"action": "queue.hook_failed"})
