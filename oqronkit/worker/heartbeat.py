@@ -84,8 +84,10 @@ class Heartbeat:
         for inflight in self._inflights():
             if inflight.deadline is not None and now >= inflight.deadline and not inflight.settled:
                 error = describe_error(TimeoutError(f"timed out after {inflight.job.timeout_ms} ms"), kind="Timeout")
-                inflight.request_cancel("timeout")
+                # Settled before the handler is told: one that notices and returns at once
+                # must not win with a "cancelled" outcome (dead-lettered, retries unused).
                 self._settle(Outcome(inflight, "timeout", error=error))
+                inflight.request_cancel("timeout")
 
     def flush_overlay(self) -> None:
         """Publish runs started (or changed) since the last tick, in one write, every
@@ -141,8 +143,8 @@ class Heartbeat:
                     logger.warning("lease of %s/%s was taken over; stopping this attempt", queue, inflight.job.id,
                                    extra={"action": "worker.lease_lost"})
                     inflight.lease_lost = True
+                    self._settle(Outcome(inflight, "lost"))  # before the handler is told, as for a timeout
                     inflight.request_cancel("lease lost")
-                    self._settle(Outcome(inflight, "lost"))
 
     def check_cancels(self) -> None:
         inflights = {i.job.id: i for i in self._inflights() if not i.settled}

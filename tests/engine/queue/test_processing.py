@@ -104,6 +104,31 @@ def test_timeout_is_a_retryable_failure_that_counts_an_attempt(engine: Engine):
     assert [r["error"]["type"] for r in runs] == ["Timeout", "Timeout"]
 
 
+def test_a_handler_that_returns_as_soon_as_it_is_told_still_times_out(engine: Engine, monkeypatch):
+    """The heartbeat told the handler before settling the timeout: a handler returning at
+    once then won with "cancelled", and the job was dead-lettered with a retry unused."""
+    from oqronkit.worker.inflight import Inflight
+
+    told = Inflight.request_cancel
+
+    def slow_to_settle(self, reason):
+        told(self, reason)
+        time.sleep(0.3)  # the handler notices and returns meanwhile
+
+    monkeypatch.setattr(Inflight, "request_cancel", slow_to_settle)
+
+    def polite(ctx):
+        while not ctx.cancelled:
+            time.sleep(0.001)
+
+    q = engine.queue("polite", handler=polite, timeout=0.2, retries=1, backoff=0.01)
+    job = q.add({})
+    with running(engine):
+        wait_until(lambda: engine.durable.get("queue_dlq:polite", job.id) is not None)
+    runs = runs_of(engine, job.id)
+    assert [(r["status"], r["error"]["type"]) for r in runs] == [("failed", "Timeout"), ("failed", "Timeout")]
+
+
 def test_async_handlers_run_and_time_out(engine: Engine):
     async def fine(ctx):
         await asyncio.sleep(0.01)
