@@ -103,7 +103,8 @@ def phase(args: argparse.Namespace, url: str, rds: redis.Redis, tag: str, record
     peers = root / "bench" / "peers"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OQRON_", "PYTHON"))}
     project = f"ab-{tag}"
-    env.update({"OQRON_MODE": "postgres", "OQRON_DATABASE_URL": url, "OQRON_PROJECT": project,
+    env.update({"OQRON_MODE": args.mode, "OQRON_DATABASE_URL": url, "OQRON_REDIS_URL": args.redis_url,
+                "OQRON_PROJECT": project,
                 "OQRON_ENVIRONMENT": "bench", "BENCH_REDIS_URL": args.redis_url, "BENCH_KEY": f"oqab:{tag}",
                 "BENCH_TARGET": str(args.jobs), "PYTHONPATH": f"{peers}{os.pathsep}{root}",
                 "PYTHONUNBUFFERED": "1"})
@@ -173,6 +174,8 @@ def main() -> int:
                         help="with --against: the database of the other checkout's worker (default: the same "
                              "as this one's); give one when the two checkouts' schemas differ, as each worker "
                              "creates its own tables and indexes")
+    parser.add_argument("--mode", choices=("postgres", "redis-postgres"), default="postgres",
+                        help="the worker's mode (redis-postgres: the hot plane on --redis-url)")
     parser.add_argument("--no-runs", dest="runs", action="store_false", help="with --against: both arms without runs")
     parser.add_argument("--same-session", action="store_true",
                         help="start the worker in this script's session (by default it gets its own)")
