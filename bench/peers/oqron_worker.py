@@ -15,8 +15,9 @@ import signal
 import oqron_tasks
 
 from oqronkit import get_engine
+from oqronkit.config import worker_environment
 from oqronkit.worker import WorkerProcess
-from oqronkit.worker.affinity import affinity_setting, pin_worker
+from oqronkit.worker.affinity import pin_worker
 
 
 def main() -> int:
@@ -28,7 +29,8 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     engine = get_engine()
-    pin_worker(affinity_setting(None))  # as the CLI does (OQRON_CPU_AFFINITY, default auto)
+    settings = worker_environment()  # as the CLI does (OQRON_CPU_AFFINITY, default auto)
+    pin_worker(settings.cpu_affinity, lock_dir=settings.cpu_lock_dir, slot=settings.worker_slot)
     process = WorkerProcess(engine, queues=[oqron_tasks.bench.name], concurrency=args.concurrency,
                             record_runs=args.record_runs, services=args.services)
     signals = {"count": 0}
