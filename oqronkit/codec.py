@@ -12,7 +12,7 @@ from .errors import InvalidRecord, RecordTooLarge
 try:
     import orjson
 except ImportError:  # pragma: no cover - a dependency (requirements.txt); the stdlib does the same, slower
-    orjson = None  # type: ignore[assignment]
+    orjson = None  # type: ignore[assignment]  # mypy cannot type a module that may be missing
 
 
 def _refuse(value: Any) -> Any:
@@ -237,7 +237,7 @@ _DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= c <= 0x39 else 0x20 for c in range(256)
 _LONG_DIGIT_RUN = b"0" * 19
 
 
-def _may_hold_a_long_integer(data: bytes) -> bool:
+def _may_hold_a_long_integer(data: bytes | bytearray) -> bool:
     return _LONG_DIGIT_RUN in data.translate(_DIGITS_AS_ZEROS)
 
 
@@ -261,4 +261,5 @@ def decode_json(data: str | bytes | bytearray | memoryview) -> Any:
 
 def decode_value(text: str | bytes) -> dict[str, Any]:
     """Decode stored JSON text."""
-    return decode_json(text)
+    value: dict[str, Any] = decode_json(text)
+    return value

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import Any
 
 from .backends.hot_types import Signal
 from .clock import now_ms
@@ -110,7 +112,7 @@ def resolve_child(
             return
 
 
-def _kill(durable: DurablePlane, hot: HotPlaneFacade, child: Job, expect: dict, reason: str) -> bool:
+def _kill(durable: DurablePlane, hot: HotPlaneFacade, child: Job, expect: Mapping[str, Any], reason: str) -> bool:
     """Move a child to its dead-letter namespace, then cascade to its own children."""
     namespace = child.namespace
     if not durable.compare_and_set(namespace, child.id, expect=expect, value=child.to_value()):
@@ -132,11 +134,11 @@ def sweep_waiting(durable: DurablePlane, hot: HotPlaneFacade, queues: Sequence[s
         ]
         for record in records:
             resolved += guarded("dependency sweep", job_namespace(queue), record.id,
-                                lambda value=record.value, queue=queue: _sweep_child(durable, hot, queue, value)) or 0
+                                partial(_sweep_child, durable, hot, queue, record.value)) or 0
     return resolved
 
 
-def _sweep_child(durable: DurablePlane, hot: HotPlaneFacade, queue: str, value: dict) -> int:
+def _sweep_child(durable: DurablePlane, hot: HotPlaneFacade, queue: str, value: dict[str, Any]) -> int:
     child = Job.from_value(value)
     resolved = 0
     for parent_queue, parent_id in list(child.pending):

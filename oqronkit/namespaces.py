@@ -71,16 +71,15 @@ _EXACT: Final[dict[str, RecordKind]] = {
     WEBHOOK_CB: "state",
 }
 # Families are "<family>:<suffix>"; the suffix may itself contain ':'.
-_FAMILIES: Final[dict[str, RecordKind]] = {
-    prefix[:-1]: kind for prefix, kind in (
-        (WEBHOOK_ENDPOINTS_PREFIX, "definition"),
-        (TOPIC_GROUPS_PREFIX, "control"),
-        (JOB_PREFIX, "job"),
-        (DLQ_PREFIX, "dlq"),
-        (TOPIC_MSG_PREFIX, "message"),
-        (MODULE_LOGS_PREFIX, "log"),
-    )
-}
+_FAMILY_KINDS: Final[tuple[tuple[str, RecordKind], ...]] = (
+    (WEBHOOK_ENDPOINTS_PREFIX, "definition"),
+    (TOPIC_GROUPS_PREFIX, "control"),
+    (JOB_PREFIX, "job"),
+    (DLQ_PREFIX, "dlq"),
+    (TOPIC_MSG_PREFIX, "message"),
+    (MODULE_LOGS_PREFIX, "log"),
+)
+_FAMILIES: Final[dict[str, RecordKind]] = {prefix[:-1]: kind for prefix, kind in _FAMILY_KINDS}
 
 
 def job_namespace(queue: str) -> str:

@@ -199,7 +199,7 @@ MAX_PROCESSES = 256
 MAX_DRAIN_TIMEOUT_S = 86_400
 
 
-def add_worker_arguments(parser) -> None:
+def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
     """The worker's options, shared by ``manage.py runworker`` and ``python -m oqronkit
     worker``; each is checked while parsing, so a bad value exits with status 2."""
     parser.add_argument("--queues", type=lambda s: [q for q in s.split(",") if q], default=None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ..codec import decode_value
 from ..errors import DuplicateRecord
@@ -117,7 +117,8 @@ class MemoryDurableStore:
                           if k[:4] == (table, scope.project, scope.environment, namespace) and k[4] > (cursor or ""))
         page = rows[:limit]
         found = [(id, status) for id, text in page if (status := decode_value(text).get("status")) in statuses]
-        return found, (page[-1][0] if len(rows) > limit else None)
+        # A status found among ``statuses`` is a str.
+        return cast("list[tuple[str, str]]", found), (page[-1][0] if len(rows) > limit else None)
 
     def list(self, scope: Scope, query: ListQuery) -> list[StoredRecord]:
         with self._lock:

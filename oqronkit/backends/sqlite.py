@@ -11,6 +11,7 @@ between. All SQL lives in ``sql/sqlite/*.sql``.
 
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
 import threading
@@ -197,7 +198,7 @@ class SQLiteDurableStore:
         return self._conns.connection()
 
     @property
-    def _connections(self) -> list[tuple[threading.Thread, sqlite3.Connection]]:
+    def _connections(self) -> builtins.list[tuple[threading.Thread, sqlite3.Connection]]:
         """Every open connection to the file, with the thread it belongs to."""
         return self._conns.file.connections
 

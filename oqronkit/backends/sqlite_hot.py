@@ -194,7 +194,8 @@ class SQLiteHotPlane:
         return QueueDepths(ready + due, delayed, active)
 
     def next_due(self, scope: Scope, queue: str) -> int | None:
-        return self._read_one("next_due", _Q["next_due"], _key(scope, queue))[0]
+        due: int | None = self._read_one("next_due", _Q["next_due"], _key(scope, queue))[0]
+        return due
 
     def wait(self, scope: Scope, queues: Sequence[str], timeout: float) -> bool:
         self._forked()  # before the condition variable, which a fork must not carry over

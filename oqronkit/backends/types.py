@@ -88,5 +88,6 @@ class ListQuery:
 def sort_key(record: StoredRecord, order: Order) -> int | float:
     """The value a listing sorts ``record`` by (used to build the next cursor)."""
     if order == "started":
-        return record.value["startedAt"]
+        started: int | float = record.value["startedAt"]
+        return started
     return record.inserted_at

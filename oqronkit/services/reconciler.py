@@ -17,7 +17,8 @@ documents; full records are read only for the few jobs found missing.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from ..backends.hot_types import Signal
 from ..clock import now_ms
@@ -88,12 +89,12 @@ class Reconciler:
         namespace = job_namespace(queue)
         for record in durable.get_many(namespace, list(dict.fromkeys(again))):
             signal = guarded("reconciler", namespace, record.id,
-                             lambda value=record.value: self._decide(queue, value, missing, suspects))
+                             partial(self._decide, queue, record.value, missing, suspects))
             if signal is not None:
                 lost.append(signal)
         return self._signal(queue, lost)
 
-    def _decide(self, queue: str, value: dict, missing: set[tuple[str, str]],
+    def _decide(self, queue: str, value: dict[str, Any], missing: set[tuple[str, str]],
                 suspects: dict[tuple[str, str], int | None]) -> Signal | None:
         """What to do with one job missing from the hot plane: its signal when it is lost."""
         job = Job.from_value(value)
@@ -123,4 +124,4 @@ class Reconciler:
             hot.signal(queue, [signal], now_ms())
             return True
 
-        return sum(1 for s in lost if guarded("reconciler", job_namespace(queue), s.job_id, lambda s=s: one(s)))
+        return sum(1 for s in lost if guarded("reconciler", job_namespace(queue), s.job_id, partial(one, s)))

@@ -25,11 +25,11 @@ _INT8 = struct.Struct("!iq")
 _INT8_MIN, _INT8_MAX = -(2**63), 2**63 - 1
 
 
-class TextArray(list):  # type: ignore[type-arg]
+class TextArray(list[str | None]):
     """A list of ``str`` (or None) sent as ``text[]``."""
 
 
-class BigintArray(list):  # type: ignore[type-arg]
+class BigintArray(list[int | None]):
     """A list of ``int`` (or None) sent as ``bigint[]``."""
 
 

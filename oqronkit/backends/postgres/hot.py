@@ -187,6 +187,7 @@ class PostgresHotPlane:
                 for queue, ready, delayed, active in rows if queue in wanted}
 
     def next_due(self, scope: Scope, queue: str) -> int | None:
+        due: int | None
         [(due,)] = self._run("next_due", _keys(scope, queue))
         return due
 

@@ -28,9 +28,13 @@ SCHEMA_STATISTICS: tuple[str, ...] = tuple(re.findall(r"STATISTICS IF NOT EXISTS
 RETIRED_OBJECTS: tuple[str, ...] = tuple(re.findall(r"DROP INDEX IF EXISTS\s+(\w+)", SCHEMA))
 
 
+# Looked up by any str: a caller's table key is checked here, not trusted.
+_TABLE_NAMES: dict[str, str] = {key: name for key, name in TABLE_NAMES.items()}
+
+
 def table_identifier(table: str) -> sql.Identifier:
     """The SQL identifier of a table key, checked against the three spec tables."""
-    name = TABLE_NAMES.get(table)  # type: ignore[call-overload]
+    name = _TABLE_NAMES.get(table)
     if name is None:
         raise InvalidNamespace(f"Unknown durable table {table!r}; expected one of {sorted(TABLE_NAMES)}.")
     return sql.Identifier(name)

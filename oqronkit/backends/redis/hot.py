@@ -26,7 +26,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ...config import redact_url
 from ...errors import BackendUnavailable
@@ -254,7 +254,8 @@ class RedisHotPlane:
 
     def lock_owner(self, scope: Scope, name: str, now: int) -> str | None:
         key = lock_key(scope, name)
-        held = self._call("lock_owner", lambda: self._client.get(key), retry=True)
+        # A str reply (open_client decodes them); redis-py's types say bytes | str.
+        held = self._call("lock_owner", lambda: cast("str | None", self._client.get(key)), retry=True)
         if held is None:
             return None
         expires_at, _, owner = held.partition("|")

@@ -50,12 +50,11 @@ def started_key(value: int | float) -> str:
 def encode_row(row: EncodedRow) -> str:
     value: dict[str, Any] = decode_json(row.value_json)
     started = value.get("startedAt")
-    numeric = isinstance(started, (int, float)) and not isinstance(started, bool)
+    start = started_key(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else NO_START
     fields = [v if isinstance(v := value.get(name), str) else None for name in FILTER_FIELDS]
     expires = None if row.expires_at is None else str(row.expires_at)
     header = json.dumps([expires, row.kind, *fields], separators=(",", ":"))  # ASCII: length == bytes
-    return (f"{inserted_key(row.inserted_at)}{started_key(started) if numeric else NO_START}"
-            f"{len(header):06d}{header}{row.value_json}")
+    return f"{inserted_key(row.inserted_at)}{start}{len(header):06d}{header}{row.value_json}"
 
 
 def decode_row(namespace: str, id: str, raw: str) -> StoredRecord:

@@ -21,10 +21,11 @@ queries (``supports_sql = False``).
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ...config import redact_url
 from ...errors import BackendUnavailable, DuplicateRecord
@@ -189,7 +190,9 @@ class RedisDurableStore:
         # Lua only if the row is still byte for byte what was compared; a row changed in
         # between is read and compared again.
         for _attempt in range(CAS_ATTEMPTS):
-            raw = self._call("compare_and_set", lambda: self._client.hget(rows_key, id), retry=True)
+            # Replies are str (open_client decodes them); redis-py's types say bytes | str.
+            raw = self._call("compare_and_set", lambda: cast("str | None", self._client.hget(rows_key, id)),
+                             retry=True)
             if raw is None or not fields_match(json.loads(row_json(raw)), expect):
                 return False
             batch = _Batch()
@@ -208,7 +211,8 @@ class RedisDurableStore:
     def get_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> list[StoredRecord]:
         wanted = list(dict.fromkeys(ids))
         rows_key = self._keys(scope, table, namespace)[0]
-        found = self._call("get_many", lambda: self._client.hmget(rows_key, wanted), retry=True)
+        found = self._call("get_many", lambda: cast("list[str | None]", self._client.hmget(rows_key, wanted)),
+                           retry=True)
         return [decode_row(namespace, id, raw) for id, raw in zip(wanted, found, strict=True) if raw is not None]
 
     def scan_statuses(
@@ -217,8 +221,8 @@ class RedisDurableStore:
         # HSCAN's own cursor over the namespace's row hash: no sort, and it survives
         # writes during the walk (which may return a row twice, never skip one).
         rows_key = self._keys(scope, table, namespace)[0]
-        next_cursor, raw = self._call("scan_statuses", lambda: self._client.hscan(
-            rows_key, cursor=int(cursor or 0), count=limit), retry=True)
+        next_cursor, raw = self._call("scan_statuses", lambda: cast("tuple[int, dict[str, str]]", self._client.hscan(
+            rows_key, cursor=int(cursor or 0), count=limit)), retry=True)
         wanted = set(statuses)
         found = [(id, status) for id, blob in raw.items()
                  if (status := decode_row(namespace, id, blob).value.get("status")) in wanted]
@@ -242,8 +246,8 @@ class RedisDurableStore:
         exp_key = self._keys(scope, table, "")[4]
         total = 0
         while True:
-            members = self._call("prune_expired", lambda: self._client.zrangebyscore(
-                exp_key, "-inf", now_ms, start=0, num=PRUNE_BATCH), retry=True)
+            members = self._call("prune_expired", lambda: cast("list[str]", self._client.zrangebyscore(
+                exp_key, "-inf", now_ms, start=0, num=PRUNE_BATCH)), retry=True)
             batch = _Batch()
             for member in members:
                 namespace, id = split_expiry_member(member)
@@ -261,8 +265,8 @@ class RedisDurableStore:
             return 0
         ins_key = self._keys(scope, table, namespace)[1]
         cutoff = inserted_key(cutoff_ms)
-        members = self._call("prune_older_than", lambda: self._client.zrangebylex(
-            ins_key, "-", "(" + cutoff, start=0, num=limit), retry=True)
+        members = self._call("prune_older_than", lambda: cast("list[str]", self._client.zrangebylex(
+            ins_key, "-", "(" + cutoff, start=0, num=limit)), retry=True)
         batch = _Batch()
         for member in members:
             # O re-checks in the script, so a row re-inserted meanwhile (newer) stays.
@@ -271,7 +275,7 @@ class RedisDurableStore:
 
     # -- listing helpers -------------------------------------------------------------
 
-    def _namespaces(self, scope: Scope, table: str, namespace: str | None, kind: str | None) -> list[str]:
+    def _namespaces(self, scope: Scope, table: str, namespace: str | None, kind: str | None) -> builtins.list[str]:
         """The namespaces a listing or count covers, from the namespace registry."""
         nsk = self._keys(scope, table, "")[3]
         if namespace is not None:
@@ -279,7 +283,7 @@ class RedisDurableStore:
                 return [namespace]
             stored = self._call("namespaces", lambda: self._client.hget(nsk, namespace), retry=True)
             return [namespace] if stored == kind else []
-        registry = self._call("namespaces", lambda: self._client.hgetall(nsk), retry=True)
+        registry = self._call("namespaces", lambda: cast("dict[str, str]", self._client.hgetall(nsk)), retry=True)
         return sorted(ns for ns, k in registry.items() if kind is None or k == kind)
 
     def _counts(self, scope: Scope, table: str, namespace: str | None, kind: str | None) -> dict[str, int]:
@@ -296,7 +300,7 @@ class RedisDurableStore:
 
         return dict(zip(names, self._call("count", lengths, retry=True), strict=True))
 
-    def _scan(self, scope: Scope, query: ListQuery, namespace: str) -> list[StoredRecord]:
+    def _scan(self, scope: Scope, query: ListQuery, namespace: str) -> builtins.list[StoredRecord]:
         """Up to ``query.limit`` matching rows of one namespace, in listing order,
         walking its index page by page from the cursor."""
         keys = self._keys(scope, query.table, namespace)
@@ -327,13 +331,13 @@ class RedisDurableStore:
 
     # -- calls -----------------------------------------------------------------------
 
-    def _keys(self, scope: Scope, table: str, namespace: str) -> list[str]:
+    def _keys(self, scope: Scope, table: str, namespace: str) -> builtins.list[str]:
         """rows, ins, st (per namespace), nsk, exp (per table): durable_write's five."""
         base = durable_base(scope)
         return [f"{base}rows:{table}:{namespace}", f"{base}ins:{table}:{namespace}",
                 f"{base}st:{table}:{namespace}", f"{base}nsk:{table}", f"{base}exp:{table}"]
 
-    def _write(self, scope: Scope, batch: _Batch, *, retry: bool = False) -> list[int]:
+    def _write(self, scope: Scope, batch: _Batch, *, retry: bool = False) -> builtins.list[int]:
         if not batch.groups:
             return []
         keys: list[str] = []
@@ -343,7 +347,8 @@ class RedisDurableStore:
             args += [table, namespace, kinds[-1] if kinds else "", str(len(ops))]
             for op in ops:
                 args += op
-        return self._script("durable_write", keys, args, retry=retry)
+        done: list[int] = self._script("durable_write", keys, args, retry=retry)
+        return done
 
     def _script(self, name: str, keys: Sequence[str], args: Sequence[Any], *, retry: bool = False) -> Any:
         script = self._scripts[name]
