@@ -7,7 +7,7 @@ import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from .bounds import MAX_DURATION_S
 from .errors import InvalidJob
@@ -17,6 +17,15 @@ DEFAULT_MAX_MS = 60_000
 DEFAULT_JITTER = 0.2
 
 _custom: dict[str, Callable[[int], float]] = {}
+
+
+class BackoffValue(TypedDict):
+    """A backoff as stored on jobs and definitions (:meth:`Backoff.to_value`)."""
+
+    type: str
+    delayMs: int
+    maxMs: int
+    jitter: float
 
 
 def to_ms(value: float | timedelta | None, *, what: str) -> int | None:
@@ -72,7 +81,7 @@ class Backoff:
         except InvalidJob:  # a NaN, infinite or negative answer must not fail the retry: wait the longest
             return float(self.max_ms)
 
-    def to_value(self) -> dict[str, Any]:
+    def to_value(self) -> BackoffValue:
         return {"type": self.kind, "delayMs": self.base_ms, "maxMs": self.max_ms, "jitter": self.jitter}
 
     @classmethod

@@ -8,15 +8,16 @@ opaque keyset cursors. Backends stay small and hold no logging.
 from __future__ import annotations
 
 import base64
+import builtins
 import json
 import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
-from .backends.protocols import DurableStore
+from .backends.protocols import DurableStore, ReleasingStore
 from .backends.types import ABSENT, EncodedRow, ListQuery, Order, Scope, StoredRecord, _Absent, sort_key
 from .clock import now_ms
 from .codec import check_size, encode_value, storage_problem, text_problem
@@ -37,7 +38,7 @@ class RecordWrite(NamedTuple):
 
     namespace: str
     id: str
-    value: dict[str, Any]
+    value: Mapping[str, Any]
     expires_at: int | None = None
     # A hint that no row holds this key yet (a run written for the first time): a store
     # may insert it without conflict arbitration. A wrong hint costs a retry, not data.
@@ -98,7 +99,7 @@ class DurablePlane:
 
     # -- writes ----------------------------------------------------------------------
 
-    def put(self, namespace: str, id: str, value: dict[str, Any], *, expires_at: int | None = None) -> None:
+    def put(self, namespace: str, id: str, value: Mapping[str, Any], *, expires_at: int | None = None) -> None:
         """Insert or replace one record."""
         row = self._encode(namespace, id, value, expires_at, now_ms())
         with self._timed("durable.put"):
@@ -129,15 +130,16 @@ class DurablePlane:
         ((job id, token)) of ``queue`` still held under their token and delete the
         released jobs of ``namespace``, atomically. Returns the job ids released."""
         rows = self._encode_all(puts)
+        store = cast(ReleasingStore, self.store)  # postgres mode: Engine.settles_in_one_transaction checked
         with self._timed("durable.apply"):
-            return self.store.apply_and_release(self.scope, rows, namespace, queue, list(leases))
+            return store.apply_and_release(self.scope, rows, namespace, queue, list(leases))
 
     def check(self, write: RecordWrite) -> None:
         """Raise what writing ``write`` would (InvalidRecord, RecordTooLarge, ...)
         without writing it: which record of a refused batch is the culprit."""
         self._encode_all([write])
 
-    def insert(self, namespace: str, id: str, value: dict[str, Any], *, expires_at: int | None = None) -> bool:
+    def insert(self, namespace: str, id: str, value: Mapping[str, Any], *, expires_at: int | None = None) -> bool:
         """Insert a record only if its id is free; True when inserted."""
         return bool(self.insert_many([RecordWrite(namespace, id, value, expires_at)]))
 
@@ -181,7 +183,7 @@ class DurablePlane:
         id: str,
         *,
         expect: Mapping[str, Any] | _Absent,
-        value: dict[str, Any] | None,
+        value: Mapping[str, Any] | None,
         expires_at: int | None = None,
     ) -> bool:
         """Write ``value`` (or delete when None) only if the record matches ``expect``:
@@ -300,7 +302,7 @@ class DurablePlane:
 
     # -- helpers ---------------------------------------------------------------------
 
-    def _encode_all(self, writes: Iterable[RecordWrite]) -> list[EncodedRow]:
+    def _encode_all(self, writes: Iterable[RecordWrite]) -> builtins.list[EncodedRow]:
         at = now_ms()
         stamps: dict[str, tuple[RecordKind, TableKey]] = {}  # each namespace checked once a batch
         rows = [self._encode(w.namespace, w.id, w.value, w.expires_at, at, w.new, stamps, w.checked)
@@ -337,7 +339,7 @@ class DurablePlane:
         return table_for_kind(classify_namespace(namespace))
 
     @staticmethod
-    def _lookup_ids(ids: Sequence[Any]) -> list[str]:
+    def _lookup_ids(ids: Sequence[Any]) -> builtins.list[str]:
         """The ids of a read or delete as a list, each a string (an empty one just
         matches nothing); the same error on every backend for anything else."""
         keys = list(ids)

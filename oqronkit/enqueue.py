@@ -25,7 +25,7 @@ from .codec import (
 )
 from .errors import InvalidJob
 from .ids import new_id
-from .jobs import PARENT_FAILURE_POLICIES, Job
+from .jobs import PARENT_FAILURE_POLICIES, Job, ParentFailure
 
 
 def check_priority(priority: Any) -> int:
@@ -105,7 +105,7 @@ def plain_job_rows(queue: Any, payloads: Sequence[Any], jobs: list[Job]) -> Iter
     durable write can stream rows to the database while later ones are still being
     built (on Postgres the server then inserts on the other core meanwhile)."""
     first = build_job(queue, payloads[0])
-    shared = first.to_value()
+    shared: dict[str, Any] = dict(first.to_value())  # not a JobValue once id and data are cut
     del shared["id"], shared["data"]
     # '"queue":"q","status":"waiting",...' without braces: every job of the batch has it.
     middle = encode_value(shared, limit=1 << 62, what="job")[1:-1]
@@ -156,8 +156,8 @@ def run_at_from(delay: Any, run_at: Any, now: int) -> int | None:
             raise InvalidJob(f"run_at must be from 1970 to the year 9999 (epoch ms 0 to {MAX_EPOCH_MS - 1:,}), "
                              f"got {run_at!r}.")
         return ms
-    ms = to_ms(delay, what="delay")
-    return now + ms if ms else None
+    delay_ms = to_ms(delay, what="delay")
+    return now + delay_ms if delay_ms else None
 
 
 def build_job(
@@ -171,7 +171,7 @@ def build_job(
     attempts: int | None = None,
     backoff: Any = None,
     depends_on: Iterable[Any] = (),
-    parent_failure: str = "block",
+    parent_failure: ParentFailure = "block",
     correlation_id: str | None = None,
     tags: Sequence[str] = (),
     timeout: float | timedelta | None = None,
@@ -206,7 +206,7 @@ def build_job(
         updated_at=now,
         depends_on=parents,
         pending=list(parents),
-        parent_failure=parent_failure,  # type: ignore[arg-type]
+        parent_failure=parent_failure,
         correlation_id=correlation_id,
         tags=sorted(set(queue.tags) | set(tags)),
         timeout_ms=check_timeout(timeout) if timeout is not None else queue.timeout_ms,

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, cast
 
 from .backends.hot_types import MAX_PRIORITY, MIN_PRIORITY, Signal
+from .backoff import BackoffValue
 from .bounds import MAX_EPOCH_MS
 from .codec import jsonb_key_order
 from .namespaces import dlq_namespace, job_namespace
+from .runs import ErrorValue
 from .shedding import trim_error
 
 JobStatus = Literal["waiting", "delayed", "active", "waiting-dependencies", "blocked", "dead"]
@@ -31,6 +33,44 @@ _CAMEL = {
 }
 
 
+class JobValue(TypedDict):
+    """A job record as stored (:meth:`Job.to_value`): every field of :class:`Job` under
+    its camelCase key. Rows read back may lack keys; :meth:`Job.from_value` reads those."""
+
+    id: str
+    queue: str
+    data: Any
+    status: JobStatus
+    priority: int
+    lifo: bool
+    attempts: int
+    maxAttempts: int
+    backoff: BackoffValue | None
+    runAt: int | None
+    createdAt: int
+    updatedAt: int
+    startedAt: int | None
+    leaseToken: int | None
+    workerId: str | None
+    currentRunId: str | None
+    stalls: int
+    stalledToken: int | None
+    lastError: ErrorValue | None
+    errors: list[ErrorValue]
+    dependsOn: list[list[str]]
+    pendingDependencies: list[list[str]]
+    dependents: list[list[str]]
+    parentFailure: ParentFailure
+    blockedBy: list[str] | None
+    correlationId: str | None
+    tags: list[str]
+    timeoutMs: int | None
+    cancelRequested: bool
+    deadReason: str | None
+    diedAt: int | None
+    errorFingerprint: str | None
+
+
 @dataclass(slots=True, kw_only=True)
 class Job:
     """A durable work order. ``attempts`` counts attempts started so far."""
@@ -43,7 +83,7 @@ class Job:
     lifo: bool = False
     attempts: int = 0
     max_attempts: int = 4
-    backoff: dict[str, Any] | None = None
+    backoff: BackoffValue | None = None
     run_at: int | None = None
     created_at: int = 0
     updated_at: int = 0
@@ -54,8 +94,8 @@ class Job:
     stalls: int = 0
     # The lease token of the last stall counted: one claim never counts two stalls.
     stalled_token: int | None = None
-    last_error: dict[str, Any] | None = None
-    errors: list[dict[str, Any]] = field(default_factory=list)
+    last_error: ErrorValue | None = None
+    errors: list[ErrorValue] = field(default_factory=list)
     depends_on: list[list[str]] = field(default_factory=list)  # [[queue, id], ...]
     pending: list[list[str]] = field(default_factory=list)
     dependents: list[list[str]] = field(default_factory=list)
@@ -73,12 +113,12 @@ class Job:
     def namespace(self) -> str:
         return dlq_namespace(self.queue) if self.status == "dead" else job_namespace(self.queue)
 
-    def to_value(self) -> dict[str, Any]:
+    def to_value(self) -> JobValue:
         # Hot path (every add and every claim): a precomputed key list, not fields().
-        return {key: getattr(self, name) for name, key in _KEYS}
+        return cast(JobValue, {key: getattr(self, name) for name, key in _KEYS})
 
     @classmethod
-    def from_value(cls, value: dict[str, Any]) -> Job:
+    def from_value(cls, value: Mapping[str, Any]) -> Job:
         names = _NAME_FOR_KEY
         return cls(**{names[key]: item for key, item in value.items() if key in names})
 
@@ -90,7 +130,7 @@ class Job:
         error = self.last_error or {"type": "DeadLetter", "message": reason}
         self.error_fingerprint = error_fingerprint(str(error.get("type", "")), str(error.get("message", "")))
 
-    def record_error(self, error: dict[str, Any]) -> None:
+    def record_error(self, error: ErrorValue) -> None:
         """Keep the last error and a bounded list of every attempt's error."""
         self.last_error = error
         self.errors.append(error)
@@ -112,7 +152,7 @@ def job_signal(job: Job) -> Signal:
     return Signal(job.id, job.priority, job.run_at, bool(job.lifo))
 
 
-def shed_error_detail(value: dict[str, Any], _problem: str = "") -> Iterator[dict[str, Any]]:
+def shed_error_detail(value: JobValue, _problem: str = "") -> Iterator[JobValue]:
     """Copies of a job record with less and less error detail, for one over the record
     size limit (a payload near it, and tracebacks of up to 8,000 characters per
     attempt): tracebacks dropped but the last error's; then messages cut to 500

@@ -11,10 +11,11 @@ missing or malformed entry as "nothing live".
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypedDict, cast
 
 from .clock import now_ms
+from .runs import LogLine, RunValue
 
 if TYPE_CHECKING:
     from .hot import HotPlaneFacade
@@ -48,7 +49,7 @@ class LiveRun(TypedDict, total=False):
     status: str
     progressPercent: float
     progressLabel: str | None
-    logs: list[dict[str, Any]]
+    logs: list[LogLine]
     startedAt: int
     workerId: str
 
@@ -69,7 +70,7 @@ class WorkerInfo(TypedDict, total=False):
     paused: list[str]
 
 
-def live_run(run: Mapping[str, Any]) -> LiveRun:
+def live_run(run: RunValue) -> LiveRun:
     """The live shape of a run record (call it under the lock that guards ``run``)."""
     live: LiveRun = {"id": run["id"], "name": run["name"], "module": run["module"], "status": run["status"],
                      "progressPercent": run["progressPercent"], "progressLabel": run.get("progressLabel"),

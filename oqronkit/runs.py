@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 from .clock import now_ms
 from .codec import clean_text
@@ -13,6 +13,65 @@ from .ids import new_id
 from .shedding import trim_error
 
 RUN_STATUSES = ("queued", "running", "completed", "failed", "cancelled", "held")
+
+
+class ErrorValue(TypedDict):
+    """An error as stored on runs and jobs (:func:`describe_error`). A job's errors also
+    name their attempt and run; shedding may drop the traceback."""
+
+    ts: int
+    type: str
+    message: str
+    traceback: NotRequired[str]
+    attempt: NotRequired[int]
+    runId: NotRequired[str | None]
+
+
+class LogLine(TypedDict):
+    ts: int
+    msg: str
+    level: str
+
+
+# Functional syntax: "from" is a keyword.
+TimelineEntry = TypedDict("TimelineEntry", {"to": str, "ts": int, "from": str, "reason": str})
+
+
+class RunValue(TypedDict):
+    """The run record as stored in the ``runs`` namespace (the spec's shape). A leader's
+    cron or schedule run also carries its claim (``claimId``, ``slotAt``, ...)."""
+
+    id: str
+    app: str
+    logs: list[LogLine]
+    name: str
+    error: ErrorValue | None
+    input: Any
+    jobId: NotRequired[str]
+    module: str
+    output: Any
+    status: str
+    endedAt: int | None
+    trigger: str
+    attempts: int
+    timeline: list[TimelineEntry]
+    workerId: str
+    startedAt: int
+    durationMs: int | None
+    environment: str
+    correlationId: NotRequired[str]
+    progressPercent: float
+    progressLabel: NotRequired[str | None]
+    claimId: NotRequired[str]
+    slotAt: NotRequired[int | None]
+    definition: NotRequired[str]
+    lateMs: NotRequired[int | None]
+    queue: NotRequired[str]
+
+
+def stored_run(value: dict[str, Any]) -> RunValue:
+    """A run record read back from the durable plane, taken as the shape it was written in."""
+    return cast(RunValue, value)
 
 
 def new_run(
@@ -28,7 +87,7 @@ def new_run(
     job_id: str | None = None,
     correlation_id: str | None = None,
     started_at: int | None = None,
-) -> dict[str, Any]:
+) -> RunValue:
     """A run record in state ``running`` with an opening timeline entry."""
     started = started_at if started_at is not None else now_ms()
     # Keys in jsonb's storage order (codec.jsonb_key_order), optional ones in place:
@@ -45,10 +104,10 @@ def new_run(
     if correlation_id is not None:
         run["correlationId"] = correlation_id
     run["progressPercent"] = 0
-    return run
+    return cast(RunValue, run)  # built key by key above, for the key order
 
 
-def finish_run(run: dict[str, Any], status: str, *, output: Any = None, error: dict | None = None,
+def finish_run(run: RunValue, status: str, *, output: Any = None, error: ErrorValue | None = None,
                reason: str | None = None, limit: int = 100, at: int | None = None) -> None:
     """Close a run: final status, output or error, end time, duration, timeline entry."""
     ended = at if at is not None else now_ms()
@@ -62,12 +121,12 @@ def finish_run(run: dict[str, Any], status: str, *, output: Any = None, error: d
         run["progressPercent"] = 100
 
 
-def add_timeline(run: dict[str, Any], from_: str, to: str, reason: str, *, limit: int, at: int | None = None) -> None:
+def add_timeline(run: RunValue, from_: str, to: str, reason: str, *, limit: int, at: int | None = None) -> None:
     run["timeline"].append({"to": to, "ts": at if at is not None else now_ms(), "from": from_, "reason": reason})
     del run["timeline"][:-limit]
 
 
-def add_log(run: dict[str, Any], level: str, msg: str, *, limit: int) -> None:
+def add_log(run: RunValue, level: str, msg: str, *, limit: int) -> None:
     run["logs"].append({"ts": now_ms(), "msg": msg, "level": level})
     del run["logs"][:-limit]
 
@@ -77,7 +136,7 @@ def add_log(run: dict[str, Any], level: str, msg: str, *, limit: int) -> None:
 SHEDDABLE_PARTS = ("output", "logs", "input")
 
 
-def shed_parts(run: dict[str, Any], problem: str) -> Iterator[dict[str, Any]]:
+def shed_parts(run: RunValue, problem: str) -> Iterator[RunValue]:
     """Copies of ``run`` without its output, then also its logs, then also its input,
     then with its error cut short too (message 500 characters, traceback the last
     2,000), each with a warning log line saying what was left out and why: the receipt
@@ -86,18 +145,22 @@ def shed_parts(run: dict[str, Any], problem: str) -> Iterator[dict[str, Any]]:
     shed: list[str] = []
     for part in (*SHEDDABLE_PARTS, "error detail"):
         shed.append(part)
-        reduced = dict(run)
+        reduced = run.copy()
         for name in shed:
             if name == "error detail":
                 reduced["error"] = trim_error(run.get("error"), message=500, traceback=2000)
+            elif name == "logs":
+                reduced["logs"] = []
+            elif name == "output":
+                reduced["output"] = None
             else:
-                reduced[name] = [] if name == "logs" else None
+                reduced["input"] = None
         note = f"run record not stored in full ({problem[:300]}); left out: {', '.join(shed)}"
         reduced["logs"] = [*reduced["logs"], {"ts": now_ms(), "msg": note, "level": "warning"}]
         yield reduced
 
 
-def describe_error(exc: BaseException, *, kind: str | None = None) -> dict[str, Any]:
+def describe_error(exc: BaseException, *, kind: str | None = None) -> ErrorValue:
     """An error as stored on runs and jobs: type, message, traceback, time. Never raises
     and always storable: an exception whose ``__str__`` fails still gets a message, and
     NULs and lone surrogates a handler put in it are replaced (codec.clean_text)."""

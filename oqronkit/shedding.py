@@ -6,17 +6,18 @@ jobs.shed_error_detail); this is the loop that tries them."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from .errors import InvalidRecord, RecordTooLarge
 
 logger = logging.getLogger(__name__)
 
-Shed = Callable[[dict[str, Any], str], Iterator[dict[str, Any]]]
+#: Reduced copies of a record of one shape (a RunValue, a JobValue), given the refusal.
+type Shed[V: Mapping[str, Any]] = Callable[[V, str], Iterator[V]]
 
 
-def write_shedding[T](write: Callable[[dict[str, Any]], T], value: dict[str, Any], shed: Shed) -> T:
+def write_shedding[T, V: Mapping[str, Any]](write: Callable[[V], T], value: V, shed: Shed[V]) -> T:
     """``write(value)``; when the durable plane refuses it (InvalidRecord,
     RecordTooLarge), ``write`` each reduced copy ``shed`` yields until one is taken.
     Raises the first refusal if none is."""

@@ -105,6 +105,15 @@ class DurableStore(Protocol):
         """Delete up to ``limit`` rows of ``namespace`` inserted before ``cutoff_ms``."""
 
 
+class ReleasingStore(DurableStore, Protocol):
+    """A durable store that shares its database with the hot plane (postgres mode)."""
+
+    def apply_and_release(self, scope: Scope, puts: Sequence[EncodedRow], namespace: str, queue: str,
+                          leases: Sequence[tuple[str, int]]) -> set[str]:
+        """Write ``puts`` and release ``leases`` of ``queue`` in one transaction
+        (:meth:`oqronkit.durable.DurablePlane.apply_and_release`)."""
+
+
 @runtime_checkable
 class HotPlane(Protocol):
     """Speed and coordination: claim structures, leases, locks, counters and

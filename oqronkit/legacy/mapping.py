@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any, Final
 
-from ..backoff import Backoff
+from ..backoff import Backoff, BackoffValue
 from ..config import OqronConfig
 from ..errors import ConfigurationError
-from ..jobs import Job, JobStatus
+from ..jobs import Job, JobValue
 from ..namespaces import (
     CRON,
     CRON_DURABLE,
@@ -32,6 +32,7 @@ from ..namespaces import (
     dlq_namespace,
     job_namespace,
 )
+from ..runs import ErrorValue
 
 V1_PREFIX: Final = "oqron"
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
@@ -98,7 +99,7 @@ class V2Write:
     environment: str
     namespace: str
     id: str
-    value: dict[str, Any]
+    value: Mapping[str, Any]
 
     @property
     def kind(self) -> RecordKind:
@@ -221,7 +222,7 @@ class _Context:
     migrated_at: int
 
 
-_Out = list[tuple[str, str, dict[str, Any]]]
+_Out = list[tuple[str, str, Mapping[str, Any]]]
 _Rule = Callable[[str, str, dict[str, Any], _Context], _Out]
 
 
@@ -248,7 +249,8 @@ def _decode(value: Any) -> dict[str, Any]:
             raise _Skip("value is not valid JSON") from exc
     if not isinstance(value, dict):
         raise _Skip("value is not a JSON object")
-    return convert_dates(value)
+    converted: dict[str, Any] = convert_dates(value)
+    return converted
 
 
 def _map_verbatim(logical: str, id: str, value: dict[str, Any], ctx: _Context) -> _Out:
@@ -302,10 +304,10 @@ def _map_job(logical: str, id: str, value: dict[str, Any], ctx: _Context) -> _Ou
     return [(job_namespace(queue), id, _v2_job(id, job, queue, new_status, ctx))]
 
 
-def _v2_job(id: str, job: dict[str, Any], queue: str, status: JobStatus, ctx: _Context) -> dict[str, Any]:
+def _v2_job(id: str, job: dict[str, Any], queue: str, status: str, ctx: _Context) -> JobValue:
     """The v2 work order (:class:`oqronkit.jobs.Job`) for a v1 job record. v1 claim
     fields (worker, lease) are not carried over: the v1 claim died with the v1 worker."""
-    opts = job.get("opts") if isinstance(job.get("opts"), dict) else {}
+    opts = found if isinstance(found := job.get("opts"), dict) else {}
     run_at = _int(job.get("runAt"))
     if status == "delayed" and run_at is None:
         status = "waiting"  # no due time: waiting is the only state that still runs it
@@ -340,14 +342,14 @@ def _int(value: Any) -> int | None:
     return int(value)
 
 
-def _backoff(v1: dict[str, Any]) -> dict[str, Any]:
+def _backoff(v1: dict[str, Any]) -> BackoffValue:
     """v1 ``{type, delay(ms)}`` as the v2 stored backoff."""
-    kind = v1.get("type") if v1.get("type") in ("fixed", "exponential") else "exponential"
+    kind = found if (found := v1.get("type")) in ("fixed", "exponential") else "exponential"
     delay = _int(v1.get("delay"))
     return Backoff(kind).to_value() if delay is None else Backoff(kind, base_ms=delay).to_value()
 
 
-def _error(job: dict[str, Any], ctx: _Context) -> dict[str, Any] | None:
+def _error(job: dict[str, Any], ctx: _Context) -> ErrorValue | None:
     """The v1 error as v2 stores errors (``type``, ``message``, ``traceback``, ``ts``)."""
     error = job.get("error")
     stack = [str(line) for line in job.get("stacktrace") or []]
@@ -364,7 +366,8 @@ def _error(job: dict[str, Any], ctx: _Context) -> dict[str, Any] | None:
 
 
 def _run(id: str, job: dict[str, Any], status: str, ctx: _Context) -> dict[str, Any]:
-    """The spec's run record for the last attempt a v1 job record describes."""
+    """The spec's run record for the last attempt a v1 job record describes. (Not a
+    RunValue: a v1 record may lack the name and worker every v2 run has.)"""
     # Runs are listed by startedAt, so a run must have one: fall back to the migration time.
     started = next((job[k] for k in ("startedAt", "processedOn", "createdAt", "finishedAt")
                     if isinstance(job.get(k), int)), ctx.migrated_at)

@@ -4,6 +4,7 @@ queue, counting the attempt, or to the dead-letter queue after too many stalls."
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ..backends.hot_types import Lease, Signal
@@ -31,8 +32,7 @@ def rescue_expired(engine: Engine, queues: list[str]) -> int:
             for i, lease in enumerate(leases):
                 try:
                     # A row it cannot use is skipped: the reconciler finds that job again later.
-                    guarded("rescuer", job_namespace(queue), lease.job_id,
-                            lambda lease=lease, queue=queue: rescue_one(engine, queue, lease))
+                    guarded("rescuer", job_namespace(queue), lease.job_id, partial(rescue_one, engine, queue, lease))
                 except OqronError:
                     _put_back(engine, queue, leases[i:])
                     raise
@@ -128,7 +128,7 @@ def mark_stalled(engine: Engine, job: Job, token: int | None, why: str, *, claim
 def _fail_run(engine: Engine, job: Job, why: str) -> None:
     if not job.run_id:
         return
-    from ..runs import finish_run, new_run
+    from ..runs import finish_run, new_run, stored_run
 
     record = engine.durable.get(RUNS, job.run_id)
     if record is not None and record.value.get("status") != "running":
@@ -140,7 +140,7 @@ def _fail_run(engine: Engine, job: Job, why: str) -> None:
                       started_at=job.started_at)
         run["id"] = job.run_id
     else:
-        run = record.value
+        run = stored_run(record.value)
     finish_run(run, "failed", error={"type": "Stalled", "message": why, "ts": now_ms()}, reason=why,
                limit=engine.config.run_timeline_limit)
     engine.durable.put_many([RecordWrite(RUNS, job.run_id, run)])
