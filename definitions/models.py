@@ -22,10 +22,15 @@ class RecordQuerySet(DurableRecordQuerySet):
 class Record(DurableRecord):
     """One row of ``oqron_records`` (read-only; pause or edit through the engine)."""
 
-    objects = DurableManager.for_queryset(RecordQuerySet)
+    objects = DurableManager.from_queryset(RecordQuerySet)()
 
     class Meta(DurableRecord.Meta):
         managed = False
         db_table = "oqron_records"
         verbose_name = "record"
         verbose_name_plural = "records"
+
+    # Not columns: the definitions page's queue usage annotations and its verdict on them.
+    holds_jobs: bool
+    holds_dead: bool
+    stale: bool

@@ -5,18 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
-
 from oqronboard.base.scope import BoardScope, configured_scope
 from oqronkit.namespaces import QUEUE
 
-from .models import Record
+from .models import Record, RecordQuerySet
 
 DEFINITION_KINDS = ("definition", "control")
 MAX_DEFINITIONS = 500
 
 
-def records_of(scope: BoardScope) -> QuerySet[Record]:
+def records_of(scope: BoardScope) -> RecordQuerySet:
     return Record.objects.scoped(scope.project, scope.environment)
 
 

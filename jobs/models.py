@@ -25,7 +25,7 @@ class JobRecordQuerySet(DurableRecordQuerySet):
 class JobRecord(DurableRecord):
     """One row of ``oqron_jobs`` (read-only; retry or delete jobs through the engine)."""
 
-    objects = DurableManager.for_queryset(JobRecordQuerySet)
+    objects = DurableManager.from_queryset(JobRecordQuerySet)()
 
     class Meta(DurableRecord.Meta):
         managed = False

@@ -22,14 +22,14 @@ from oqronboard.base.expressions import JsonNumber, JsonText, KindIs, RowBefore,
 from oqronboard.base.scope import BoardScope
 from oqronkit.namespaces import dlq_namespace, job_namespace, queue_of
 
-from .models import JobRecord
+from .models import JobRecord, JobRecordQuerySet
 
 JOB_STATUSES = ("waiting", "delayed", "active", "waiting-dependencies", "blocked")
 # Counts the hot plane does not keep are counted up to this, then shown as "1000+".
 COUNT_CAP = 1000
 
 
-def jobs_of(scope: BoardScope) -> QuerySet[JobRecord]:
+def jobs_of(scope: BoardScope) -> JobRecordQuerySet:
     return JobRecord.objects.scoped(scope.project, scope.environment)
 
 
@@ -69,7 +69,8 @@ def _page(qs: QuerySet, key: str, limit: int) -> tuple[list[dict], str | None]:
 
 
 def queue_jobs(
-    scope: BoardScope, queue: str, status: str, *, cursor: tuple[int, str] | None = None, limit: int = PAGE_SIZE
+    scope: BoardScope, queue: str, status: str, *, cursor: tuple[int | float, str] | None = None,
+    limit: int = PAGE_SIZE
 ) -> tuple[list[dict], str | None]:
     """Jobs of one queue in one status, newest first."""
     created = JsonNumber("createdAt")
@@ -80,8 +81,8 @@ def queue_jobs(
     )
     if cursor is not None:
         qs = qs.filter(created_key__lte=cursor[0]).filter(RowBefore(JsonNumber("createdAt"), RowKey(), *cursor))
-    qs = qs.order_by(JsonNumber("createdAt").desc(), RowKey().desc()).values("id", "namespace", **_job_fields())
-    return _page(qs, "created", limit)
+    rows = qs.order_by(JsonNumber("createdAt").desc(), RowKey().desc()).values("id", "namespace", **_job_fields())
+    return _page(rows, "created", limit)
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,10 @@ class DeadFilters:
     search: str = ""
     # Only dead letters that died at or before this instant (the page's render time).
     died_before: int | None = None
-    cursor: tuple[int, str] | None = None
+    cursor: tuple[int | float, str] | None = None
 
 
-def dead_queryset(scope: BoardScope, filters: DeadFilters) -> QuerySet[JobRecord]:
+def dead_queryset(scope: BoardScope, filters: DeadFilters) -> JobRecordQuerySet:
     """Dead letters matching ``filters``, newest death first (not yet sliced)."""
     qs = jobs_of(scope).filter(KindIs("dlq")).alias(died_key=JsonNumber("diedAt")).filter(died_key__isnull=False)
     if filters.queue:

@@ -19,7 +19,7 @@ call the engine.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
@@ -31,6 +31,7 @@ from django.forms import CheckboxInput
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.functional import cached_property
+from django.utils.safestring import SafeString
 
 from definitions.models import Record
 from definitions.queries import queue_controls
@@ -41,6 +42,7 @@ from runs.models import RunRecord
 
 from .base.audit import ACTION_CAP, Action, by_queue
 from .base.expressions import JsonText
+from .base.records import DurableRecord, DurableRecordQuerySet
 from .base.roles import is_operator
 from .base.scope import BoardScope, current_scope
 
@@ -50,6 +52,8 @@ COUNT_CAP = 10_000
 class CappedCountPaginator(Paginator):
     """Counts at most ``COUNT_CAP`` rows (``SELECT count(*) FROM (... LIMIT n)``), so
     a changelist over millions of runs never runs an unbounded ``COUNT(*)``."""
+
+    object_list: QuerySet  # the admin pages a queryset
 
     @cached_property
     def count(self) -> int:
@@ -66,7 +70,8 @@ class KindFilter(admin.SimpleListFilter):
         return [(kind, kind) for kind in model_admin.record_kinds]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        return queryset.of_kind(self.value()) if self.value() else queryset
+        kind = self.value()
+        return cast(DurableRecordQuerySet, queryset).of_kind(kind) if kind else queryset
 
 
 class NamespaceFilter(admin.SimpleListFilter):
@@ -98,7 +103,7 @@ class StatusFilter(admin.SimpleListFilter):
         return queryset.alias(f_status=JsonText("status")).filter(f_status=self.value())
 
 
-def _encode_key(obj: models.Model) -> str:
+def _encode_key(obj: DurableRecord) -> str:
     return json.dumps([obj.namespace, obj.id], separators=(",", ":"))
 
 
@@ -148,7 +153,7 @@ class ReadOnlyRecordAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         scope = current_scope(request)
         # The list shows the status, not the (possibly large) JSON value.
-        return (super().get_queryset(request).scoped(scope.project, scope.environment)
+        return (cast(DurableRecordQuerySet, super().get_queryset(request)).scoped(scope.project, scope.environment)
                 .annotate(status_text=JsonText("status")).defer("value"))
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
@@ -172,7 +177,7 @@ class ReadOnlyRecordAdmin(admin.ModelAdmin):
         return getattr(obj, "status_text", None) or ""
 
     @admin.display(description="inserted", ordering="inserted_at")
-    def inserted(self, obj: models.Model) -> str:
+    def inserted(self, obj: DurableRecord) -> str:
         from .templatetags.board import ms_time
 
         return ms_time(obj.inserted_at)
@@ -187,7 +192,7 @@ class ReadOnlyRecordAdmin(admin.ModelAdmin):
 
     # -- composite keys in actions ---------------------------------------------------------
 
-    def action_checkbox(self, obj: models.Model) -> str:
+    def action_checkbox(self, obj: DurableRecord) -> SafeString:
         checkbox = CheckboxInput({"class": "action-select", "aria-label": f"Select {obj}"}, lambda value: False)
         return checkbox.render(helpers.ACTION_CHECKBOX_NAME, _encode_key(obj))
 
@@ -205,7 +210,7 @@ class ReadOnlyRecordAdmin(admin.ModelAdmin):
             # Selection applied here: tell Django's handler not to filter on pk itself.
             post = request.POST.copy()
             post["select_across"] = "1"
-            request.POST = post
+            request.POST = post  # type: ignore[assignment]  # django-stubs: POST may be a mutable copy
         return super().response_action(request, queryset, *args, **kwargs)
 
 

@@ -40,7 +40,7 @@ class RunRecordQuerySet(DurableRecordQuerySet):
 class RunRecord(DurableRecord):
     """One row of ``oqron_runs`` (read-only; runs are written by the engine)."""
 
-    objects = DurableManager.for_queryset(RunRecordQuerySet)
+    objects = DurableManager.from_queryset(RunRecordQuerySet)()
 
     class Meta(DurableRecord.Meta):
         managed = False

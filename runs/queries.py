@@ -10,10 +10,11 @@ startedAt index with a filter). Pages are keyset pages: the cursor is the last r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from django.db.models import Count, Func, Q, QuerySet, Value
+from django.db.models import Count, Func, Q, Value
 from django.db.models.functions import Floor
 
 from oqronboard.base.cursors import PAGE_SIZE, encode_cursor
@@ -21,7 +22,7 @@ from oqronboard.base.expressions import JsonNumber, JsonText, RowBefore, RowKey,
 from oqronboard.base.scope import BoardScope
 from oqronkit.namespaces import RUNS
 
-from .models import RunRecord
+from .models import RunRecord, RunRecordQuerySet
 
 # The modules whose runs are a queue's jobs (the run's name is the queue).
 QUEUE_MODULES = ("queue", "worker")
@@ -54,10 +55,10 @@ class RunFilters:
     worker: str = ""
     job: str = ""
     search: str = ""
-    cursor: tuple[int, str] | None = None
+    cursor: tuple[int | float, str] | None = None
 
 
-def runs_of(scope: BoardScope) -> QuerySet[RunRecord]:
+def runs_of(scope: BoardScope) -> RunRecordQuerySet:
     return RunRecord.objects.scoped(scope.project, scope.environment)
 
 
@@ -83,9 +84,10 @@ def run_list(scope: BoardScope, filters: RunFilters, *, limit: int = PAGE_SIZE) 
     if filters.cursor is not None:
         # The plain bound lets SQLite start its index walk at the cursor too.
         qs = qs.filter(started__lte=filters.cursor[0]).filter(RowBefore(RunStarted(), RowKey(), *filters.cursor))
-    rows = list(
+    # django-stubs types .values() rows by their literal fields only: list_fields()'s are missed.
+    rows = cast(list[dict[str, Any]], list(
         qs.order_by(RunStarted().desc(), RowKey().desc()).values("id", **list_fields())[: limit + 1]
-    )
+    ))
     for row in rows:
         _numbers(row, "started", "duration", "attempts", "progress")
     if len(rows) <= limit:
@@ -119,7 +121,7 @@ def last_hour_counts(scope: BoardScope, *, since: int, bucket_ms: int) -> list[d
     return [{**row, "bucket": int(row["bucket"])} for row in rows]
 
 
-def runs_by_id(scope: BoardScope, ids: list[str]) -> dict[str, dict[str, Any]]:
+def runs_by_id(scope: BoardScope, ids: list[str]) -> dict[str, Mapping[str, Any]]:
     """Status, start and lateness of the given runs by id: one primary-key read."""
     if not ids:
         return {}

@@ -9,7 +9,7 @@ changes state only through the engine's API (habit 10): every ORM write path rai
 from __future__ import annotations
 
 import time
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Self
 
 from django.db import models
 from django.db.models import Q
@@ -41,21 +41,21 @@ class DurableRecordQuerySet(models.QuerySet):
 
     # -- scoping and kinds -------------------------------------------------------------
 
-    def scoped(self, project: str, environment: str) -> DurableRecordQuerySet:
+    def scoped(self, project: str, environment: str) -> Self:
         """Rows of one (project, environment): every board query starts here."""
         return self.filter(project=project, environment=environment)
 
-    def in_namespace(self, namespace: str) -> DurableRecordQuerySet:
+    def in_namespace(self, namespace: str) -> Self:
         return self.filter(namespace=namespace)
 
-    def of_kind(self, *kinds: str) -> DurableRecordQuerySet:
+    def of_kind(self, *kinds: str) -> Self:
         """Rows stamped with any of ``kinds`` (``"job"``, ``"dlq"``, ``"run"``...)."""
         qs = self.filter(record_kind__in=kinds)
         namespace = sole_namespace_of_kind(kinds[0]) if len(kinds) == 1 else None
         # Runs are left out of oqron_runs' kind index; their one namespace is indexed.
         return qs.filter(namespace=namespace) if namespace is not None else qs
 
-    def live(self, at_ms: int | None = None) -> DurableRecordQuerySet:
+    def live(self, at_ms: int | None = None) -> Self:
         """Rows not yet expired at ``at_ms`` (default: now); pruning may lag behind."""
         at = time.time_ns() // 1_000_000 if at_ms is None else at_ms
         return self.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=at))
@@ -64,7 +64,7 @@ class DurableRecordQuerySet(models.QuerySet):
         """The distinct namespaces present (e.g. every queue with jobs)."""
         return list(self.order_by("namespace").values_list("namespace", flat=True).distinct())
 
-    def newest_first(self) -> DurableRecordQuerySet:
+    def newest_first(self) -> Self:
         return self.order_by("-inserted_at", "-id")
 
     # -- refused writes ----------------------------------------------------------------
@@ -114,10 +114,6 @@ class DurableManager(models.Manager):
         queryset = super().get_queryset()
         return queryset if self._db else queryset.using(durable_alias())
 
-    @classmethod
-    def for_queryset(cls, queryset_class: type[models.QuerySet]) -> DurableManager:
-        return cls.from_queryset(queryset_class)()
-
 
 # Deeper than this, a stored value is read with its deeper parts replaced by a marker.
 READ_DEPTH = 64
@@ -144,7 +140,8 @@ class RecordValueField(models.JSONField):
 
 class DurableRecord(models.Model):
     """One row of a durable table: ``(project, environment, namespace, id)`` is the
-    key, ``value`` the engine's JSON record with the spec's camelCase keys."""
+    key, ``value`` the engine's JSON record with the spec's camelCase keys. Each table's
+    model declares ``objects``, a :class:`DurableManager` of its own queryset."""
 
     pk = models.CompositePrimaryKey("project", "environment", "namespace", "id")
     project = models.TextField()
@@ -155,8 +152,6 @@ class DurableRecord(models.Model):
     value = RecordValueField()
     inserted_at = models.BigIntegerField(help_text="Epoch milliseconds of the first write.")
     expires_at = models.BigIntegerField(null=True, blank=True, help_text="Epoch milliseconds; null: kept.")
-
-    objects = DurableManager.for_queryset(DurableRecordQuerySet)
 
     class Meta:
         abstract = True
