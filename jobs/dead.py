@@ -15,14 +15,14 @@ from collections.abc import Iterator
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
 from oqronboard.base.audit import ACTION_CAP, Action, by_queue
-from oqronboard.base.pages import BadFilter, back, board_view, refresh_others, safe_next, scope_of
+from oqronboard.base.pages import BadFilter, BoardRequest, back, board_view, refresh_others, safe_next, scope_of
 from oqronboard.base.roles import operator_required
 from oqronboard.base.scope import BoardScope
 from oqronkit.clock import now_ms
@@ -37,7 +37,7 @@ LIST_EVENT = "dead:list"
 
 
 @board_view
-def dead_letters(request: HttpRequest) -> HttpResponse:
+def dead_letters(request: BoardRequest) -> HttpResponse:
     """The page, or one of its live panels (``?panel=depth|groups|list``) for htmx."""
     scope = scope_of(request)
     filters, data = dead_filters(request.GET)
@@ -72,7 +72,7 @@ def _targets(scope: BoardScope, data: dict) -> list[tuple[str, str]]:
 @require_POST
 @board_view
 @operator_required
-def retry(request: HttpRequest) -> HttpResponse:
+def retry(request: BoardRequest) -> HttpResponse:
     """Retry the selected dead letters, a group, or all matching (up to the cap)."""
     scope = scope_of(request)
     data = selection(request.POST)
@@ -99,7 +99,7 @@ def retry(request: HttpRequest) -> HttpResponse:
 @require_POST
 @board_view
 @operator_required
-def delete(request: HttpRequest) -> HttpResponse:
+def delete(request: BoardRequest) -> HttpResponse:
     """Delete dead letters for good, after a confirmation page that names how many."""
     scope = scope_of(request)
     data = selection(request.POST)
@@ -121,7 +121,7 @@ def delete(request: HttpRequest) -> HttpResponse:
 
 
 @board_view
-def export(request: HttpRequest) -> HttpResponse:
+def export(request: BoardRequest) -> StreamingHttpResponse:
     """The filtered dead letters as CSV or JSON, streamed, at most ``EXPORT_CAP`` rows."""
     fmt = request.GET.get("format", "csv")
     if fmt not in ("csv", "json"):

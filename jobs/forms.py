@@ -68,22 +68,25 @@ def dead_filters(params: Any) -> tuple[DeadFilters, dict]:
     return filters, data
 
 
+class AnyChoices(forms.MultipleChoiceField):
+    """Any submitted values: :meth:`SelectionForm.clean_ids` validates them, not choices."""
+
+    def valid_value(self, value: Any) -> bool:
+        return True
+
+
 class SelectionForm(forms.Form):
     """What a dead-letter action acts on: the ``ids`` ticked (``queue:job id``), or
     every dead letter matching the filters that died at or before ``rendered_at``
     (the page's render time, so later arrivals are never touched)."""
 
     mode = forms.ChoiceField(choices=[("ids", "selected"), ("matching", "all matching")], required=False)
-    ids = forms.MultipleChoiceField(required=False)  # validated below, not against choices
+    ids = AnyChoices(required=False)
     queue = QueueField()
     fingerprint = FingerprintField()
     q = TextFilter()
     rendered_at = forms.IntegerField(required=False, min_value=0)
     confirmed = forms.BooleanField(required=False)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["ids"].valid_value = lambda value: True
 
     def clean_ids(self) -> list[tuple[str, str]]:
         pairs = []
@@ -96,8 +99,9 @@ class SelectionForm(forms.Form):
             raise forms.ValidationError(f"select at most {ACTION_CAP} dead letters at once.")
         return list(dict.fromkeys(pairs))
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data  # what Form.clean returns
         mode = data.get("mode") or "ids"
         data["mode"] = mode
         if mode == "matching" and data.get("rendered_at") is None:

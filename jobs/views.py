@@ -5,13 +5,13 @@ read of oqron_jobs: a queue's counts, a job or 404, a job's page context."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from oqronboard.base.audit import Action
-from oqronboard.base.pages import back, board_view, refresh_others, scope_of
+from oqronboard.base.pages import BoardRequest, back, board_view, refresh_others, scope_of
 from oqronboard.base.roles import operator_required
 from oqronkit import JobNotFound, OqronError
 from oqronkit.clock import now_ms
@@ -23,7 +23,7 @@ from .queries import get_job, pending_counts
 JOB_ACTIONS = ("cancel", "promote", "retry", "delete")
 
 
-def queue_counts(request: HttpRequest, queue: str) -> dict:
+def queue_counts(request: BoardRequest, queue: str) -> dict:
     """Waiting, delayed and active from the hot plane; the statuses it does not count
     from the durable plane, capped (two indexed queries)."""
     scope = scope_of(request)
@@ -39,7 +39,7 @@ def queue_counts(request: HttpRequest, queue: str) -> dict:
     return {"counts": counts, "hot_problem": problem}
 
 
-def job_or_404(request: HttpRequest, queue: str, job_id: str):
+def job_or_404(request: BoardRequest, queue: str, job_id: str):
     check_queue(queue)
     record = get_job(scope_of(request), queue, job_id)
     if record is None:
@@ -61,7 +61,7 @@ def job_context(record, queue: str, runs: list, audit: list) -> dict:
 @require_POST
 @board_view
 @operator_required
-def job_action(request: HttpRequest, queue: str, job_id: str, action: str) -> HttpResponse:
+def job_action(request: BoardRequest, queue: str, job_id: str, action: str) -> HttpResponse:
     """Cancel, promote, retry or delete (confirmed) one job, through the queue API;
     audited. htmx gets the job's action panel back and every other panel refreshes."""
     if action not in JOB_ACTIONS:

@@ -154,7 +154,7 @@ def build(scope: BoardScope, *, include_internal: bool = True) -> Overview:
         control = state.get("control", {})
         buckets = [(b[0], b[1]) for b in per_queue[name]] if name in per_queue else [(0, 0)] * BUCKETS
         depth = depths.get(name)
-        row = QueueRow(
+        queue_row = QueueRow(
             name=name, paused=bool(control.get("paused")), dead=dead.get(name, 0),
             oldest_waiting_at=state.get("oldest"), workers=consumers.get(name, 0),
             concurrency=control.get("concurrency") if isinstance(control.get("concurrency"), int) else None,
@@ -162,8 +162,8 @@ def build(scope: BoardScope, *, include_internal: bool = True) -> Overview:
             chart=stacked_bars(list(buckets), labels=labels),
         )
         if depth is not None:
-            row.waiting, row.delayed, row.active = depth.ready, depth.delayed, depth.active
-        overview.queues.append(row)
+            queue_row.waiting, queue_row.delayed, queue_row.active = depth.ready, depth.delayed, depth.active
+        overview.queues.append(queue_row)
     overview.chart = stacked_bars([(b[0], b[1]) for b in overall], labels=labels, width=480, height=80, gap=2)
     return overview
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from django import forms
 
 from oqronboard.base.cursors import CursorField, decode_cursor
@@ -24,7 +27,8 @@ class RunFilterForm(forms.Form):
     cursor = CursorField(label="cursor")
 
 
-def run_filters(params: object, *, status: str | None = None, now: int | None = None) -> tuple[RunFilters, dict]:
+def run_filters(params: Mapping[str, Any], *, status: str | None = None, now: int | None = None
+                ) -> tuple[RunFilters, dict[str, Any]]:
     """Validated :class:`RunFilters` from GET ``params`` (``status`` forces one, for
     the failed-runs page), and the cleaned values to echo in the form."""
     data = clean_or_400(RunFilterForm(params))

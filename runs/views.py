@@ -3,15 +3,17 @@ which also reads the run's job, is a shell page (:mod:`oqronboard.views.runs`)."
 
 from __future__ import annotations
 
+from typing import cast
 from urllib.parse import urlencode
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django import forms
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django_htmx.http import HttpResponseStopPolling
 
 from oqronboard.base.filters import WINDOWS
-from oqronboard.base.pages import board_view, scope_of
+from oqronboard.base.pages import BoardRequest, board_view, scope_of
 from oqronkit import OqronError
 from oqronkit.clock import now_ms
 from oqronkit.live import read_run
@@ -21,18 +23,18 @@ from .queries import get_run, run_list
 
 
 @board_view
-def runs(request: HttpRequest) -> HttpResponse:
+def runs(request: BoardRequest) -> HttpResponse:
     """Every run in the window, newest first, with the filters as GET parameters."""
     return _list(request, failed=False)
 
 
 @board_view
-def failed_runs(request: HttpRequest) -> HttpResponse:
+def failed_runs(request: BoardRequest) -> HttpResponse:
     """The incident view: failed runs only, newest first."""
     return _list(request, failed=True)
 
 
-def _list(request: HttpRequest, *, failed: bool) -> HttpResponse:
+def _list(request: BoardRequest, *, failed: bool) -> HttpResponse:
     filters, data = run_filters(request.GET, status="failed" if failed else None)
     rows, next_cursor = run_list(scope_of(request), filters)
     query = {k: v for k, v in request.GET.items() if k != "cursor" and v}
@@ -40,15 +42,16 @@ def _list(request: HttpRequest, *, failed: bool) -> HttpResponse:
         "rows": rows, "filters": data, "failed": failed,
         "next_query": urlencode({**query, "cursor": next_cursor}) if next_cursor else "",
         "page_title": "Failed runs" if failed else "Runs",
-        "status_choices": RunFilterForm.base_fields["status"].choices,
-        "module_choices": RunFilterForm.base_fields["module"].choices, "windows": list(WINDOWS),
+        "status_choices": cast(forms.ChoiceField, RunFilterForm.base_fields["status"]).choices,
+        "module_choices": cast(forms.ChoiceField, RunFilterForm.base_fields["module"]).choices,
+        "windows": list(WINDOWS),
     }
     if request.htmx and filters.cursor is not None:
         return render(request, "runs/list.html#rows", context)  # "load more": just the next rows
     return render(request, "runs/list.html", context)
 
 
-def run_or_404(request: HttpRequest, run_id: str):
+def run_or_404(request: BoardRequest, run_id: str):
     run = get_run(scope_of(request), run_id)
     if run is None:
         raise Http404("No run with this id in this project and environment.")
@@ -56,7 +59,7 @@ def run_or_404(request: HttpRequest, run_id: str):
 
 
 @board_view
-def run_live(request: HttpRequest, run_id: str) -> HttpResponse:
+def run_live(request: BoardRequest, run_id: str) -> HttpResponse:
     """The live panel of a run: progress and latest logs while it runs; once it ended,
     its final state with status 286 so htmx stops polling."""
     run = run_or_404(request, run_id)
@@ -67,7 +70,7 @@ def run_live(request: HttpRequest, run_id: str) -> HttpResponse:
     return HttpResponseStopPolling(render_to_string("runs/detail.html#live", context, request))
 
 
-def live_context(request: HttpRequest, run_id: str, value: dict) -> dict:
+def live_context(request: BoardRequest, run_id: str, value: dict) -> dict:
     """Progress, label and recent logs: the hot plane's overlay when the worker
     published one (fresher), the durable record otherwise."""
     running = value.get("status") == "running"

@@ -30,6 +30,8 @@ from django.db.models import F, Func, Lookup
 from oqronkit import RECORD_KINDS
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# What as_sql returns: the SQL and its parameters, a tuple as Django 6's own expressions give.
+Sql = tuple[str, tuple[Any, ...]]
 
 
 def _path(keys: tuple[str, ...]) -> tuple[str, ...]:
@@ -54,10 +56,10 @@ class _ValueExpression(Func):
     def sqlite_template(self) -> str:
         return "json_extract(%(expressions)s, '$." + ".".join(self.keys) + "')"
 
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Sql:
         return self.as_sql(compiler, connection, template=self.pg_template(), **extra)
 
-    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Sql:
         return self.as_sql(compiler, connection, template=self.sqlite_template(), **extra)
 
 
@@ -115,10 +117,10 @@ class RowKey(Func):
     def __init__(self) -> None:
         super().__init__(F("id"))
 
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Sql:
         return self.as_sql(compiler, connection, template='(%(expressions)s COLLATE "C")', **extra)
 
-    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Sql:
         return self.as_sql(compiler, connection, template="%(expressions)s", **extra)
 
 
@@ -135,9 +137,9 @@ class KindIs(Lookup):
         self.kind = kind
         super().__init__(F("record_kind"), kind)
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+    def as_sql(self, compiler: Any, connection: Any) -> Sql:
         lhs_sql, params = self.process_lhs(compiler, connection)
-        return f"{lhs_sql} = '{self.kind}'", list(params)
+        return f"{lhs_sql} = '{self.kind}'", tuple(params)
 
 
 class RowBefore(Func):
@@ -150,10 +152,12 @@ class RowBefore(Func):
     def __init__(self, key: Func, row: Func, after_key: int | float, after_id: str) -> None:
         super().__init__(key, row, models.Value(after_key), models.Value(after_id))
 
-    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
-        parts, params = [], []
+    def as_sql(self, compiler: Any, connection: Any, function: str | None = None, template: str | None = None,
+               arg_joiner: str | None = None, **extra_context: Any) -> Sql:
+        parts: list[str] = []
+        params: list[Any] = []
         for expression in self.get_source_expressions():
             sql, expression_params = compiler.compile(expression)
             parts.append(sql)
             params.extend(expression_params)
-        return f"({parts[0]}, {parts[1]}) < ({parts[2]}, {parts[3]})", params
+        return f"({parts[0]}, {parts[1]}) < ({parts[2]}, {parts[3]})", tuple(params)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 
 from oqronkit.clock import now_ms
@@ -20,7 +22,7 @@ def clean_or_400(form: forms.Form) -> dict:
         return form.cleaned_data
     problems = []
     for field, errors in form.errors.items():
-        text = " ".join(errors)
+        text = " ".join(errors)  # type: ignore[arg-type]  # django-stubs: an ErrorList iterates as its messages
         if field in form.fields:
             text = f"{form.fields[field].label or field}: {text}"
         problems.append(text)
@@ -33,7 +35,7 @@ def window_start(window: str, *, now: int | None = None) -> int:
 
 
 class WindowField(forms.ChoiceField):
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(choices=[(w, w) for w in WINDOWS], required=False, **kwargs)
 
     def clean(self, value: object) -> str:
@@ -43,5 +45,5 @@ class WindowField(forms.ChoiceField):
 class TextFilter(forms.CharField):
     """Free text of bounded length (Django already refuses NUL characters)."""
 
-    def __init__(self, max_length: int = 200, **kwargs: object) -> None:
+    def __init__(self, max_length: int = 200, **kwargs: Any) -> None:
         super().__init__(max_length=max_length, required=False, strip=True, **kwargs)

@@ -14,9 +14,11 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import trigger_client_event
+from django_htmx.middleware import HtmxDetails
 
 from oqronkit import ConfigurationError, OqronError
 
@@ -31,22 +33,30 @@ class BadFilter(ValueError):
     """A filter, cursor or form value the board cannot use: answered with 400."""
 
 
-def board_view(view: Callable[..., HttpResponse] | None = None, *, needs_sql: bool = True) -> Any:
+class BoardRequest(HttpRequest):
+    """A request as a board view gets it (for type checking only: never instantiated):
+    django-htmx's middleware set ``htmx`` and :func:`board_view` set ``scope``."""
+
+    htmx: HtmxDetails
+    scope: BoardScope
+
+
+def board_view(view: Callable[..., HttpResponseBase] | None = None, *, needs_sql: bool = True) -> Any:
     """Decorate a board view: login required, the engine configured, a SQL durable
     plane (unless ``needs_sql=False``), ``request.scope`` set, and :class:`BadFilter`
     answered with 400 and its message instead of a 500."""
 
-    def decorate(fn: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    def decorate(fn: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
         @login_required
         @wraps(fn)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        def wrapper(request: BoardRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
             try:
                 config = engine.get_config()
             except ConfigurationError as exc:
                 return render(request, "oqronboard/not_ready.html", {"problem": str(exc)}, status=503)
             if needs_sql and config.mode in engine.NON_SQL_MODES:
                 return render(request, "oqronboard/needs_sql.html", {"config": config})
-            request.scope = current_scope(request)  # type: ignore[attr-defined]
+            request.scope = current_scope(request)
             try:
                 if needs_sql:
                     engine.get_durable()  # opened once per process: creates the tables on first use
@@ -65,8 +75,8 @@ def board_view(view: Callable[..., HttpResponse] | None = None, *, needs_sql: bo
     return decorate(view) if view is not None else decorate
 
 
-def scope_of(request: HttpRequest) -> BoardScope:
-    return request.scope  # type: ignore[attr-defined]
+def scope_of(request: BoardRequest) -> BoardScope:
+    return request.scope
 
 
 def bad_request(request: HttpRequest, message: str) -> HttpResponse:

@@ -5,14 +5,14 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django import forms
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from definitions.queries import audit_entries
 from oqronkit.namespaces import AUDIT
 
 from ..base.filters import TextFilter, clean_or_400
-from ..base.pages import board_view, scope_of
+from ..base.pages import BoardRequest, board_view, scope_of
 
 
 class AuditForm(forms.Form):
@@ -20,7 +20,7 @@ class AuditForm(forms.Form):
 
 
 @board_view
-def audit(request: HttpRequest) -> HttpResponse:
+def audit(request: BoardRequest) -> HttpResponse:
     data = clean_or_400(AuditForm(request.GET))
     rows, next_before = audit_entries(scope_of(request), AUDIT, before=data["before"] or None)
     context = {"rows": rows, "next_query": urlencode({"before": next_before}) if next_before else ""}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -21,14 +21,14 @@ from oqronkit.queue_records import remove_queue_record
 
 from .. import queues
 from ..base.audit import Action
-from ..base.pages import back, board_view, refresh_others, scope_of
+from ..base.pages import BoardRequest, back, board_view, refresh_others, scope_of
 from ..base.roles import operator_required
 
 NO_QUEUE = "No queue of that name in this project and environment."
 
 
 @board_view
-def definitions_page(request: HttpRequest) -> HttpResponse:
+def definitions_page(request: BoardRequest) -> HttpResponse:
     """Definitions and control state by namespace; ``?panel=list`` for the live panel.
     A queue record whose queue holds no job and no dead letter is stale (removable)."""
     scope = scope_of(request)
@@ -47,7 +47,7 @@ def definitions_page(request: HttpRequest) -> HttpResponse:
 @require_POST
 @board_view
 @operator_required
-def queue_pause(request: HttpRequest, queue: str, paused: bool) -> HttpResponse:
+def queue_pause(request: BoardRequest, queue: str, paused: bool) -> HttpResponse:
     """Pause or resume a queue cluster-wide (persisted in its control record); 404 for a
     queue with no record, no job and no dead letter (pausing it would invent one)."""
     check_queue(queue)
@@ -70,7 +70,7 @@ def queue_pause(request: HttpRequest, queue: str, paused: bool) -> HttpResponse:
 @require_POST
 @board_view
 @operator_required
-def queue_remove(request: HttpRequest, queue: str) -> HttpResponse:
+def queue_remove(request: BoardRequest, queue: str) -> HttpResponse:
     """Remove a stale queue record (its queue holds no job and no dead letter), through
     the engine; audited. 404 when there is no record."""
     scope = scope_of(request)

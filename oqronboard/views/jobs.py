@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from definitions.queries import audit_entries, queue_control
@@ -19,17 +19,17 @@ from runs.queries import job_runs
 from .. import overview
 from ..base.cursors import decode_cursor
 from ..base.filters import clean_or_400
-from ..base.pages import board_view, scope_of
+from ..base.pages import BoardRequest, board_view, scope_of
 
 
 @board_view
-def queues(request: HttpRequest) -> HttpResponse:
+def queues(request: BoardRequest) -> HttpResponse:
     """Every known queue with its depths (the overview's queue table)."""
     return render(request, "jobs/queues.html", {"overview": overview.build(scope_of(request))})
 
 
 @board_view
-def queue_jobs_page(request: HttpRequest, queue: str) -> HttpResponse:
+def queue_jobs_page(request: BoardRequest, queue: str) -> HttpResponse:
     """The jobs of one queue in one status (waiting by default), newest first."""
     check_queue(queue)
     scope = scope_of(request)
@@ -61,7 +61,7 @@ def _has_jobs(count: object) -> bool:
 
 
 @board_view
-def job_detail(request: HttpRequest, queue: str, job_id: str) -> HttpResponse:
+def job_detail(request: BoardRequest, queue: str, job_id: str) -> HttpResponse:
     """A job (or dead letter), its runs newest first, and the operator actions taken on
     it (three queries)."""
     record = job_or_404(request, queue, job_id)

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from oqronkit import OqronError
 from oqronkit.config import redact_url
 
 from .. import engine
-from ..base.pages import board_view, scope_of
+from ..base.pages import BoardRequest, board_view, scope_of
 from ..overview import build
 
 
 @board_view(needs_sql=False)
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: BoardRequest) -> HttpResponse:
     """Queues, dead letters, the last hour and the workers; ``?panel=live`` renders
     just the live panel for htmx. Without a SQL durable plane it says what is missing."""
     config = engine.get_config()

@@ -3,7 +3,7 @@ while the job is still in oqron_jobs (it reads two tables, so it lives above the
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from jobs.queries import get_job
@@ -11,11 +11,11 @@ from oqronkit.namespaces import is_dead_letters
 from runs.queries import QUEUE_MODULES, job_runs
 from runs.views import live_context, run_or_404
 
-from ..base.pages import board_view, scope_of
+from ..base.pages import BoardRequest, board_view, scope_of
 
 
 @board_view
-def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
+def run_detail(request: BoardRequest, run_id: str) -> HttpResponse:
     """One run in full, with every run of its job side by side (three queries)."""
     scope = scope_of(request)
     run = run_or_404(request, run_id)

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -28,7 +28,7 @@ from runs.queries import RunFilters, late_counts, run_list, runs_by_id
 
 from ..base.audit import Action
 from ..base.cursors import decode_cursor
-from ..base.pages import back, board_view, refresh_others, safe_next, scope_of
+from ..base.pages import BoardRequest, back, board_view, refresh_others, safe_next, scope_of
 from ..base.roles import operator_required
 from ..base.scope import BoardScope
 
@@ -50,7 +50,7 @@ def schedule_rows(scope: BoardScope) -> tuple[list[dict[str, Any]], bool]:
 
 
 @board_view
-def schedules_page(request: HttpRequest) -> HttpResponse:
+def schedules_page(request: BoardRequest) -> HttpResponse:
     """Crons and schedules; ``?panel=list`` for the live panel."""
     rows, capped = schedule_rows(scope_of(request))
     context = {"rows": rows, "capped": capped, "limit": schedules.MAX_SCHEDULES, "late_ms": schedules.LATE_MS}
@@ -70,7 +70,7 @@ def _definition_row(scope: BoardScope, kind: str, name: str) -> dict[str, Any] |
 
 
 @board_view
-def schedule_history(request: HttpRequest, kind: str, id: str) -> HttpResponse:
+def schedule_history(request: BoardRequest, kind: str, id: str) -> HttpResponse:
     """One cron or schedule: its state and its runs, newest first, keyset paged
     (``?cursor=``); ``?panel=state`` for the live state panel."""
     scope, name = scope_of(request), id
@@ -96,7 +96,7 @@ def schedule_history(request: HttpRequest, kind: str, id: str) -> HttpResponse:
 @require_POST
 @board_view
 @operator_required
-def schedule_action(request: HttpRequest, kind: str, id: str, action: str) -> HttpResponse:
+def schedule_action(request: BoardRequest, kind: str, id: str, action: str) -> HttpResponse:
     """Pause, resume or run a cron or schedule now, through the engine's scheduler API."""
     if action not in ACTIONS:
         raise Http404("Unknown action.")

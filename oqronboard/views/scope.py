@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.views.decorators.http import require_POST
 
 from definitions.queries import known_scopes
 
-from ..base.pages import BadFilter, back, board_view
+from ..base.pages import BadFilter, BoardRequest, back, board_view
 from ..base.scope import SESSION_KEY, BoardScope
 
 
 @require_POST
 @board_view
-def switch_scope(request: HttpRequest) -> HttpResponse:
+def switch_scope(request: BoardRequest) -> HttpResponse:
     """Look at another (project, environment) that the database knows of."""
     chosen = BoardScope.parse(request.POST.get("scope", ""))
     if chosen is None or chosen not in known_scopes():

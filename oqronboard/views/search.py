@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django import forms
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
@@ -12,7 +12,7 @@ from jobs.queries import dlq_depths, find_jobs
 from runs.queries import get_run
 
 from ..base.filters import TextFilter, clean_or_400
-from ..base.pages import board_view, scope_of
+from ..base.pages import BoardRequest, board_view, scope_of
 
 
 class JumpForm(forms.Form):
@@ -20,7 +20,7 @@ class JumpForm(forms.Form):
 
 
 @board_view
-def jump(request: HttpRequest) -> HttpResponse:
+def jump(request: BoardRequest) -> HttpResponse:
     """Redirect to the run, or the job, with this id; list the matches when a job id
     exists in several queues; 404 with a message when nothing has it."""
     wanted = clean_or_400(JumpForm(request.GET))["id"]

@@ -96,6 +96,9 @@ class Command(BaseCommand):
 
 def _table(report: MigrationReport) -> list[str]:
     """The per-(project, environment, kind) counts as a plain-text table."""
+    header: tuple[str, ...]
+    body: list[tuple[str, ...]]
+    total: tuple[str, ...]
     if report.applied:
         header = ("project", "environment", "kind", "written", "already present")
         body = [(p, e, k, str(w), str(a)) for p, e, k, _, w, a in report.rows()]
