@@ -22,7 +22,7 @@ class MemoryDurableStore:
 
     name = "memory"
     supports_sql = False
-    transaction_domain = None
+    transaction_domain: str | None = None
 
     def __init__(self) -> None:
         self._rows: dict[_Key, _Row] = {}

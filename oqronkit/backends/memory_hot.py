@@ -28,7 +28,7 @@ class MemoryHotPlane:
     """Hot plane for the ``memory`` mode and fast tests."""
 
     name = "memory"
-    transaction_domain = None
+    transaction_domain: str | None = None
 
     def __init__(self) -> None:
         self._lock = threading.RLock()

@@ -53,7 +53,7 @@ class SQLiteDurableStore:
 
     name = "sqlite"
     supports_sql = True
-    transaction_domain = None
+    transaction_domain: str | None = None
 
     def __init__(self, path: str, *, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
         if path in ("", ":memory:"):

@@ -47,7 +47,7 @@ class SQLiteHotPlane:
     """
 
     name = "sqlite"
-    transaction_domain = None
+    transaction_domain: str | None = None
 
     def __init__(
         self, path: str, *, busy_timeout: float = BUSY_TIMEOUT_S, poll_interval: float = POLL_INTERVAL_S

@@ -229,7 +229,7 @@ def plan(outcome: Outcome, now: int) -> tuple[bool, Signal | None, str]:
                           "runId": inflight.run["id"] if inflight.run else None})
     if outcome.kind in ("discarded", "cancelled") or job.attempts >= job.max_attempts:
         return True, None, {"cancelled": f"cancelled: {inflight.cancel_reason or 'by request'}",
-                            "discarded": f"discarded: {(outcome.error or {}).get('message', '')}"}.get(
+                            "discarded": f"discarded: {outcome.error.get('message', '') if outcome.error else ''}"}.get(
             outcome.kind, f"{outcome.kind} on attempt {job.attempts} of {job.max_attempts}")
     delay = Backoff.from_value(job.backoff).delay_ms(job.attempts)
     job.status, job.run_at = "delayed", now + delay

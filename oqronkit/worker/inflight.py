@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..backends.hot_types import Lease
 from ..jobs import Job
+from ..runs import ErrorValue, RunValue
 
 if TYPE_CHECKING:
     from ..queue import Queue
@@ -20,7 +21,7 @@ class Inflight:
 
     job: Job
     lease: Lease
-    run: dict[str, Any] | None  # opened when the attempt starts (None while held)
+    run: RunValue | None  # opened when the attempt starts (None while held)
     queue: Queue
     deadline: float | None  # monotonic seconds, from the job's timeout
     started: bool = False  # its handler was given a slot
@@ -70,7 +71,7 @@ class Inflight:
         if self.cancelled.is_set():
             task.cancel()
 
-    def run_snapshot(self) -> dict[str, Any]:
+    def run_snapshot(self) -> RunValue:
         """A copy of the run safe to encode while the handler keeps logging."""
         with self.lock:
             run = self.run
@@ -85,4 +86,4 @@ class Outcome:
     inflight: Inflight
     kind: str  # completed | failed | discarded | cancelled | timeout | interrupted
     output: Any = None
-    error: dict[str, Any] | None = None
+    error: ErrorValue | None = None

@@ -10,7 +10,7 @@ refused something the facade let through, record by record.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..durable import DurablePlane, RecordWrite
@@ -64,10 +64,10 @@ def apply_refusing(durable: DurablePlane, puts: list[RecordWrite], deletes: list
     durable.apply(deletes=[key for key in deletes if key not in kept])
 
 
-def _alone(durable: DurablePlane, write: RecordWrite) -> Callable[[dict[str, Any]], None]:
+def _alone(durable: DurablePlane, write: RecordWrite) -> Callable[[Mapping[str, Any]], None]:
     """A writer of ``write`` on its own, turning any refusal into InvalidRecord (so
     that write_shedding tries it with less detail)."""
-    def put(value: dict[str, Any]) -> None:
+    def put(value: Mapping[str, Any]) -> None:
         try:
             durable.apply(puts=[write._replace(value=value)])
         except Exception as exc:
@@ -84,8 +84,8 @@ def storable(durable: DurablePlane, writes: list[RecordWrite]) -> tuple[list[Rec
     (jobs.shed_error_detail). A job's running state, written behind only as a courtesy,
     is left out when it still cannot be stored."""
 
-    def checked(write: RecordWrite) -> Callable[[dict[str, Any]], RecordWrite]:
-        def check(value: dict[str, Any]) -> RecordWrite:
+    def checked(write: RecordWrite) -> Callable[[Mapping[str, Any]], RecordWrite]:
+        def check(value: Mapping[str, Any]) -> RecordWrite:
             candidate = write._replace(value=value)
             durable.check(candidate)
             return candidate

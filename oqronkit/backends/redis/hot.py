@@ -70,7 +70,7 @@ class RedisHotPlane:
     the network (the pool connects on first use)."""
 
     name = "redis"
-    transaction_domain = None
+    transaction_domain: str | None = None
 
     def __init__(
         self,

@@ -89,7 +89,7 @@ class RedisDurableStore:
 
     name = "redis"
     supports_sql = False
-    transaction_domain = None
+    transaction_domain: str | None = None
 
     def __init__(
         self,
