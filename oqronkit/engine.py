@@ -11,7 +11,7 @@ import atexit
 import logging
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .backends import open_durable_store
 from .backends.protocols import HotPlane
@@ -20,34 +20,9 @@ from .durable import DurablePlane
 from .errors import ConfigurationError, UnknownQueue
 from .hot import HotPlaneFacade
 from .ids import node_id
-
-if TYPE_CHECKING:
-    from .queue import Queue
+from .queue import Queue, Registry, default_registry, set_default_engine_lookup
 
 logger = logging.getLogger(__name__)
-
-
-class Registry:
-    """The queues (and, later, crons and topics) declared in this process."""
-
-    def __init__(self) -> None:
-        self.queues: dict[str, Queue] = {}
-        self._lock = threading.Lock()
-
-    def add_queue(self, queue: Queue) -> None:
-        with self._lock:
-            existing = self.queues.get(queue.name)
-            if existing is not None and existing is not queue and existing.fn is not None \
-                    and queue.fn is not None and existing.fn is not queue.fn:
-                raise ConfigurationError(
-                    f"Queue {queue.name!r} is declared twice with different handlers; "
-                    "declare each queue once and import it where needed."
-                )
-            if existing is None or existing.fn is None or existing is queue:
-                self.queues[queue.name] = queue
-
-
-default_registry = Registry()
 
 
 def open_hot_plane(config: OqronConfig) -> HotPlane:
@@ -128,8 +103,6 @@ class Engine:
 
     def queue(self, name: str, **options: Any) -> Queue:
         """Declare a queue on this engine (see :func:`oqronkit.queue`)."""
-        from .queue import Queue
-
         return Queue(name, engine=self, **options)
 
     def get_queue(self, name: str) -> Queue:
@@ -150,8 +123,6 @@ class Engine:
         declared = self.registry.queues.get(name)
         if declared is not None:
             return declared
-        from .queue import Queue
-
         return Queue(name, engine=self)
 
     def scoped(self, *, project: str, environment: str) -> Engine:
@@ -224,6 +195,9 @@ def get_engine() -> Engine:
                 )
     return _default
 
+
+# A queue declared without an engine stands below this module, so it is told where the default one is.
+set_default_engine_lookup(get_engine)
 
 _open_engines: weakref.WeakSet[Engine] = weakref.WeakSet()
 

@@ -3,6 +3,10 @@
 ``add`` is durable first: the job is written to ``oqron_jobs`` before the hot plane is
 signalled, so a hot-plane outage never loses it (the reconciler signals it later).
 Control actions (pause, cancel, retry, ...) live in :mod:`oqronkit.queue_control`.
+
+A queue stands below the engine that builds it: it needs only a :class:`QueueHost` (the
+engine's configuration, planes and registry), and finds the process's default engine
+through the lookup :mod:`oqronkit.engine` registers on import.
 """
 
 from __future__ import annotations
@@ -10,28 +14,73 @@ from __future__ import annotations
 import inspect
 import logging
 import math
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from .backends.hot_types import Signal
 from .backoff import make_backoff, to_ms
 from .bounds import MAX_ATTEMPTS, MAX_CONCURRENCY
 from .clock import now_ms
 from .codec import text_problem
+from .config import OqronConfig
 from .durable import RecordWrite
 from .enqueue import build_job, check_priority, check_text, check_timeout, options_from, plain_job_rows, reject_cycles
 from .errors import BackendUnavailable, ConfigurationError, DuplicateRecord, InvalidJob
 from .jobs import Job
 from .namespaces import dlq_namespace, job_namespace
+from .planes import Planes
 from .queue_control import QueueControl
-
-if TYPE_CHECKING:
-    from .engine import Engine, Registry
 
 logger = logging.getLogger(__name__)
 Strategy = Literal["fifo", "lifo", "priority"]
 Hook = Callable[..., Any]
+
+
+class Registry:
+    """The queues (and, later, crons and topics) declared in this process."""
+
+    def __init__(self) -> None:
+        self.queues: dict[str, Queue] = {}
+        self._lock = threading.Lock()
+
+    def add_queue(self, queue: Queue) -> None:
+        with self._lock:
+            existing = self.queues.get(queue.name)
+            if existing is not None and existing is not queue and existing.fn is not None \
+                    and queue.fn is not None and existing.fn is not queue.fn:
+                raise ConfigurationError(
+                    f"Queue {queue.name!r} is declared twice with different handlers; "
+                    "declare each queue once and import it where needed."
+                )
+            if existing is None or existing.fn is None or existing is queue:
+                self.queues[queue.name] = queue
+
+
+default_registry = Registry()
+
+
+class QueueHost(Planes, Protocol):
+    """What a queue needs from the engine it is declared on: the configuration (record
+    bounds), the two planes, and the registry the queue joins."""
+
+    @property
+    def config(self) -> OqronConfig: ...
+
+    @property
+    def registry(self) -> Registry: ...
+
+
+_default_engine_lookup: Callable[[], QueueHost] | None = None
+
+
+def set_default_engine_lookup(lookup: Callable[[], QueueHost]) -> None:
+    """How a queue declared without an engine finds the process's default engine;
+    :mod:`oqronkit.engine` (which builds queues, so stands above this module) sets it
+    when imported, and ``import oqronkit`` always imports it."""
+    global _default_engine_lookup
+    _default_engine_lookup = lookup
 
 
 class Queue(QueueControl):
@@ -60,7 +109,7 @@ class Queue(QueueControl):
         on_complete: Hook | None = None,
         on_failed: Hook | None = None,
         on_dead: Hook | None = None,
-        engine: Engine | None = None,
+        engine: QueueHost | None = None,
     ) -> None:
         check_queue_name(name)
         if strategy not in ("fifo", "lifo", "priority"):
@@ -114,20 +163,18 @@ class Queue(QueueControl):
         return f"<Queue {self.name!r} {'consumer' if self.fn else 'publisher-only'}>"
 
     @property
-    def engine(self) -> Engine:
-        if self._engine is None:
-            from .engine import get_engine
-
-            return get_engine()
-        return self._engine
+    def engine(self) -> QueueHost:
+        """The engine given at declaration, else the default one, looked up on each use
+        so a later ``oqronkit.configure`` applies to queues declared before it."""
+        if self._engine is not None:
+            return self._engine
+        if _default_engine_lookup is None:
+            raise ConfigurationError("No default engine: oqronkit.engine, which sets its lookup, is not imported.")
+        return _default_engine_lookup()
 
     @property
     def registry(self) -> Registry:
-        if self._engine is not None:
-            return self._engine.registry
-        from .engine import default_registry
-
-        return default_registry
+        return self._engine.registry if self._engine is not None else default_registry
 
     def _set_handler(self, fn: Callable[..., Any]) -> None:
         if not callable(fn):

@@ -8,7 +8,7 @@ never writes rows itself.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .backends.hot_types import Signal
 from .clock import now_ms
@@ -18,9 +18,7 @@ from .errors import InvalidState, JobNotFound
 from .jobs import Job
 from .live import request_cancel
 from .namespaces import QUEUE
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .planes import Planes
 
 logger = logging.getLogger(__name__)
 _PENDING = ("waiting", "delayed", "waiting-dependencies", "blocked")
@@ -32,7 +30,11 @@ class QueueControl:
     name: str
     namespace: str
     dlq_namespace: str
-    engine: Engine
+
+    @property
+    def engine(self) -> Planes:
+        """The engine the queue is declared on: these methods need only its planes."""
+        raise NotImplementedError  # Queue defines it
 
     # -- pause / resume ----------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from .definition import Definition
 
 if TYPE_CHECKING:
     from ..engine import Engine
-    from ..queue import Queue
+    from ..queue import Queue, QueueHost
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def job_busy(engine: Engine, definition: Definition, job_id: str | None) -> int:
     return int(engine.durable.get(job_namespace(definition.queue_name), job_id) is not None)
 
 
-def settle_claim(engine: Engine | None, claim_id: str, status: str, *, output: Any = None, error: Any = None,
+def settle_claim(engine: QueueHost | None, claim_id: str, status: str, *, output: Any = None, error: Any = None,
                  attempts: int | None = None, reason: str | None = None) -> bool:
     """Close a job-mode claim run (status ``queued``) with its job's outcome."""
     if engine is None:

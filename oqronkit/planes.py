@@ -1,0 +1,24 @@
+"""The two planes as one thing to depend on: what operating a queue (and any other
+module that only reads and writes records) needs from an engine.
+
+A protocol, so such modules stand below :mod:`oqronkit.engine` instead of importing it:
+an :class:`~oqronkit.engine.Engine` satisfies it, and so does a test's stand-in.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from .durable import DurablePlane
+from .hot import HotPlaneFacade
+
+
+class Planes(Protocol):
+    """An engine's durable plane (records of jobs, runs, control) and hot plane
+    (signals, leases, live data), both in the engine's (project, environment) scope."""
+
+    @property
+    def durable(self) -> DurablePlane: ...
+
+    @property
+    def hot(self) -> HotPlaneFacade: ...
