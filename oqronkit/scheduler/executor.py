@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidRecord, OqronError, RecordTooLarge
 from ..live import LEADER_RUN_TTL_MS, forget_runs, live_run, publish_runs
@@ -32,7 +32,7 @@ from .definition import Definition
 from .planner import retry_item
 
 if TYPE_CHECKING:
-    from .scheduler import Scheduler
+    from ..engine import Engine
 
 logger = logging.getLogger(__name__)
 LIVE_EVERY_MS = 1_000
@@ -54,14 +54,26 @@ class RunningRun:
         return self.definition.key
 
 
+class Reruns(Protocol):
+    """What settling a run needs from the scheduler (:class:`~.scheduler.Scheduler`,
+    which builds the executor): a failed run's re-run booked durably, and its
+    definition woken for the next tick."""
+
+    def add_retry(self, definition: Definition, item: dict[str, Any], now: int) -> dict[str, Any] | None: ...
+
+    def wake(self, key: tuple[str, str], state: dict[str, Any] | None = None) -> None: ...
+
+
 class RunExecutor:
     """Executes claimed runs; settles each exactly once (completion, failure, timeout
     or cancellation, whichever comes first)."""
 
-    def __init__(self, scheduler: Scheduler, *, threads: int, background: bool) -> None:
-        self.scheduler = scheduler
-        self.engine = scheduler.engine
-        self.clock = scheduler.clock
+    def __init__(self, engine: Engine, reruns: Reruns, *, worker_id: str, clock: Callable[[], int], threads: int,
+                 background: bool) -> None:
+        self.engine = engine
+        self.reruns = reruns
+        self.worker_id = worker_id
+        self.clock = clock
         self.running: dict[str, RunningRun] = {}
         self._per_key: Counter[tuple[str, str]] = Counter()
         self._finished: list[str] = []
@@ -96,7 +108,7 @@ class RunExecutor:
                 self.settle(running, "failed", error={
                     "type": "NoHandler", "ts": now,
                     "message": f"{d.kind} {d.declared_name!r} has no handler in the leader process "
-                               f"({self.scheduler.worker_id}); declare it with a handler in the modules workers "
+                               f"({self.worker_id}); declare it with a handler in the modules workers "
                                "import."})
             else:
                 self._pool.submit(self._call, running, fn)
@@ -136,14 +148,14 @@ class RunExecutor:
         if status == "failed":
             item = retry_item(running.definition, final, now, leader_lost=False)
             if item is not None:
-                state = self.scheduler.add_retry(running.definition, item, now)
+                state = self.reruns.add_retry(running.definition, item, now)
         with self._lock:
             if self.running.pop(final["id"], None) is not None:
                 self._per_key[running.key] -= 1
                 if not self._per_key[running.key]:
                     del self._per_key[running.key]
             self._idle.notify_all()
-        self.scheduler.wake(running.key, state)
+        self.reruns.wake(running.key, state)
         return True
 
     def _write_final(self, run: dict[str, Any]) -> None:

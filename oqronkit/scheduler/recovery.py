@@ -14,24 +14,41 @@ seconds).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..live import LEADER_RUN_TTL_MS, live_run_ids
 from ..namespaces import RUNS, dlq_namespace, job_namespace
 from ..runs import finish_run
 from ..skipped import guarded
+from .executor import Reruns, RunExecutor
+from .index import Entry
 from .jobmode import enqueue, settle_claim
 from .planner import retry_item
 
 if TYPE_CHECKING:
-    from .scheduler import Scheduler
+    from ..engine import Engine
 
 logger = logging.getLogger(__name__)
 QUEUED_GRACE_MS = 30_000
 PAGE = 500
 
 
-def recover(scheduler: Scheduler, now: int) -> int:
+class RecoveringScheduler(Reruns, Protocol):
+    """What recovery reads of the leader's scheduler (:class:`~.scheduler.Scheduler`,
+    which calls it): the engine, the runs executing in this process, and the indexed
+    definitions a lost run may be re-run under."""
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def executor(self) -> RunExecutor: ...
+
+    @property
+    def entries(self) -> dict[tuple[str, str], Entry]: ...
+
+
+def recover(scheduler: RecoveringScheduler, now: int) -> int:
     """One pass; returns how many claims are still pending (live or too young to judge,
     or jobs still in their queue): the scheduler looks again soon only while some are."""
     pending = 0
@@ -40,7 +57,7 @@ def recover(scheduler: Scheduler, now: int) -> int:
     return pending
 
 
-def _running(scheduler: Scheduler, module: str, now: int) -> int:
+def _running(scheduler: RecoveringScheduler, module: str, now: int) -> int:
     engine = scheduler.engine
     records = engine.durable.list(RUNS, status="running", module=module, limit=PAGE).records
     mine = scheduler.executor.running
@@ -53,7 +70,7 @@ def _running(scheduler: Scheduler, module: str, now: int) -> int:
     return len(foreign) - len(suspects) + len(live)
 
 
-def resolve_lost(scheduler: Scheduler, run: dict[str, Any], now: int) -> bool:
+def resolve_lost(scheduler: RecoveringScheduler, run: dict[str, Any], now: int) -> bool:
     engine = scheduler.engine
     final = dict(run)
     why = f"the leader running it ({run.get('workerId')}) stopped before it finished"
@@ -71,14 +88,14 @@ def resolve_lost(scheduler: Scheduler, run: dict[str, Any], now: int) -> bool:
     return True
 
 
-def _queued(scheduler: Scheduler, module: str, now: int) -> int:
+def _queued(scheduler: RecoveringScheduler, module: str, now: int) -> int:
     records = scheduler.engine.durable.list(RUNS, status="queued", module=module, limit=PAGE).records
     # One claim it cannot read is skipped (logged once), not the end of the pass.
     return sum(guarded("scheduler recovery", RUNS, r.id, lambda r=r: _queued_one(scheduler, module, r.value, now))
                or 0 for r in records)
 
 
-def _queued_one(scheduler: Scheduler, module: str, claim: dict[str, Any], now: int) -> int:
+def _queued_one(scheduler: RecoveringScheduler, module: str, claim: dict[str, Any], now: int) -> int:
     """1 while the claim is still pending, else 0 (settled, or nothing to do)."""
     engine = scheduler.engine
     if not claim.get("jobId"):

@@ -73,7 +73,8 @@ class Scheduler(DefinitionIndex):
         self.recover_idle_ms = recover_idle_ms
         self.sweep_every_ms = sweep_every_ms
         self.discover_every_ms = discover_every_ms
-        self.executor = RunExecutor(self, threads=threads, background=background)
+        self.executor = RunExecutor(engine, self, worker_id=worker_id, clock=clock, threads=threads,
+                                    background=background)
         self.entries: dict[tuple[str, str], Entry] = {}
         self.leading = False
         self.loaded = False
