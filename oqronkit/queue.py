@@ -17,10 +17,10 @@ import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from .backends.hot_types import Signal
-from .backoff import make_backoff, to_ms
+from .backoff import Backoff, make_backoff, to_ms
 from .bounds import MAX_ATTEMPTS, MAX_CONCURRENCY
 from .clock import now_ms
 from .codec import text_problem
@@ -111,31 +111,10 @@ class Queue(QueueControl):
         on_dead: Hook | None = None,
         engine: QueueHost | None = None,
     ) -> None:
-        check_queue_name(name)
-        if strategy not in ("fifo", "lifo", "priority"):
-            raise ConfigurationError(f"Queue {name!r}: strategy must be fifo, lifo or priority, got {strategy!r}.")
-        _check_count(name, "concurrency", concurrency, 1, MAX_CONCURRENCY)
-        _check_count(name, "max_stalls", max_stalls, 1, MAX_ATTEMPTS)
-        _check_count(name, "retries", retries, 0, MAX_ATTEMPTS - 1)
-        if prefetch is not None:
-            _check_count(name, "prefetch", prefetch, 0, None)
-        if throttle is not None and not _valid_throttle(throttle):
-            raise ConfigurationError(f"Queue {name!r}: throttle must be (max_dispatches, window_seconds): a "
-                                     f"positive integer and a positive finite number, got {throttle!r}.")
-        try:
-            timeout_ms = check_timeout(timeout)
-            completed_run_ttl_ms = to_ms(remove_on_complete, what="remove_on_complete")
-            lease_ms = to_ms(lease, what="lease")
-            if not lease_ms:
-                raise InvalidJob(f"lease must be positive, got {lease!r}.")
-            declared_backoff = make_backoff(backoff)
-            declared_priority = check_priority(priority)
-            if not isinstance(tags, (list, tuple)):
-                raise InvalidJob(f"tags must be a list of strings, got {tags!r}.")
-            for tag in tags:
-                check_text(tag, what="a tag")
-        except InvalidJob as exc:  # the same checks as add's, reported as the declaration's error
-            raise ConfigurationError(f"Queue {name!r}: {exc}") from exc
+        _check_limits(name, strategy=strategy, concurrency=concurrency, max_stalls=max_stalls, retries=retries,
+                      prefetch=prefetch, throttle=throttle)
+        defaults = _job_defaults(name, timeout=timeout, remove_on_complete=remove_on_complete, lease=lease,
+                                 backoff=backoff, priority=priority, tags=tags)
         self.name = name
         self.module = "queue"  # "worker" when consumed through oqronkit.worker(); stamped on runs
         self.fn: Callable[..., Any] | None = None
@@ -143,14 +122,14 @@ class Queue(QueueControl):
         self.concurrency = concurrency
         self.strategy: Strategy = strategy
         self.retries = retries
-        self.backoff = declared_backoff
-        self.timeout_ms = timeout_ms
+        self.backoff = defaults.backoff
+        self.timeout_ms = defaults.timeout_ms
         self.dead_letter = dead_letter
-        self.priority = declared_priority
+        self.priority = defaults.priority
         self.tags = tuple(tags)
-        self.completed_run_ttl_ms = completed_run_ttl_ms
+        self.completed_run_ttl_ms = defaults.completed_run_ttl_ms
         self.max_stalls = max_stalls
-        self.lease_ms = lease_ms
+        self.lease_ms = defaults.lease_ms
         self.throttle = throttle
         self.prefetch = prefetch  # None: sized from the observed handler time (worker/prefetch.py)
         self.hooks = {"complete": on_complete, "failed": on_failed, "dead": on_dead}
@@ -332,6 +311,52 @@ def check_queue_name(name: Any) -> str:
     if problem is not None:
         raise ConfigurationError(f"Queue name {name!r} cannot be used: {problem}.")
     return name
+
+
+def _check_limits(name: str, *, strategy: str, concurrency: int, max_stalls: int, retries: int, prefetch: int | None,
+                  throttle: tuple[int, float] | None) -> None:
+    """The queue's name and how it is consumed: strategy, counts and throttle."""
+    check_queue_name(name)
+    if strategy not in ("fifo", "lifo", "priority"):
+        raise ConfigurationError(f"Queue {name!r}: strategy must be fifo, lifo or priority, got {strategy!r}.")
+    _check_count(name, "concurrency", concurrency, 1, MAX_CONCURRENCY)
+    _check_count(name, "max_stalls", max_stalls, 1, MAX_ATTEMPTS)
+    _check_count(name, "retries", retries, 0, MAX_ATTEMPTS - 1)
+    if prefetch is not None:
+        _check_count(name, "prefetch", prefetch, 0, None)
+    if throttle is not None and not _valid_throttle(throttle):
+        raise ConfigurationError(f"Queue {name!r}: throttle must be (max_dispatches, window_seconds): a "
+                                 f"positive integer and a positive finite number, got {throttle!r}.")
+
+
+class _JobDefaults(NamedTuple):
+    """A queue's defaults for its jobs, in the units a job stores."""
+
+    timeout_ms: int | None
+    completed_run_ttl_ms: int | None
+    lease_ms: int
+    backoff: Backoff
+    priority: int
+
+
+def _job_defaults(name: str, *, timeout: float | timedelta | None, remove_on_complete: float | timedelta | None,
+                  lease: float | timedelta, backoff: Any, priority: int, tags: Sequence[str]) -> _JobDefaults:
+    """What every job of the queue inherits, checked as ``add`` checks its options."""
+    try:
+        timeout_ms = check_timeout(timeout)
+        completed_run_ttl_ms = to_ms(remove_on_complete, what="remove_on_complete")
+        lease_ms = to_ms(lease, what="lease")
+        if not lease_ms:
+            raise InvalidJob(f"lease must be positive, got {lease!r}.")
+        declared_backoff = make_backoff(backoff)
+        declared_priority = check_priority(priority)
+        if not isinstance(tags, (list, tuple)):
+            raise InvalidJob(f"tags must be a list of strings, got {tags!r}.")
+        for tag in tags:
+            check_text(tag, what="a tag")
+    except InvalidJob as exc:  # the same checks as add's, reported as the declaration's error
+        raise ConfigurationError(f"Queue {name!r}: {exc}") from exc
+    return _JobDefaults(timeout_ms, completed_run_ttl_ms, lease_ms, declared_backoff, declared_priority)
 
 
 def _check_count(queue: str, label: str, value: Any, low: int, top: int | None) -> None:

@@ -191,6 +191,29 @@ def build_definition(
     naming the field and the fix."""
     check_name(name, kind, dynamic=base is not None)
     label = f"{kind} {name!r}"
+    _check_policies(label, missed=missed, overlap=overlap, as_job=as_job, retries=retries, version=version,
+                    max_missed_runs=max_missed_runs)
+    get_zone(timezone)
+    payload_text = _payload_json(label, payload)
+    try:
+        backoff_value = make_backoff(backoff).to_value()
+    except InvalidJob as exc:
+        raise InvalidSchedule(f"{label}: {exc}") from exc
+    definition = Definition(
+        kind=kind, name=name, expression=expression, every_ms=_ms_option(every, f"{label} every"),
+        run_at=epoch_ms(run_at, f"{label} run_at"), rrule=rrule, timezone=timezone, missed=missed,
+        catch_up_window_ms=_ms_option(catch_up_window, f"{label} catch_up_window"), overlap=overlap,
+        jitter_ms=_ms_option(jitter, f"{label} jitter") or 0, timeout_ms=_ms_option(timeout, f"{label} timeout"),
+        retries=retries, backoff=backoff_value, max_missed_runs=max_missed_runs,
+        payload=json.loads(payload_text), handler=handler, as_job=as_job, version=version, base=base,
+    )
+    _check_timing(definition, label, now)
+    return definition
+
+
+def _check_policies(label: str, *, missed: str, overlap: str, as_job: bool, retries: int, version: int,
+                    max_missed_runs: int) -> None:
+    """The missed and overlap policies, and the counts."""
     if missed not in MISSED:
         raise InvalidSchedule(f"{label}: missed must be one of {', '.join(MISSED)}, got {missed!r}.")
     if overlap not in OVERLAP:
@@ -206,27 +229,17 @@ def build_definition(
                               "kept in the control record).")
     if not isinstance(as_job, bool):
         raise InvalidSchedule(f"{label}: as_job must be True or False.")
-    get_zone(timezone)
+
+
+def _payload_json(label: str, payload: Any) -> str:
+    """The payload as compact JSON, refused when it is not JSON or too large to keep in a record."""
     try:
         payload_text = json.dumps(payload, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise InvalidSchedule(f"{label}: payload is not JSON-serialisable ({exc}).") from exc
     if len(payload_text.encode()) > MAX_PAYLOAD_BYTES:
         raise InvalidSchedule(f"{label}: payload is over {MAX_PAYLOAD_BYTES:,} bytes of JSON; pass a reference.")
-    try:
-        backoff_value = make_backoff(backoff).to_value()
-    except InvalidJob as exc:
-        raise InvalidSchedule(f"{label}: {exc}") from exc
-    definition = Definition(
-        kind=kind, name=name, expression=expression, every_ms=_ms_option(every, f"{label} every"),
-        run_at=epoch_ms(run_at, f"{label} run_at"), rrule=rrule, timezone=timezone, missed=missed,
-        catch_up_window_ms=_ms_option(catch_up_window, f"{label} catch_up_window"), overlap=overlap,
-        jitter_ms=_ms_option(jitter, f"{label} jitter") or 0, timeout_ms=_ms_option(timeout, f"{label} timeout"),
-        retries=retries, backoff=backoff_value, max_missed_runs=max_missed_runs,
-        payload=json.loads(payload_text), handler=handler, as_job=as_job, version=version, base=base,
-    )
-    _check_timing(definition, label, now)
-    return definition
+    return payload_text
 
 
 def _check_timing(d: Definition, label: str, now: int) -> None:

@@ -147,29 +147,46 @@ def slot_fire(d: Definition, slot: int, *, catch_up: bool) -> Fire:
 def decide(d: Definition, state: dict[str, Any], now: int, *, busy: int, late_after_ms: int) -> Decision:
     """Everything to do for one definition now (see the module docstring)."""
     dec = Decision(base_pointer=state.get("nextRunAt"), at=now)
-    add = dec.counters
-    for request in state.get("manual", []):  # operators' run-now: always, even paused or overlapping
-        claim = f"{d.kind}:{d.name}:manual:{request['id']}"
-        dec.fires.append(Fire(claim, claim, "manual", None, 1, request.get("payload"), counts_as_run=False))
-        dec.manual_done.add(request["id"])
-        add["manual"] = add.get("manual", 0) + 1
+    _take_manual_runs(dec, d, state)
     if state.get("paused") or (state.get("done") and not state.get("retries")):
         return dec
-    for item in state.get("retries", []):
-        if item["dueAt"] <= now:
-            run_id = retry_key(item)
-            dec.fires.append(Fire(run_id, item["claim"], item.get("trigger", "retry"), item.get("slot"),
-                                  item["attempt"], item.get("payload", d.payload), counts_as_run=False))
-            dec.retries_done.add(run_id)
+    _take_due_retries(dec, d, state, now)
     if state.get("done"):
         return dec
     plan = plan_slots(d, state.get("nextRunAt"), now, late_after_ms=late_after_ms)
     if plan.last_slot is not None or plan.next_run_at != state.get("nextRunAt"):
         dec.pointer_moved, dec.next_run_at, dec.last_slot = True, plan.next_run_at, plan.last_slot
     if plan.missed:
-        add["missed"] = add.get("missed", 0) + plan.missed
+        dec.counters["missed"] = dec.counters.get("missed", 0) + plan.missed
+    _take_slots(dec, d, plan, state.get("backlog", []), busy=busy)
+    return dec
+
+
+def _take_manual_runs(dec: Decision, d: Definition, state: dict[str, Any]) -> None:
+    """Operators' run-now requests: always run, even paused or overlapping."""
+    for request in state.get("manual", []):
+        claim = f"{d.kind}:{d.name}:manual:{request['id']}"
+        dec.fires.append(Fire(claim, claim, "manual", None, 1, request.get("payload"), counts_as_run=False))
+        dec.manual_done.add(request["id"])
+        dec.counters["manual"] = dec.counters.get("manual", 0) + 1
+
+
+def _take_due_retries(dec: Decision, d: Definition, state: dict[str, Any], now: int) -> None:
+    """The booked re-runs (failures, lost leaders) whose time has come."""
+    for item in state.get("retries", []):
+        if item["dueAt"] <= now:
+            run_id = retry_key(item)
+            dec.fires.append(Fire(run_id, item["claim"], item.get("trigger", "retry"), item.get("slot"),
+                                  item["attempt"], item.get("payload", d.payload), counts_as_run=False))
+            dec.retries_done.add(run_id)
+
+
+def _take_slots(dec: Decision, d: Definition, plan: SlotPlan, stored_backlog: list[dict[str, Any]], *,
+                busy: int) -> None:
+    """Start, hold back (in the backlog) or skip each due slot under the overlap policy;
+    then start backlog items while nothing of the definition runs."""
     skipped = plan.skipped
-    backlog = list(state.get("backlog", []))
+    backlog = list(stored_backlog)
     in_flight = busy
     started: list[Fire] = []
     for slot, catch_up in plan.fires:
@@ -197,14 +214,13 @@ def decide(d: Definition, state: dict[str, Any], now: int, *, busy: int, late_af
     if len(backlog) > cap:  # keep the most recent; the dropped ones are skipped
         skipped += len(backlog) - cap
         backlog = backlog[-cap:]
-    if backlog != state.get("backlog", []):
+    if backlog != stored_backlog:
         dec.backlog = backlog
     if skipped:
-        add["skipped"] = add.get("skipped", 0) + skipped
+        dec.counters["skipped"] = dec.counters.get("skipped", 0) + skipped
     if started:
-        add["run"] = add.get("run", 0) + len(started)
+        dec.counters["run"] = dec.counters.get("run", 0) + len(started)
     dec.fires.extend(started)
-    return dec
 
 
 def may_rerun(d: Definition, attempts: int, *, leader_lost: bool) -> bool:
