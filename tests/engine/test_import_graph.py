@@ -16,11 +16,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = "oqronkit"
-WORKER = "oqronkit.worker"
 BOARD = frozenset({"oqronboard", "runs", "jobs", "definitions", "demo"})
 # The one Django import the engine may hold: a lazy one, for the method that only means
 # something inside a Django project (README: add_on_commit).
@@ -183,19 +180,8 @@ GRAPH = import_graph(IMPORTS, MODULES)
 CYCLES = cycles(GRAPH)
 
 
-def inside_worker(component: list[str]) -> bool:
-    return all(m == WORKER or m.startswith(WORKER + ".") for m in component)
-
-
-def test_the_engine_has_no_import_cycle_outside_the_worker() -> None:
-    found = [c for c in CYCLES if not inside_worker(c)]
-    assert not found, report(found, GRAPH)
-
-
-@pytest.mark.xfail(strict=True, reason="worker core split in progress")
-def test_the_worker_has_no_import_cycle() -> None:
-    found = [c for c in CYCLES if inside_worker(c)]
-    assert not found, report(found, GRAPH)
+def test_the_engine_has_no_import_cycle() -> None:
+    assert not CYCLES, report(CYCLES, GRAPH)
 
 
 def test_the_engine_imports_django_nowhere_but_add_on_commit() -> None:
