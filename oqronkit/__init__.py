@@ -10,7 +10,7 @@ from .backends.types import ABSENT, StoredRecord
 from .config import OqronConfig, config_from_env, config_from_mapping
 from .declare import queue, worker
 from .durable import DurablePlane, Page, RecordWrite
-from .engine import Engine, Registry, configure, get_engine
+from .engine import Engine, configure, get_engine
 from .errors import (
     BackendUnavailable,
     ConfigurationError,
@@ -39,7 +39,7 @@ from .namespaces import (
     table_for_kind,
     table_name_for_namespace,
 )
-from .queue import Queue
+from .queue import Queue, Registry
 from .scheduler import Cron, Schedule, cron, schedule
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .engine import default_registry
-from .queue import Queue
+from .queue import Queue, default_registry
 
 
 def queue(name: str, **options: Any) -> Queue:

@@ -167,14 +167,6 @@ class Queue(QueueControl):
         self.registry.add_queue(self)
         return fn
 
-    @property
-    def namespace(self) -> str:
-        return job_namespace(self.name)
-
-    @property
-    def dlq_namespace(self) -> str:
-        return dlq_namespace(self.name)
-
     # -- adding jobs -------------------------------------------------------------------
 
     def add(self, data: Any = None, **options: Any) -> Job:

@@ -17,7 +17,7 @@ from .durable import Page, RecordWrite
 from .errors import InvalidState, JobNotFound
 from .jobs import Job
 from .live import request_cancel
-from .namespaces import QUEUE
+from .namespaces import QUEUE, dlq_namespace, job_namespace
 from .planes import Planes
 
 logger = logging.getLogger(__name__)
@@ -28,8 +28,14 @@ class QueueControl:
     """Control and inspection methods of :class:`oqronkit.queue.Queue`."""
 
     name: str
-    namespace: str
-    dlq_namespace: str
+
+    @property
+    def namespace(self) -> str:
+        return job_namespace(self.name)
+
+    @property
+    def dlq_namespace(self) -> str:
+        return dlq_namespace(self.name)
 
     @property
     def engine(self) -> Planes:

@@ -4,10 +4,14 @@ on the leader (no job) or as a job on any worker (``as_job=True``)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..codec import copy_json
+from .running import RunningRun
 from .timing import get_zone
+
+if TYPE_CHECKING:
+    from ..worker.context import JobContext
 
 LEVELS = ("debug", "info", "warning", "error")
 
@@ -52,7 +56,7 @@ class CronContext:
 class LeaderContext(CronContext):
     """A run executing on the leader's thread pool."""
 
-    def __init__(self, running: Any, *, log_limit: int) -> None:
+    def __init__(self, running: RunningRun, *, log_limit: int) -> None:
         run, d = running.run, running.definition
         super().__init__(name=d.name, kind=d.kind, run_id=run["id"], slot_ms=run.get("slotAt"),
                          payload=copy_json(run.get("input")), attempt=run["attempts"], trigger=run["trigger"],
@@ -80,7 +84,7 @@ class LeaderContext(CronContext):
 class JobCronContext(CronContext):
     """A run executing as a job (``as_job=True``): logs and progress go to the job's run."""
 
-    def __init__(self, job_ctx: Any, zone: str) -> None:
+    def __init__(self, job_ctx: JobContext, zone: str) -> None:
         data = job_ctx.data or {}
         super().__init__(name=data.get("name", ""), kind=data.get("kind", "cron"), run_id=job_ctx.run_id,
                          slot_ms=data.get("slot"), payload=data.get("payload"), attempt=job_ctx.attempt,

@@ -19,7 +19,8 @@ from .definition import Definition, build_definition, handler_name
 from .timing import get_zone
 
 if TYPE_CHECKING:
-    from ..engine import Engine, Registry
+    from ..engine import Engine
+    from ..queue import Registry
 
 _REGISTRIES: WeakKeyDictionary[Registry, dict[tuple[str, str], Declared]] = WeakKeyDictionary()
 _DEFAULT = object()
@@ -67,7 +68,7 @@ class Declared:
     def _registry(self) -> Registry:
         if self._engine is not None:
             return self._engine.registry
-        from ..engine import default_registry
+        from ..queue import default_registry
 
         return default_registry
 
@@ -86,9 +87,9 @@ class Declared:
         self.fn = fn
         self.definition = self.definition.derive(handler=handler_name(fn))
         if self.definition.as_job and declare_queue:
-            from .jobmode import declare_queue
+            from .jobmode import declare_queue as declare_job_queue
 
-            declare_queue(self.definition, fn, self._engine)
+            declare_job_queue(self.definition, fn, self._engine)
 
     def __call__(self, fn: Callable[..., Any]) -> Declared:
         """Decorator form: ``@oqronkit.cron("nightly", "0 3 * * *")`` binds the function
@@ -203,8 +204,8 @@ class Schedule(Declared):
         engine = self.engine
         if not engine.durable.insert(SCHEDULE, dynamic.name, {**dynamic.to_record(), "createdAt": now,
                                                                "updatedAt": now}):
-            stored, _ = control.load(engine, "schedule", dynamic.name)
-            return Schedule(stored, self.fn, self._engine, register=False)
+            existing, _ = control.load(engine, "schedule", dynamic.name)
+            return Schedule(existing, self.fn, self._engine, register=False)
         control.ensure_control(engine, dynamic, now)
         control.signal_change(engine, "schedule", dynamic.name, now)
         return Schedule(dynamic, self.fn, self._engine, register=False)
@@ -218,8 +219,8 @@ def _seconds(ms: int | None) -> float | None:
     return None if ms is None else ms / 1000
 
 
-def _declare(cls: type[Declared], kind: str, name: str, handler: Any, engine: Engine | None,
-             options: dict[str, Any]) -> Any:
+def _declare[D: Declared](cls: type[D], kind: str, name: str, handler: Any, engine: Engine | None,
+                          options: dict[str, Any]) -> D:
     definition = build_definition(kind, name, handler=handler_name(handler), now=control.current_ms(), **options)  # type: ignore[arg-type]
     return cls(definition, handler, engine)
 

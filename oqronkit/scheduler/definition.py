@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, Literal
 
-from ..backoff import make_backoff, to_ms
+from ..backoff import BackoffValue, make_backoff, to_ms
 from ..errors import InvalidJob, InvalidSchedule
 from ..namespaces import SCHEDULER_CONTROL
 from .rrule import RRuleTiming
@@ -33,7 +33,7 @@ def check_name(name: Any, kind: str, *, dynamic: bool = False) -> str:
             f"{kind} name {name!r} must be 1-90 characters of letters, digits, '_', '.' or '-', "
             "starting with a letter or digit (no ':' or spaces: it is part of run ids)."
         )
-    return name
+    return str(name)  # checked above: a str
 
 
 def _ms_option(value: Any, what: str) -> int | None:
@@ -77,7 +77,7 @@ class Definition:
     jitter_ms: int = 0
     timeout_ms: int | None = None
     retries: int = 0
-    backoff: dict[str, Any] = field(default_factory=lambda: make_backoff(None).to_value())
+    backoff: BackoffValue = field(default_factory=lambda: make_backoff(None).to_value())
     max_missed_runs: int = 100
     payload: Any = None
     handler: str | None = None

@@ -19,17 +19,17 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidRecord, OqronError, RecordTooLarge
 from ..live import LEADER_RUN_TTL_MS, forget_runs, live_run, publish_runs
 from ..namespaces import RUNS
-from ..runs import describe_error, finish_run, shed_parts
+from ..runs import ErrorValue, RunValue, describe_error, finish_run, shed_parts
 from ..shedding import write_shedding
 from .context import LeaderContext
 from .definition import Definition
 from .planner import retry_item
+from .running import RunningRun
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -37,21 +37,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 LIVE_EVERY_MS = 1_000
 MAINTAIN_EVERY = 0.2
-
-
-@dataclass(eq=False)
-class RunningRun:
-    definition: Definition
-    run: dict[str, Any]
-    deadline: int | None
-    cancelled: threading.Event = field(default_factory=threading.Event)
-    cancel_reason: str | None = None
-    settled: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.definition.key
 
 
 class Reruns(Protocol):
@@ -87,7 +72,7 @@ class RunExecutor:
 
     # -- starting ----------------------------------------------------------------------------
 
-    def start(self, batch: list[tuple[Definition, Callable[..., Any] | None, dict[str, Any]]]) -> None:
+    def start(self, batch: list[tuple[Definition, Callable[..., Any] | None, RunValue]]) -> None:
         """Start claimed runs (one live-group write for the whole batch)."""
         now = self.clock()
         started = []
@@ -130,7 +115,7 @@ class RunExecutor:
 
     # -- settling --------------------------------------------------------------------------
 
-    def settle(self, running: RunningRun, status: str, *, output: Any = None, error: dict | None = None,
+    def settle(self, running: RunningRun, status: str, *, output: Any = None, error: ErrorValue | None = None,
                reason: str | None = None) -> bool:
         with running.lock:
             if running.settled:
@@ -140,7 +125,7 @@ class RunExecutor:
             now = self.clock()
             finish_run(run, status, output=output, error=error, reason=reason,
                        limit=self.engine.config.run_timeline_limit, at=now)
-            final = dict(run)
+            final = run.copy()
         self._write_final(final)
         with self._lock:  # dropped from the live group in batches by maintain() (or expire on their own)
             self._finished.append(final["id"])
@@ -158,7 +143,7 @@ class RunExecutor:
         self.reruns.wake(running.key, state)
         return True
 
-    def _write_final(self, run: dict[str, Any]) -> None:
+    def _write_final(self, run: RunValue) -> None:
         durable = self.engine.durable
         for attempt in range(5):
             try:

@@ -6,6 +6,7 @@ signals the hot plane lost. Mixed into :class:`~.scheduler.Scheduler`.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,8 @@ class Entry:
 
     def __init__(self, definition: Definition, state: dict[str, Any], fn: Callable[..., Any] | None) -> None:
         self.definition, self.state, self.fn = definition, state, fn
-        self.token, self.due = -1, None  # the live heap item (older items are skipped when popped)
+        self.token: int = -1
+        self.due: int | None = None  # the live heap item (older items are skipped when popped)
 
 
 class DefinitionIndex:
@@ -68,8 +70,7 @@ class DefinitionIndex:
             controls = self._list_all(SCHEDULER_CONTROL[kind])
             for name, value in self._list_all(kind).items():
                 state = controls.get(name)  # one unreadable definition must not keep the others unloaded
-                guarded("scheduler", kind, name,
-                        lambda value=value, state=state: self._install(Definition.from_record(value), state, now))
+                guarded("scheduler", kind, name, functools.partial(self._install_record, value, state, now))
         self.loaded = True
         self._next_recover = 0
         self._next_sweep = now + self.sweep_every_ms
@@ -87,6 +88,9 @@ class DefinitionIndex:
             if page.next_cursor is None:
                 return found
             cursor = page.next_cursor
+
+    def _install_record(self, value: dict[str, Any], state: dict[str, Any] | None, now: int) -> None:
+        self._install(Definition.from_record(value), state, now)
 
     def _install(self, d: Definition, state: dict[str, Any] | None, now: int) -> None:
         declared = registry_for(self.engine.registry).get((d.kind, d.declared_name))

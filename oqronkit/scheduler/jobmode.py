@@ -15,12 +15,12 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..backoff import Backoff
 from ..errors import OqronError
 from ..namespaces import RUNS, job_namespace
-from ..runs import finish_run
+from ..runs import ErrorValue, RunValue, finish_run, stored_run
 from .context import JobCronContext
 from .definition import Definition
 
@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 def declare_queue(definition: Definition, fn: Callable[..., Any], engine: Engine | None) -> Queue:
     """The internal queue that runs ``fn`` for each slot's job."""
-    from ..queue import Queue
+    from ..queue import Queue, default_registry
 
     zone = definition.timezone
 
@@ -54,9 +54,7 @@ def declare_queue(definition: Definition, fn: Callable[..., Any], engine: Engine
         settle_claim(queue.engine if queue else None, job.id, "failed", error=error, attempts=job.attempts,
                      reason=getattr(job, "dead_reason", None))
 
-    registry = engine.registry if engine is not None else None
-    if registry is None:
-        from ..engine import default_registry as registry
+    registry = engine.registry if engine is not None else default_registry
     # A re-declaration (the module imported again) replaces the internal queue; two
     # different handlers for one definition are refused earlier, by the declaration.
     registry.queues.pop(definition.queue_name, None)
@@ -70,7 +68,7 @@ def declare_queue(definition: Definition, fn: Callable[..., Any], engine: Engine
     return queue
 
 
-def enqueue(engine: Engine, definition: Definition, run: dict[str, Any]) -> None:
+def enqueue(engine: Engine, definition: Definition, run: RunValue) -> None:
     """Add the job of a claimed slot (idempotent: the job id is the claim id)."""
     from ..queue import Queue
 
@@ -106,11 +104,12 @@ def settle_claim(engine: QueueHost | None, claim_id: str, status: str, *, output
         record = engine.durable.get(RUNS, claim_id)
         if record is None or record.value.get("status") != "queued":
             return False
-        run = dict(record.value)
+        run = stored_run(dict(record.value))
         if attempts is not None:
             run["attempts"] = attempts
-        finish_run(run, status, output=output, error=error if isinstance(error, dict) else None,
-                   reason=reason or f"job {status}", limit=engine.config.run_timeline_limit)
+        known = cast("ErrorValue | None", error if isinstance(error, dict) else None)
+        finish_run(run, status, output=output, error=known, reason=reason or f"job {status}",
+                   limit=engine.config.run_timeline_limit)
         return engine.durable.compare_and_set(RUNS, claim_id, expect={"status": "queued"}, value=run)
     except OqronError as exc:  # the leader's recovery pass settles it later from the job's runs
         logger.warning("could not settle claim %s: %s", claim_id, exc, extra={"action": "scheduler.claim_failed"})

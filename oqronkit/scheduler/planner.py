@@ -18,6 +18,7 @@ stop and starts the new one, ``allow`` runs both.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -233,7 +234,7 @@ def may_rerun(d: Definition, attempts: int, *, leader_lost: bool) -> bool:
     return attempts < limit
 
 
-def retry_item(d: Definition, run: dict[str, Any], now: int, *, leader_lost: bool) -> dict[str, Any] | None:
+def retry_item(d: Definition, run: Mapping[str, Any], now: int, *, leader_lost: bool) -> dict[str, Any] | None:
     """The control record's pending-retry entry for a failed run, or None."""
     from ..backoff import Backoff
 

@@ -13,12 +13,13 @@ seconds).
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..live import LEADER_RUN_TTL_MS, live_run_ids
 from ..namespaces import RUNS, dlq_namespace, job_namespace
-from ..runs import finish_run
+from ..runs import finish_run, stored_run
 from ..skipped import guarded
 from .executor import Reruns, RunExecutor
 from .index import Entry
@@ -66,13 +67,13 @@ def _running(scheduler: RecoveringScheduler, module: str, now: int) -> int:
     live = live_run_ids(engine.hot, [r["id"] for r in suspects], now=now) if suspects else set()
     for run in suspects:
         if run["id"] not in live:
-            guarded("scheduler recovery", RUNS, run["id"], lambda run=run: resolve_lost(scheduler, run, now))
+            guarded("scheduler recovery", RUNS, run["id"], functools.partial(resolve_lost, scheduler, run, now))
     return len(foreign) - len(suspects) + len(live)
 
 
 def resolve_lost(scheduler: RecoveringScheduler, run: dict[str, Any], now: int) -> bool:
     engine = scheduler.engine
-    final = dict(run)
+    final = stored_run(dict(run))
     why = f"the leader running it ({run.get('workerId')}) stopped before it finished"
     finish_run(final, "failed", error={"type": "LeaderLost", "message": why, "ts": now}, reason="leader lost",
                limit=engine.config.run_timeline_limit, at=now)
@@ -91,8 +92,8 @@ def resolve_lost(scheduler: RecoveringScheduler, run: dict[str, Any], now: int) 
 def _queued(scheduler: RecoveringScheduler, module: str, now: int) -> int:
     records = scheduler.engine.durable.list(RUNS, status="queued", module=module, limit=PAGE).records
     # One claim it cannot read is skipped (logged once), not the end of the pass.
-    return sum(guarded("scheduler recovery", RUNS, r.id, lambda r=r: _queued_one(scheduler, module, r.value, now))
-               or 0 for r in records)
+    return sum(guarded("scheduler recovery", RUNS, r.id,
+                       functools.partial(_queued_one, scheduler, module, r.value, now)) or 0 for r in records)
 
 
 def _queued_one(scheduler: RecoveringScheduler, module: str, claim: dict[str, Any], now: int) -> int:
@@ -101,6 +102,8 @@ def _queued_one(scheduler: RecoveringScheduler, module: str, claim: dict[str, An
     if not claim.get("jobId"):
         return 0
     queue, job_id = claim.get("queue"), claim["jobId"]
+    if not isinstance(queue, str):
+        return 0  # a job-mode claim names its queue; without one there is nothing to settle
     if (claim.get("startedAt") or now) > now - QUEUED_GRACE_MS or \
             engine.durable.get(job_namespace(queue), job_id) is not None:
         return 1
@@ -120,7 +123,7 @@ def _queued_one(scheduler: RecoveringScheduler, module: str, claim: dict[str, An
     entry = scheduler.entries.get((module, claim["name"]))
     if entry is None:
         return 0
-    enqueue(engine, entry.definition, claim)  # claimed, then the leader died before adding the job
+    enqueue(engine, entry.definition, stored_run(claim))  # claimed, then the leader died before adding the job
     logger.warning("re-added the job of claim %s (its leader died before adding it)", job_id,
                    extra={"action": "scheduler.job_readded"})
     return 1

@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidSchedule
 from .timing import DST_MARGIN, MAX_SCAN, get_zone, local, wall_to_ms
+
+if TYPE_CHECKING:
+    from dateutil.rrule import rrulebase
 
 RRULE_FREQS = ("DAILY", "WEEKLY", "MONTHLY", "YEARLY")
 RRULE_DEFAULT_START = datetime(2001, 1, 1)  # a Monday, the 1st of January, 00:00: clean BY* defaults
@@ -60,13 +64,13 @@ class RRuleTiming:
         self.start = (local(start, self.tz).replace(tzinfo=None, microsecond=0) if start is not None
                       else RRULE_DEFAULT_START)
         self.interval = int(self.parts.get("INTERVAL", "1") or 1)
-        self._rules: dict[datetime, object] = {}
+        self._rules: dict[datetime, rrulebase] = {}
         try:
             self._rule(self.start)
         except (ValueError, TypeError) as exc:
             raise InvalidSchedule(f"Invalid rrule {text!r}: {exc}.") from exc
 
-    def _rule(self, start: datetime):
+    def _rule(self, start: datetime) -> rrulebase:
         rule = self._rules.get(start)
         if rule is None:
             from dateutil.rrule import rrulestr  # imported only when an RRULE is used
@@ -76,7 +80,7 @@ class RRuleTiming:
             rule = self._rules[start] = rrulestr(self.text, dtstart=start)
         return rule
 
-    def _rebased(self, near: datetime):
+    def _rebased(self, near: datetime) -> rrulebase:
         """The rule restarted a whole number of periods later, at least one period
         before ``near``: same occurrences after ``near``, without expanding every
         period since the original start (COUNT rules cannot be rebased)."""

@@ -30,7 +30,7 @@ from ..durable import RecordWrite
 from ..engine import Engine
 from ..errors import OqronError
 from ..namespaces import RUNS
-from ..runs import new_run
+from ..runs import RunValue, new_run
 from . import jobmode
 from .control import signal_change, store_definition, update_control
 from .declare import registry_for
@@ -168,7 +168,7 @@ class Scheduler(DefinitionIndex):
         return pending
 
     def _process(self, keys: list[tuple[str, str]], now: int) -> int:
-        work: list[tuple[Entry, Decision, list[dict[str, Any]]]] = []
+        work: list[tuple[Entry, Decision, list[RunValue]]] = []
         for key in keys:
             entry = self.entries.get(key)
             if entry is None:
@@ -180,7 +180,7 @@ class Scheduler(DefinitionIndex):
             work.append((entry, dec, [self._claim_record(entry.definition, fire, now) for fire in dec.fires]))
         claims = [RecordWrite(RUNS, run["id"], run) for _, _, runs in work for run in runs]
         inserted = self.engine.durable.insert_many(claims) if claims else set()
-        local: list[tuple[Definition, Callable[..., Any] | None, dict[str, Any]]] = []
+        local: list[tuple[Definition, Callable[..., Any] | None, RunValue]] = []
         enqueued = 0
         for entry, dec, runs in work:
             d = entry.definition
@@ -191,7 +191,7 @@ class Scheduler(DefinitionIndex):
             dec.counters = {k: v for k, v in dec.counters.items() if v}
             previous = entry.state.get("lastRunId")
             state = update_control(self.engine, d.kind, d.name,
-                                   lambda value, dec=dec: dec.apply(value), now=now, current=entry.state)
+                                   dec.apply, now=now, current=entry.state)
             if state is None:  # the control record was deleted: forget the definition
                 self.entries.pop(d.key, None)
                 continue
@@ -214,21 +214,22 @@ class Scheduler(DefinitionIndex):
             self.executor.start(local)
         return len(local) + enqueued
 
-    def _claim_record(self, d: Definition, fire: Fire, now: int) -> dict[str, Any]:
+    def _claim_record(self, d: Definition, fire: Fire, now: int) -> RunValue:
         cfg = self.engine.config
         run = new_run(name=d.name, module=d.kind, trigger=fire.trigger, input=fire.payload, attempts=fire.attempt,
                       app=cfg.project, environment=cfg.environment, worker_id=self.worker_id,
                       job_id=fire.run_id if d.as_job else None, started_at=now)
-        run.update(id=fire.run_id, claimId=fire.claim, slotAt=fire.slot, definition=d.declared_name,
-                   lateMs=max(now - fire.slot, 0) if fire.slot is not None else None)
+        run["id"], run["claimId"], run["slotAt"] = fire.run_id, fire.claim, fire.slot
+        run["definition"] = d.declared_name
+        run["lateMs"] = max(now - fire.slot, 0) if fire.slot is not None else None
         opening = run["timeline"][0]
         opening.update({"from": "scheduled", "reason": f"{fire.trigger} (attempt {fire.attempt})"})
         if d.as_job:
-            run.update(status="queued", queue=d.queue_name)
+            run["status"], run["queue"] = "queued", d.queue_name
             opening["to"] = "queued"
         return run
 
-    def _enqueue(self, d: Definition, run: dict[str, Any]) -> None:
+    def _enqueue(self, d: Definition, run: RunValue) -> None:
         try:
             jobmode.enqueue(self.engine, d, run)
         except OqronError as exc:  # the claim stays queued; recovery adds the job later
