@@ -107,7 +107,7 @@ class DurablePlane:
 
     def put_many(self, writes: Iterable[RecordWrite]) -> int:
         """Insert or replace many records in one round trip per table; returns the count."""
-        rows = self._encode_all(writes)
+        rows = self.encode_all(writes)
         if rows:
             with self._timed("durable.put_many"):
                 self.store.put_many(self.scope, rows)
@@ -117,7 +117,7 @@ class DurablePlane:
         self, *, puts: Iterable[RecordWrite] = (), deletes: Iterable[tuple[str, str]] = ()
     ) -> None:
         """Write ``puts`` and delete ``deletes`` ((namespace, id) pairs) atomically."""
-        rows = self._encode_all(puts)
+        rows = self.encode_all(puts)
         doomed = [(self._table(ns, id), ns, id) for ns, id in deletes]
         if rows or doomed:
             with self._timed("durable.apply"):
@@ -129,7 +129,7 @@ class DurablePlane:
         :attr:`Engine.settles_in_one_transaction`): write ``puts``, release the leases
         ((job id, token)) of ``queue`` still held under their token and delete the
         released jobs of ``namespace``, atomically. Returns the job ids released."""
-        rows = self._encode_all(puts)
+        rows = self.encode_all(puts)
         store = cast(ReleasingStore, self.store)  # postgres mode: Engine.settles_in_one_transaction checked
         with self._timed("durable.apply"):
             return store.apply_and_release(self.scope, rows, namespace, queue, list(leases))
@@ -137,7 +137,7 @@ class DurablePlane:
     def check(self, write: RecordWrite) -> None:
         """Raise what writing ``write`` would (InvalidRecord, RecordTooLarge, ...)
         without writing it: which record of a refused batch is the culprit."""
-        self._encode_all([write])
+        self.encode_all([write])
 
     def insert(self, namespace: str, id: str, value: Mapping[str, Any], *, expires_at: int | None = None) -> bool:
         """Insert a record only if its id is free; True when inserted."""
@@ -145,7 +145,7 @@ class DurablePlane:
 
     def insert_many(self, writes: Iterable[RecordWrite]) -> set[tuple[str, str]]:
         """Insert the records whose ids are free; returns the (namespace, id) inserted."""
-        rows = self._encode_all(writes)
+        rows = self.encode_all(writes)
         if not rows:
             return set()
         with self._timed("durable.insert_many"):
@@ -302,7 +302,7 @@ class DurablePlane:
 
     # -- helpers ---------------------------------------------------------------------
 
-    def _encode_all(self, writes: Iterable[RecordWrite]) -> builtins.list[EncodedRow]:
+    def encode_all(self, writes: Iterable[RecordWrite]) -> builtins.list[EncodedRow]:
         at = now_ms()
         stamps: dict[str, tuple[RecordKind, TableKey]] = {}  # each namespace checked once a batch
         rows = [self._encode(w.namespace, w.id, w.value, w.expires_at, at, w.new, stamps, w.checked)

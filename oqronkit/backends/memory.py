@@ -10,7 +10,7 @@ from typing import Any, cast
 from ..codec import decode_value
 from ..errors import DuplicateRecord
 from .matching import fields_match, matches_query
-from .types import EncodedRow, ListQuery, Scope, StoredRecord, _Absent
+from .types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
 
 # (table, project, environment, namespace, id) -> (kind, json, inserted_at, expires_at)
 _Key = tuple[str, str, str, str, str]
@@ -108,6 +108,31 @@ class MemoryDurableStore:
                 inserted = current[2] if current else row.inserted_at
                 self._rows[key] = (row.kind, row.value_json, inserted, row.expires_at)
             return True
+
+    def append_log(self, scope: Scope, append: LogAppend) -> dict[str, int]:
+        with self._lock:
+            offsets: dict[str, int] = {}
+            for id in dict.fromkeys(append.ids):
+                row = self._rows.get(_key(scope, append.table, append.namespace, id))
+                if row is not None:
+                    offsets[id] = decode_value(row[1])["offset"]
+            new = [id for id in dict.fromkeys(append.ids) if id not in offsets]
+            counter = self._rows.get(_key(scope, append.counter_table, append.counter_namespace, append.counter_id))
+            first = decode_value(counter[1])["next"] if counter is not None else 0
+            if new:
+                self.put_many(scope, [*append.build(new, first), append.counter(first + len(new))])
+            offsets.update((id, first + i) for i, id in enumerate(new))
+            return offsets
+
+    def read_log(
+        self, scope: Scope, table: str, namespace: str, partition: int, after: int, limit: int
+    ) -> list[StoredRecord]:
+        with self._lock:
+            rows = [(k[4], row) for k, row in self._rows.items()
+                    if k[:4] == (table, scope.project, scope.environment, namespace)]
+        records = [r for id, row in rows if (r := _record(namespace, id, row)).value.get("partition") == partition
+                   and r.value["offset"] > after]
+        return sorted(records, key=lambda r: r.value["offset"])[:limit]
 
     def scan_statuses(
         self, scope: Scope, table: str, namespace: str, statuses: Sequence[str], cursor: str | None, limit: int

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .hot_types import Lease, QueueDepths, Signal
-from .types import EncodedRow, ListQuery, Scope, StoredRecord, _Absent
+from .types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
 
 
 @runtime_checkable
@@ -103,6 +104,16 @@ class DurableStore(Protocol):
         self, scope: Scope, table: str, namespace: str, cutoff_ms: int, *, limit: int
     ) -> int:
         """Delete up to ``limit`` rows of ``namespace`` inserted before ``cutoff_ms``."""
+
+    def append_log(self, scope: Scope, append: LogAppend) -> dict[str, int]:
+        """Append to a log partition (:class:`LogAppend`); every id's offset, appended
+        now or before."""
+
+    def read_log(
+        self, scope: Scope, table: str, namespace: str, partition: int, after: int, limit: int
+    ) -> builtins.list[StoredRecord]:
+        """Up to ``limit`` records of ``namespace`` whose ``value["partition"]`` is
+        ``partition`` and ``value["offset"]`` is above ``after``, by offset."""
 
 
 class ReleasingStore(DurableStore, Protocol):

@@ -24,7 +24,7 @@ from ..namespaces import TABLE_NAMES
 from .matching import fields_match
 from .sqlfiles import load_queries, load_sql
 from .sqlite_conn import BUSY_TIMEOUT_S, SQLiteConnections
-from .types import EncodedRow, ListQuery, Scope, StoredRecord, _Absent
+from .types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
 
 _SCHEMA = load_sql("oqronkit.backends", "sql/sqlite/schema.sql")
 _QUERIES = load_queries("oqronkit.backends", "sql/sqlite/queries.sql")
@@ -110,6 +110,28 @@ class SQLiteDurableStore:
             except sqlite3.IntegrityError as exc:  # write() rolls the whole batch back
                 raise DuplicateRecord(f"A new record's key already exists; nothing of the batch was written: "
                                       f"{exc}") from exc
+
+    def append_log(self, scope: Scope, append: LogAppend) -> dict[str, int]:
+        keys = (scope.project, scope.environment)
+        # The write transaction serialises appends: offsets commit in order.
+        with self._conns.write("append_log") as conn:
+            found = conn.execute(_sql(append.counter_table, "get_value"),
+                                 (*keys, append.counter_namespace, append.counter_id)).fetchone()
+            first: int = decode_value(found[0])["next"] if found is not None else 0
+            rows = conn.execute(_sql(append.table, "get_many"),
+                                (*keys, append.namespace, json.dumps(list(dict.fromkeys(append.ids))))).fetchall()
+            offsets: dict[str, int] = {row[1]: decode_value(row[3])["offset"] for row in rows}
+            new = [id for id in dict.fromkeys(append.ids) if id not in offsets]
+            if new:
+                _upsert(conn, scope, [*append.build(new, first), append.counter(first + len(new))])
+            offsets.update((id, first + i) for i, id in enumerate(new))
+            return offsets
+
+    def read_log(self, scope: Scope, table: str, namespace: str, partition: int, after: int,
+                 limit: int) -> builtins.list[StoredRecord]:
+        params = (scope.project, scope.environment, namespace, partition, after, limit)
+        with self._conns.guard("read_log") as conn:
+            return [_record(row) for row in conn.execute(_sql(table, "read_log"), params).fetchall()]
 
     def delete_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> int:
         params = (scope.project, scope.environment, namespace, json.dumps(list(ids)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple
 
@@ -91,3 +92,26 @@ def sort_key(record: StoredRecord, order: Order) -> int | float:
         started: int | float = record.value["startedAt"]
         return started
     return record.inserted_at
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogAppend:
+    """Records to append to one partition of a log (a topic's messages), each given the
+    next offset of the partition's counter record, atomically: offsets are never
+    reused, and a record with a higher offset never becomes visible before one with a
+    lower offset of the same partition (appends to a partition are serialised).
+
+    ``ids`` already in the log are not appended again (their stored offsets are
+    returned); ``build(new_ids, first_offset)`` makes the rows of the others, the i-th
+    with offset ``first_offset + i``; ``counter(next_offset)`` makes the counter
+    record's row, which keeps the next free offset as ``value["next"]``."""
+
+    table: TableKey
+    namespace: str
+    partition: int
+    ids: Sequence[str]
+    counter_table: TableKey
+    counter_namespace: str
+    counter_id: str
+    build: Callable[[list[str], int], list[EncodedRow]]
+    counter: Callable[[int], EncodedRow]

@@ -17,7 +17,8 @@ from psycopg.pq import TransactionStatus
 from ...errors import DuplicateRecord
 from ...namespaces import TABLE_NAMES
 from ..matching import fields_match
-from ..types import EncodedRow, ListQuery, Scope, StoredRecord, _Absent
+from ..types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
+from . import log
 from .arrays import BigintArray, TextArray
 from .pool import LazyPool
 from .statements import (
@@ -190,7 +191,16 @@ class PostgresDurableStore:
                     conn.execute(statement("update_row", table), {**key, **changes})
                 return True
 
+    def append_log(self, scope: Scope, append: LogAppend) -> dict[str, int]:
+        with self._pool.connection() as conn:
+            return log.append_log(conn, scope, append)
+
     # -- reads -----------------------------------------------------------------------
+
+    def read_log(self, scope: Scope, table: str, namespace: str, partition: int, after: int,
+                 limit: int) -> list[StoredRecord]:
+        with self._pool.connection() as conn:
+            return log.read_log(conn, scope, table, namespace, partition, after, limit)
 
     def get_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> list[StoredRecord]:
         params = _keys(scope, namespace, ids=TextArray(dict.fromkeys(ids)))

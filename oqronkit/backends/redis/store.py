@@ -30,7 +30,8 @@ from typing import Any, TypeVar, cast
 from ...config import redact_url
 from ...errors import BackendUnavailable, DuplicateRecord
 from ..matching import fields_match, matches_query
-from ..types import EncodedRow, ListQuery, Scope, StoredRecord, _Absent
+from ..types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
+from . import log
 from .connection import (
     CONNECT_TIMEOUT_S,
     READ_RETRIES,
@@ -206,7 +207,16 @@ class RedisDurableStore:
             f"compare_and_set on {namespace}/{id} lost {CAS_ATTEMPTS} races in a row at {self._where}."
         )
 
+    def append_log(self, scope: Scope, append: LogAppend) -> dict[str, int]:
+        return self._call("append_log", lambda: log.append_log(  # a retry keeps the offsets already taken
+            self._client, self._scripts["durable_write"], self._keys, self._put_args, scope, append), retry=True)
+
     # -- reads -----------------------------------------------------------------------
+
+    def read_log(self, scope: Scope, table: str, namespace: str, partition: int, after: int,
+                 limit: int) -> builtins.list[StoredRecord]:
+        return self._call("read_log", lambda: log.read_log(self._client, self._keys, scope, table, namespace,
+                                                           partition, after, limit), retry=True)
 
     def get_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> list[StoredRecord]:
         wanted = list(dict.fromkeys(ids))
@@ -337,9 +347,20 @@ class RedisDurableStore:
         return [f"{base}rows:{table}:{namespace}", f"{base}ins:{table}:{namespace}",
                 f"{base}st:{table}:{namespace}", f"{base}nsk:{table}", f"{base}exp:{table}"]
 
+    def _put_args(self, scope: Scope, rows: Sequence[EncodedRow]) -> tuple[builtins.list[str], builtins.list[str]]:
+        batch = _Batch()
+        for row in rows:
+            batch.add(row.table, row.namespace, row.kind, "P", row.id, encode_row(row))
+        return self._args(scope, batch)
+
     def _write(self, scope: Scope, batch: _Batch, *, retry: bool = False) -> builtins.list[int]:
         if not batch.groups:
             return []
+        keys, args = self._args(scope, batch)
+        done: list[int] = self._script("durable_write", keys, args, retry=retry)
+        return done
+
+    def _args(self, scope: Scope, batch: _Batch) -> tuple[builtins.list[str], builtins.list[str]]:
         keys: list[str] = []
         args: list[str] = [durable_base(scope)]
         for (table, namespace), (kinds, ops) in batch.groups.items():
@@ -347,8 +368,7 @@ class RedisDurableStore:
             args += [table, namespace, kinds[-1] if kinds else "", str(len(ops))]
             for op in ops:
                 args += op
-        done: list[int] = self._script("durable_write", keys, args, retry=retry)
-        return done
+        return keys, args
 
     def _script(self, name: str, keys: Sequence[str], args: Sequence[Any], *, retry: bool = False) -> Any:
         script = self._scripts[name]

@@ -100,7 +100,8 @@ WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environme
 
 -- name: lock_row
 -- compare_and_set: hold the row until the transaction ends, so the comparison made in
--- Python and the write that follows are atomic.
+-- Python and the write that follows are atomic. append_log: the partition's offset
+-- counter, held so the appends of one partition commit one after another, in order.
 SELECT value FROM {table}
 WHERE project = %(project)s AND environment = %(environment)s
   AND namespace = %(namespace)s AND id = %(id)s
@@ -235,3 +236,13 @@ deleted AS (
     WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
       AND namespace = (SELECT %(release_namespace)s::text) AND id = ANY(ARRAY(SELECT job_id FROM released))
 )
+
+-- name: read_log
+-- A log partition after an offset, by offset (served by oqron_runs_log_offset_idx).
+SELECT namespace, id, record_kind, value, inserted_at, expires_at
+FROM {table}
+WHERE project = %(project)s AND environment = %(environment)s AND namespace = %(namespace)s
+  AND record_kind = 'message' AND (value->>'partition')::int = %(partition)s
+  AND (value->>'offset')::bigint > %(after)s
+ORDER BY (value->>'offset')::bigint
+LIMIT %(limit)s;

@@ -89,6 +89,12 @@ CREATE INDEX IF NOT EXISTS oqron_jobs_dead_kind_idx ON oqron_jobs (project, envi
 CREATE INDEX IF NOT EXISTS oqron_runs_other_kind_idx ON oqron_runs (project, environment, record_kind, namespace)
     WHERE record_kind <> 'run';
 
+-- A topic's retained log, partition by partition in offset order (read_log): only
+-- message rows, so the runs' write path never maintains it.
+CREATE INDEX IF NOT EXISTS oqron_runs_log_offset_idx
+    ON oqron_runs (project, environment, namespace, ((value->>'partition')::int), ((value->>'offset')::bigint))
+    WHERE record_kind = 'message';
+
 -- TTL pruning only ever looks at rows that have a TTL.
 CREATE INDEX IF NOT EXISTS oqron_records_expires_idx ON oqron_records (expires_at) WHERE expires_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS oqron_jobs_expires_idx ON oqron_jobs (expires_at) WHERE expires_at IS NOT NULL;

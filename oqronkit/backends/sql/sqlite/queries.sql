@@ -186,3 +186,12 @@ ORDER BY inserted_at DESC, id DESC
 
 -- name: limit
 LIMIT ?
+
+-- name: read_log
+-- A log partition after an offset, by offset (served by oqron_runs_log_offset_idx).
+SELECT namespace, id, record_kind, value, inserted_at, expires_at
+FROM {table}
+WHERE project = ? AND environment = ? AND namespace = ? AND record_kind = 'message'
+  AND json_extract(value, '$.partition') = ? AND json_extract(value, '$.offset') > ?
+ORDER BY json_extract(value, '$.offset')
+LIMIT ?;

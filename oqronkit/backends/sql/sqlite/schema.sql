@@ -93,3 +93,9 @@ CREATE INDEX IF NOT EXISTS oqron_jobs_dlq_fingerprint_idx ON oqron_jobs
     WHERE record_kind = 'dlq';
 
 COMMIT;
+
+-- A topic's retained log, partition by partition in offset order (read_log): only
+-- message rows, so the runs' write path never maintains it.
+CREATE INDEX IF NOT EXISTS oqron_runs_log_offset_idx
+    ON oqron_runs (project, environment, namespace, json_extract(value, '$.partition'), json_extract(value, '$.offset'))
+    WHERE record_kind = 'message';

@@ -1,0 +1,58 @@
+"""Appending to and reading a partitioned log (a topic's retained messages) on PostgreSQL.
+
+An append locks the partition's counter row (``SELECT ... FOR UPDATE``) and inserts
+its messages in the same transaction: two appends to one partition commit one after
+the other, so a reader never sees offset n+1 before offset n, and offsets, taken from
+the counter, are never reused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from ..types import LogAppend, Scope, StoredRecord
+from .arrays import TextArray
+from .statements import row_columns, statement
+
+
+def append_log(conn: psycopg.Connection[Any], scope: Scope, append: LogAppend) -> dict[str, int]:
+    keys = {"project": scope.project, "environment": scope.environment}
+    with conn.transaction():
+        counter = _locked_counter(conn, scope, append)
+        offsets = {
+            id: value["offset"] for _, id, _, value, _, _ in conn.execute(
+                statement("get_many", append.table),
+                {**keys, "namespace": append.namespace, "ids": TextArray(dict.fromkeys(append.ids))}).fetchall()
+        }
+        new = [id for id in dict.fromkeys(append.ids) if id not in offsets]
+        if new:
+            rows = append.build(new, counter)
+            conn.execute(statement("insert_rows", append.table), row_columns(scope, rows))
+            conn.execute(statement("upsert_rows", append.counter_table),
+                         row_columns(scope, [append.counter(counter + len(new))]))
+        offsets.update((id, counter + i) for i, id in enumerate(new))
+    return offsets
+
+
+def _locked_counter(conn: psycopg.Connection[Any], scope: Scope, append: LogAppend) -> int:
+    """The partition's next free offset, its row locked (created at 0 the first time)."""
+    params = {"project": scope.project, "environment": scope.environment,
+              "namespace": append.counter_namespace, "id": append.counter_id}
+    lock = statement("lock_row", append.counter_table)
+    row = conn.execute(lock, params).fetchone()
+    if row is None:
+        conn.execute(statement("insert_rows", append.counter_table), row_columns(scope, [append.counter(0)]))
+        row = conn.execute(lock, params).fetchone()
+        assert row is not None  # inserted just now, or by a racing append we then waited for
+    next_offset: int = row[0]["next"]
+    return next_offset
+
+
+def read_log(conn: psycopg.Connection[Any], scope: Scope, table: str, namespace: str, partition: int, after: int,
+             limit: int) -> list[StoredRecord]:
+    rows = conn.execute(statement("read_log", table), {
+        "project": scope.project, "environment": scope.environment, "namespace": namespace,
+        "partition": partition, "after": after, "limit": limit}).fetchall()
+    return [StoredRecord(*r) for r in rows]

@@ -1,0 +1,1 @@
+"""Pub/sub topics: a retained, partitioned message log with consumer groups."""

@@ -1,0 +1,95 @@
+"""A topic's retained log in the durable plane: append a partition's messages, each
+with the partition's next offset, and read a partition in offset order.
+
+Messages are records of ``topic_msg:<topic>`` (kind ``message``, table ``oqron_runs``)
+with the spec's camelCase keys. Each partition's next free offset is the record
+``<topic>/offsets/<partition>`` of ``topic_state``, written only by appends (the
+store's ``append_log`` serialises the appends of a partition, so offsets are never
+reused and commit in order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NotRequired, TypedDict
+
+from ..backends.types import EncodedRow, LogAppend, StoredRecord
+from ..durable import DurablePlane, RecordWrite
+from ..namespaces import TOPIC_STATE, topic_msg_namespace
+
+
+class MessageValue(TypedDict):
+    """A retained message as stored (the spec's keys)."""
+
+    id: str
+    topic: str
+    key: str | None
+    partition: int
+    offset: int
+    publishedAt: int
+    payload: Any
+    headers: dict[str, str]
+    correlationId: str | None
+    idempotencyKey: str | None
+    runAt: NotRequired[int | None]  # a delayed message: delivered from this time (epoch ms)
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A message about to be appended: everything but its offset."""
+
+    id: str
+    key: str | None
+    payload: Any
+    headers: dict[str, str]
+    correlation_id: str | None
+    idempotency_key: str | None
+    published_at: int
+    run_at: int | None = None
+
+
+def counter_id(topic: str, partition: int) -> str:
+    return f"{topic}/offsets/{partition}"
+
+
+def message_value(topic: str, partition: int, offset: int, draft: Draft) -> MessageValue:
+    value: MessageValue = {
+        "id": draft.id, "topic": topic, "key": draft.key, "partition": partition, "offset": offset,
+        "publishedAt": draft.published_at, "payload": draft.payload, "headers": draft.headers,
+        "correlationId": draft.correlation_id, "idempotencyKey": draft.idempotency_key,
+    }
+    if draft.run_at is not None:
+        value["runAt"] = draft.run_at
+    return value
+
+
+def append(durable: DurablePlane, topic: str, partition: int, drafts: Sequence[Draft]) -> dict[str, int]:
+    """Append ``drafts`` to one partition; every draft id's offset (a draft whose id is
+    already in the log keeps the offset it had: that is how idempotency keys dedupe)."""
+    namespace = topic_msg_namespace(topic)
+    by_id = {d.id: d for d in drafts}
+
+    def build(new_ids: list[str], first: int) -> list[EncodedRow]:
+        return durable.encode_all(RecordWrite(namespace, id, message_value(topic, partition, first + i, by_id[id]))
+                                  for i, id in enumerate(new_ids))
+
+    def counter(next_offset: int) -> EncodedRow:
+        value = {"topic": topic, "partition": partition, "next": next_offset}
+        return durable.encode_all([RecordWrite(TOPIC_STATE, counter_id(topic, partition), value)])[0]
+
+    return durable.store.append_log(durable.scope, LogAppend(
+        table="runs", namespace=namespace, partition=partition, ids=list(by_id), counter_table="records",
+        counter_namespace=TOPIC_STATE, counter_id=counter_id(topic, partition), build=build, counter=counter))
+
+
+def read(durable: DurablePlane, topic: str, partition: int, *, after: int, limit: int) -> list[StoredRecord]:
+    """Up to ``limit`` messages of one partition with offsets above ``after``, in order."""
+    return durable.store.read_log(durable.scope, "runs", topic_msg_namespace(topic), partition, after, limit)
+
+
+def next_offsets(durable: DurablePlane, topic: str, partitions: int) -> list[int]:
+    """Each partition's next free offset (0 before its first message)."""
+    ids = [counter_id(topic, p) for p in range(partitions)]
+    found = {r.id: r.value.get("next", 0) for r in durable.get_many(TOPIC_STATE, ids)}
+    return [int(found.get(id, 0)) for id in ids]
