@@ -41,6 +41,8 @@ from .namespaces import (
 )
 from .queue import Queue, Registry
 from .scheduler import Cron, Schedule, cron, schedule
+from .topics.subscription import Message, TopicContext
+from .topics.topic import Topic, topic
 
 
 def open_durable(config: OqronConfig, *, start: bool = True) -> DurablePlane:
@@ -78,6 +80,7 @@ __all__ = [
     "Job",
     "JobNotFound",
     "LegacyLayoutDetected",
+    "Message",
     "MissingDependency",
     "OqronConfig",
     "OqronError",
@@ -88,6 +91,8 @@ __all__ = [
     "Registry",
     "Schedule",
     "StoredRecord",
+    "Topic",
+    "TopicContext",
     "UnknownQueue",
     "UnknownSchedule",
     "classify_namespace",
@@ -101,5 +106,6 @@ __all__ = [
     "schedule",
     "table_for_kind",
     "table_name_for_namespace",
+    "topic",
     "worker",
 ]

@@ -21,6 +21,7 @@ from .errors import ConfigurationError, UnknownQueue
 from .hot import HotPlaneFacade
 from .ids import node_id
 from .queue import Queue, Registry, default_registry, set_default_engine_lookup
+from .topics.topic import Topic
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +105,10 @@ class Engine:
     def queue(self, name: str, **options: Any) -> Queue:
         """Declare a queue on this engine (see :func:`oqronkit.queue`)."""
         return Queue(name, engine=self, **options)
+
+    def topic(self, name: str, **options: Any) -> Topic:
+        """Declare a topic on this engine (see :func:`oqronkit.topic`)."""
+        return Topic(name, engine=self, **options)
 
     def get_queue(self, name: str) -> Queue:
         try:

@@ -83,6 +83,13 @@ def set_default_engine_lookup(lookup: Callable[[], QueueHost]) -> None:
     _default_engine_lookup = lookup
 
 
+def default_engine() -> QueueHost:
+    """The process's default engine (looked up on each use: ``configure`` may replace it)."""
+    if _default_engine_lookup is None:
+        raise ConfigurationError("No default engine: oqronkit.engine, which sets its lookup, is not imported.")
+    return _default_engine_lookup()
+
+
 class Queue(QueueControl):
     """A named queue of jobs. Give it a ``handler`` to consume it in this process's
     workers, or leave it publisher-only and consume it elsewhere with
@@ -117,6 +124,9 @@ class Queue(QueueControl):
                                  backoff=backoff, priority=priority, tags=tags)
         self.name = name
         self.module = "queue"  # "worker" when consumed through oqronkit.worker(); stamped on runs
+        self.trigger = "queue"  # "topic" for a consumer group's deliveries; stamped on runs
+        #: Fields added to each attempt's run (a topic delivery names its message).
+        self.run_fields: Callable[[Job], dict[str, Any]] | None = None
         self.fn: Callable[..., Any] | None = None
         self.is_async = False
         self.concurrency = concurrency
@@ -147,9 +157,7 @@ class Queue(QueueControl):
         so a later ``oqronkit.configure`` applies to queues declared before it."""
         if self._engine is not None:
             return self._engine
-        if _default_engine_lookup is None:
-            raise ConfigurationError("No default engine: oqronkit.engine, which sets its lookup, is not imported.")
-        return _default_engine_lookup()
+        return default_engine()
 
     @property
     def registry(self) -> Registry:

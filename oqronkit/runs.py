@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, NotRequired, TypedDict, cast
 
 from .clock import now_ms
@@ -67,6 +67,9 @@ class RunValue(TypedDict):
     definition: NotRequired[str]
     lateMs: NotRequired[int | None]
     queue: NotRequired[str]
+    topic: NotRequired[str]  # a topic delivery's run: its topic, group and message
+    group: NotRequired[str]
+    messageId: NotRequired[str]
 
 
 def stored_run(value: dict[str, Any]) -> RunValue:
@@ -87,6 +90,7 @@ def new_run(
     job_id: str | None = None,
     correlation_id: str | None = None,
     started_at: int | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> RunValue:
     """A run record in state ``running`` with an opening timeline entry."""
     started = started_at if started_at is not None else now_ms()
@@ -104,6 +108,8 @@ def new_run(
     if correlation_id is not None:
         run["correlationId"] = correlation_id
     run["progressPercent"] = 0
+    if extra:
+        run.update(extra)
     return cast(RunValue, run)  # built key by key above, for the key order
 
 

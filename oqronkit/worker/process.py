@@ -19,6 +19,8 @@ from ..clock import now_ms
 from ..errors import ConfigurationError, OqronError
 from ..live import WorkerInfo, forget_worker
 from ..services import Services
+from ..topics.dispatch import Dispatcher
+from ..topics.subscription import subscriptions_for
 from .buffer import QueueBuffer
 from .consumer import Consumer
 from .context import JobContext
@@ -91,6 +93,10 @@ class WorkerProcess:
                 # A few spare slots take over from handlers still stuck after a timeout.
                 for n in range(buffer.concurrency + SPARE_SLOTS):
                     self._spawn(f"oqron-slot-{buffer.name}-{n}", self.slots.slot_loop, buffer)
+        subscriptions = [s for q in self.queues if (s := subscriptions_for(self.engine.registry).get(q.name))]
+        if subscriptions:
+            dispatcher = Dispatcher(self.engine, subscriptions, self.worker_id)
+            self._spawn("oqron-topics", dispatcher.loop, self.state.stopping)
         if self.run_services:
             self.services = Services(self.engine, worker_id=self.worker_id)
             self._spawn("oqron-services", self.services.loop, self._stopped)

@@ -87,9 +87,10 @@ class Slots:
         job, queue, config = inflight.job, inflight.queue, self.state.config
         job.started_at = job.updated_at = now
         run = new_run(
-            name=queue.name, module=queue.module, trigger="queue", input=job.data, attempts=job.attempts,
+            name=queue.name, module=queue.module, trigger=queue.trigger, input=job.data, attempts=job.attempts,
             app=config.project, environment=config.environment, worker_id=self.state.worker_id,
             job_id=job.id, correlation_id=job.correlation_id, started_at=now,
+            extra=queue.run_fields(job) if queue.run_fields is not None else None,
         )
         job.run_id = run["id"]
         with inflight.lock:

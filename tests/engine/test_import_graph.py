@@ -19,9 +19,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = "oqronkit"
 BOARD = frozenset({"oqronboard", "runs", "jobs", "definitions", "demo"})
-# The one Django import the engine may hold: a lazy one, for the method that only means
-# something inside a Django project (README: add_on_commit).
-DJANGO_ALLOWED = frozenset({("oqronkit.queue", "Queue.add_on_commit")})
+# The only Django imports the engine may hold: lazy ones, for the methods that only mean
+# something inside a Django project (README: add_on_commit, publish_on_commit).
+DJANGO_ALLOWED = frozenset({("oqronkit.queue", "Queue.add_on_commit"),
+                            ("oqronkit.topics.topic", "Topic.publish_on_commit")})
 
 
 @dataclass(frozen=True)

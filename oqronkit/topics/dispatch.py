@@ -1,0 +1,133 @@
+"""Handing each consumer group's new messages to its delivery queue.
+
+A group advances a cursor over the log; a message becomes a job of the group's queue
+only when the group is ready for it (the queue holds fewer than :data:`WINDOW`
+deliveries), and the job is deleted when the delivery completes. So a group that keeps
+up costs one job row per message only while the message is in flight, never a row per
+message per group for the log's whole retention.
+
+One process at a time dispatches a group (a hot-plane lock, renewed every pass); any
+process that consumes the group takes over when the lock lapses. A pass reads past the
+cursor, adds the jobs (their ids are the message ids, so a pass repeated after a crash
+or a lost lock finds them already there while they are in flight), then moves the
+cursor by compare-and-set on the group's version. Delivery is at least once: a
+dispatcher that dies between adding the jobs and moving the cursor makes the next
+pass add them again, and a job that completed meanwhile runs a second time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from ..backends.types import StoredRecord
+from ..clock import now_ms
+from ..errors import OqronError
+from ..queue import QueueHost
+from . import groups, log
+from .subscription import Message, Subscription
+
+logger = logging.getLogger(__name__)
+#: Deliveries a group may have in its queue (waiting, retrying or running) before its
+#: dispatcher waits: the rows a slow group costs, and how far a crash may repeat work.
+WINDOW = 1000
+BATCH = 500
+IDLE_WAIT = 0.1
+LOCK_TTL_MS = 10_000
+
+
+class Dispatcher:
+    def __init__(self, engine: QueueHost, subscriptions: list[Subscription], worker_id: str) -> None:
+        self.engine = engine
+        self.subscriptions = subscriptions
+        self.worker_id = worker_id
+        self._failing: set[str] = set()  # groups whose last pass failed (logged once until they recover)
+
+    def loop(self, stop: threading.Event) -> None:
+        try:
+            while not stop.is_set():
+                moved = sum(self._pass(sub) for sub in self.subscriptions)
+                if not moved:
+                    stop.wait(IDLE_WAIT)
+        finally:
+            self._release()
+
+    def _pass(self, sub: Subscription) -> int:
+        try:
+            moved = self.dispatch(sub)
+        except OqronError as exc:
+            if sub.queue.name not in self._failing:
+                logger.warning("could not dispatch %s: %s", sub.queue.name, exc, extra={"action": "topic.dispatch"})
+                self._failing.add(sub.queue.name)
+            return 0
+        self._failing.discard(sub.queue.name)
+        return moved
+
+    def dispatch(self, sub: Subscription) -> int:
+        """One pass for one group: the messages it moved past (0: nothing to do)."""
+        hot, durable = self.engine.hot, self.engine.durable
+        lock = f"topic:{sub.queue.name}"
+        if not hot.acquire_lock(lock, self.worker_id, ttl_ms=LOCK_TTL_MS, now=now_ms()):
+            return 0
+        group = groups.ensure(durable, sub.topic, sub.group, sub.partitions, sub.start_from)
+        if group["paused"]:
+            return 0
+        depths = hot.depths(sub.queue.name, now_ms())
+        room = min(WINDOW - (depths.ready + depths.delayed + depths.active), BATCH)
+        if room <= 0:
+            return 0
+        cursor = dict(group["cursor"])
+        items: list[dict[str, Any]] = []
+        for partition in range(sub.partitions):
+            for record in log.read(durable, sub.topic, partition, after=cursor[str(partition)], limit=room):
+                cursor[str(partition)] = int(record.value["offset"])
+                if _wanted(sub, record):
+                    items.append(_delivery(record))
+                room -= 1
+            if room <= 0:
+                break
+        moved = sum(cursor[p] - group["cursor"].get(p, -1) for p in cursor)
+        if not moved:
+            return 0
+        if items:
+            sub.queue.add_bulk(items)
+        return moved if groups.advance(durable, group, cursor) else 0
+
+    def _release(self) -> None:
+        for sub in self.subscriptions:
+            try:
+                self.engine.hot.release_lock(f"topic:{sub.queue.name}", self.worker_id)
+            except OqronError:
+                pass  # it lapses by its TTL
+
+
+def _wanted(sub: Subscription, record: StoredRecord) -> bool:
+    if sub.filter is None:
+        return True
+    value = record.value
+    message = Message(id=value["id"], topic=value["topic"], key=value.get("key"), partition=value["partition"],
+                      offset=value["offset"], payload=value.get("payload"), headers=value.get("headers") or {},
+                      published_at=value["publishedAt"], correlation_id=value.get("correlationId"))
+    try:
+        return bool(sub.filter(message))
+    except Exception:  # a filter that raises delivers the message: the handler decides
+        logger.exception("the filter of %s raised on message %s; delivering it", sub.queue.name, value["id"],
+                         extra={"action": "topic.filter_failed"})
+        return True
+
+
+def _delivery(record: StoredRecord) -> dict[str, Any]:
+    """The job of one delivery: a snapshot of the message (it runs even once pruned)."""
+    value = record.value
+    data = {"topic": value["topic"], "messageId": value["id"], "partition": value["partition"],
+            "offset": value["offset"], "key": value.get("key"), "payload": value.get("payload"),
+            "headers": value.get("headers") or {}, "publishedAt": value["publishedAt"],
+            "correlationId": value.get("correlationId")}
+    item: dict[str, Any] = {"data": data, "job_id": value["id"]}
+    if value.get("correlationId"):
+        item["correlation_id"] = value["correlationId"]
+    run_at = value.get("runAt")
+    if isinstance(run_at, int) and run_at > now_ms():
+        item["run_at"] = run_at
+    return item

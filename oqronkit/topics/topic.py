@@ -1,0 +1,210 @@
+"""``oqronkit.topic``: declare a topic, publish to it, subscribe consumer groups, and
+steer a group (lag, pause, resume, seek, replay, its dead letters)."""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from datetime import timedelta
+from typing import Any, Literal
+from weakref import WeakKeyDictionary
+
+from ..backoff import to_ms
+from ..bounds import MAX_CONCURRENCY
+from ..clock import now_ms
+from ..codec import dumps_compact
+from ..errors import ConfigurationError, InvalidJob
+from ..namespaces import TOPIC, TOPIC_STATE
+from ..queue import Queue, QueueHost, Registry, default_engine, default_registry
+from . import groups, log, publish
+from .log import Draft
+from .subscription import Message, Subscription, check_name, delivery_queue_name, subscribe, subscriptions_for
+
+DEFAULT_RETENTION = timedelta(days=7)
+_TOPICS: WeakKeyDictionary[Registry, dict[str, Topic]] = WeakKeyDictionary()
+
+
+class Topic:
+    """A named, partitioned, retained message log. Groups subscribe to it; each group
+    receives every message, and a group's processes compete for its messages."""
+
+    def __init__(self, name: str, *, partitions: int = 1, retention: float | timedelta | None = DEFAULT_RETENTION,
+                 retention_count: int | None = None, ordering: Literal["none", "key"] = "none",
+                 max_message_bytes: int | None = None, engine: QueueHost | None = None) -> None:
+        self.name = check_name(name, "Topic")
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or not 1 <= partitions <= 256:
+            raise ConfigurationError(f"Topic {name!r}: partitions must be an integer from 1 to 256.")
+        if ordering == "key":
+            raise ConfigurationError(f"Topic {name!r}: ordering='key' is not available yet; messages of one key "
+                                     "share a partition, but a group may run them concurrently.")
+        if ordering != "none":
+            raise ConfigurationError(f"Topic {name!r}: ordering must be 'none' or 'key', got {ordering!r}.")
+        if retention_count is not None and (not isinstance(retention_count, int) or retention_count < 1):
+            raise ConfigurationError(f"Topic {name!r}: retention_count must be a positive integer or None.")
+        self.partitions = partitions
+        self.retention_ms = to_ms(retention, what="retention")
+        self.retention_count = retention_count
+        self.ordering = ordering
+        self.max_message_bytes = max_message_bytes
+        self._engine = engine
+        self._declared = False
+        self._lock = threading.Lock()
+        topics_for(self.registry)[name] = self
+
+    def __repr__(self) -> str:
+        return f"<Topic {self.name!r} partitions={self.partitions}>"
+
+    @property
+    def engine(self) -> QueueHost:
+        return self._engine if self._engine is not None else default_engine()
+
+    @property
+    def registry(self) -> Registry:
+        return self._engine.registry if self._engine is not None else default_registry
+
+    # -- publishing --------------------------------------------------------------------
+
+    def publish(self, payload: Any = None, **options: Any) -> str:
+        """Append one message; its id. Options: ``key`` (same key, same partition),
+        ``idempotency_key`` (a second publish returns the first message's id),
+        ``headers`` (str -> str), ``correlation_id``, ``delay`` (seconds or timedelta)."""
+        return self.publish_many([{"payload": payload, **options}])[0]
+
+    def publish_many(self, items: Iterable[Any]) -> list[str]:
+        """Append many messages, one durable transaction per partition touched. Each
+        item is a payload or ``{"payload": ..., **options}``. Their ids, in order."""
+        drafted = [self._draft(item) for item in items]
+        if not drafted:
+            return []
+        self._declare()
+        by_partition: dict[int, list[Draft]] = defaultdict(list)
+        for partition, draft in drafted:
+            by_partition[partition].append(draft)
+        for partition, drafts in by_partition.items():
+            log.append(self.engine.durable, self.name, partition, drafts)
+        return [draft.id for _, draft in drafted]
+
+    def publish_on_commit(self, payload: Any = None, *, using: str | None = None, **options: Any) -> None:
+        """Publish once the surrounding Django transaction commits (nothing if it rolls back)."""
+        from django.db import transaction  # only meaningful inside a Django project
+
+        transaction.on_commit(lambda: self.publish(payload, **options), using=using)
+
+    def _draft(self, item: Any) -> tuple[int, Draft]:
+        if isinstance(item, Mapping) and "payload" in item:
+            options = {k: v for k, v in item.items() if k != "payload"}
+            payload = item["payload"]
+        else:
+            options, payload = {}, item
+        limit = self.max_message_bytes or self.engine.config.max_record_bytes
+        try:
+            size = len(dumps_compact(payload).encode("utf-8", "surrogatepass"))
+        except (TypeError, ValueError) as exc:
+            raise InvalidJob(f"Topic {self.name!r}: the payload is not JSON: {exc}") from exc
+        if size > limit:
+            raise InvalidJob(f"Topic {self.name!r}: a {size:,}-byte payload is over the {limit:,}-byte limit.")
+        return publish.draft(self.name, payload, options, partitions=self.partitions)
+
+    def _declare(self) -> None:
+        """Record the topic's definition and state once per process."""
+        if self._declared:
+            return
+        with self._lock:
+            if self._declared:
+                return
+            durable, now = self.engine.durable, now_ms()
+            current = durable.get(TOPIC, self.name)
+            created = current.value.get("createdAt", now) if current is not None else now
+            durable.put(TOPIC, self.name, {
+                "name": self.name, "partitions": self.partitions, "retentionMs": self.retention_ms,
+                "retentionCount": self.retention_count, "ordering": self.ordering,
+                "maxMessageBytes": self.max_message_bytes, "createdAt": created, "updatedAt": now})
+            durable.insert(TOPIC_STATE, self.name, {"topic": self.name, "paused": False, "version": 1,
+                                                    "updatedAt": now})
+            self._declared = True
+
+    # -- consumer groups -----------------------------------------------------------------
+
+    def subscribe(self, group: str, *, concurrency: int = 5, start_from: groups.Position = "latest",
+                  filter: Callable[[Message], bool] | None = None, retries: int = 3, backoff: Any = None,
+                  dead_letter: bool = True, timeout: float | timedelta | None = None,
+                  ) -> Callable[[Callable[..., Any]], Subscription]:
+        """Decorator: ``@orders.subscribe("billing")`` runs the function for every
+        message of the topic, once per group (processes of one group compete)."""
+        if not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
+            raise ConfigurationError(f"{self.name}/{group}: concurrency must be 1..{MAX_CONCURRENCY}.")
+        groups.describe(start_from)
+        options = {"concurrency": concurrency, "retries": retries, "backoff": backoff, "dead_letter": dead_letter,
+                   "timeout": timeout}
+
+        def decorate(fn: Callable[..., Any]) -> Subscription:
+            if not callable(fn):
+                raise ConfigurationError(f"{self.name}/{group}: the handler must be callable.")
+            return subscribe(self.name, self.partitions, group, fn, engine=self._engine, start_from=start_from,
+                             filter=filter, options=options)
+        return decorate
+
+    def group_queue(self, group: str) -> Queue:
+        """The delivery queue of ``group``: its jobs are the deliveries in flight or
+        failed; its dead letters (``list_jobs(dead=True)``, ``retry``, ``retry_many``)
+        the deliveries that ran out of attempts."""
+        name = delivery_queue_name(self.name, check_name(group, "Group"))
+        return self.registry.queues.get(name) or Queue(name, engine=self._engine)
+
+    def lag(self, group: str) -> dict[str, Any]:
+        """Messages published but not yet handed to ``group``, per partition and in all,
+        and its deliveries still in its queue (in flight, waiting or retrying)."""
+        found = self._group(group)
+        partitions = groups.lag(self.engine.durable, self.name, found, self.partitions)
+        return {"partitions": partitions, "total": sum(partitions.values()),
+                "inQueue": self.engine.durable.count(self.group_queue(group).namespace)}
+
+    def pause(self, group: str) -> None:
+        """Stop handing messages to ``group`` and stop running its deliveries."""
+        self._group(group)
+        groups.update(self.engine.durable, self.name, group, self.partitions, paused=True)
+        self.group_queue(group).pause()
+
+    def resume(self, group: str) -> None:
+        groups.update(self.engine.durable, self.name, group, self.partitions, paused=False)
+        self.group_queue(group).resume()
+
+    def seek(self, group: str, position: groups.Position) -> int:
+        """Move ``group`` to ``position`` ("earliest", "latest", an offset or a
+        datetime): later messages are handed to it again (or skipped). The number of
+        retained messages it will receive from there."""
+        self._group(group)
+        cursor = groups.resolve(self.engine.durable, self.name, self.partitions, position)
+        changed = groups.update(self.engine.durable, self.name, group, self.partitions, cursor=cursor)
+        return sum(groups.lag(self.engine.durable, self.name, changed, self.partitions).values())
+
+    def replay(self, group: str, from_: groups.Position) -> int:
+        """Deliver again every retained message from ``from_`` (an offset or a
+        datetime) to ``group``: :meth:`seek` backwards. The number of messages."""
+        return self.seek(group, from_)
+
+    def _group(self, group: str) -> groups.GroupValue:
+        found = groups.load(self.engine.durable, self.name, check_name(group, "Group"))
+        if found is not None:
+            return found
+        declared = subscriptions_for(self.registry).get(delivery_queue_name(self.name, group))
+        if declared is None:
+            raise InvalidJob(f"{self.name} has no consumer group {group!r}: subscribe it (a worker creates it).")
+        return groups.ensure(self.engine.durable, self.name, group, self.partitions, declared.start_from)
+
+
+def topics_for(registry: Registry) -> dict[str, Topic]:
+    """The topics declared against ``registry``, by name."""
+    found = _TOPICS.get(registry)
+    if found is None:
+        found = _TOPICS[registry] = {}
+    return found
+
+
+def topic(name: str, **options: Any) -> Topic:
+    """Declare (or look up) a topic on the default engine."""
+    existing = topics_for(default_registry).get(name)
+    if existing is not None and not options:
+        return existing
+    return Topic(name, **options)
