@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..clock import now_ms
 from ..namespaces import RUNS
+from ..topics.retention import prune_topics
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -19,6 +20,7 @@ def prune(engine: Engine, *, run_retention_days: int = 30, batch: int = 10_000) 
     removed = engine.durable.prune_expired()
     cutoff = now_ms() - run_retention_days * DAY_MS
     removed += engine.durable.prune_older_than(RUNS, cutoff_ms=cutoff, limit=batch)
+    removed += prune_topics(engine.durable, batch=batch)
     if removed:
         logger.info("retention removed %d row(s)", removed, extra={"action": "retention.pruned"})
     return removed

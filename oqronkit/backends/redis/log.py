@@ -69,14 +69,22 @@ def append_log(client: redis.Redis, write: Script, keys_of: KeysOf, put_args: Pu
 def read_log(client: redis.Redis, keys_of: KeysOf, scope: Scope, table: str, namespace: str, partition: int,
              after: int, limit: int) -> list[StoredRecord]:
     index, rows_key = offset_index(scope, namespace, partition), keys_of(scope, table, namespace)[0]
-    members = cast("list[str]", client.zrangebyscore(index, f"({after}", "+inf", start=0, num=limit))
-    if not members:
-        return []
-    found = cast("list[str | None]", client.hmget(rows_key, members))
-    gone = [id for id, raw in zip(members, found, strict=True) if raw is None]
-    if gone:  # pruned rows: forget them here so later reads skip them for free
-        client.zrem(index, *gone)
-    records = [decode_row(namespace, id, raw) for id, raw in zip(members, found, strict=True) if raw is not None]
+    records: list[StoredRecord] = []
+    while len(records) < limit:
+        want = limit - len(records)
+        members = cast("list[tuple[str, float]]", client.zrangebyscore(
+            index, f"({after}", "+inf", start=0, num=want, withscores=True))
+        if not members:
+            break
+        found = cast("list[str | None]", client.hmget(rows_key, [id for id, _ in members]))
+        gone = [id for (id, _), raw in zip(members, found, strict=True) if raw is None]
+        if gone:  # pruned rows: forget them, so later reads skip them for free
+            client.zrem(index, *gone)
+        records += [decode_row(namespace, id, raw) for (id, _), raw in zip(members, found, strict=True)
+                    if raw is not None]
+        if len(members) < want:
+            break
+        after = int(members[-1][1])
     return sorted(records, key=_offset)
 
 
