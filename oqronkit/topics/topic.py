@@ -128,7 +128,7 @@ class Topic:
 
     def subscribe(self, group: str, *, concurrency: int = 5, start_from: groups.Position = "latest",
                   filter: Callable[[Message], bool] | None = None, retries: int = 3, backoff: Any = None,
-                  dead_letter: bool = True, timeout: float | timedelta | None = None,
+                  dead_letter: bool = True, timeout: float | timedelta | None = None, lease: float | timedelta = 30,
                   ) -> Callable[[Callable[..., Any]], Subscription]:
         """Decorator: ``@orders.subscribe("billing")`` runs the function for every
         message of the topic, once per group (processes of one group compete)."""
@@ -136,7 +136,7 @@ class Topic:
             raise ConfigurationError(f"{self.name}/{group}: concurrency must be 1..{MAX_CONCURRENCY}.")
         groups.describe(start_from)
         options = {"concurrency": concurrency, "retries": retries, "backoff": backoff, "dead_letter": dead_letter,
-                   "timeout": timeout}
+                   "timeout": timeout, "lease": lease}
 
         def decorate(fn: Callable[..., Any]) -> Subscription:
             if not callable(fn):

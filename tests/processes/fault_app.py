@@ -29,3 +29,30 @@ def bulk_job(ctx):
     """Sleeps ``data["ms"]`` milliseconds; reports which process ran it."""
     time.sleep(ctx.data.get("ms", 0) / 1000)
     return {"pid": os.getpid()}
+
+
+#: Pub/sub under faults: two groups of one topic, and a slow group for SIGKILL.
+events = oqronkit.topic("events", partitions=2)
+
+
+@events.subscribe("alpha", start_from="earliest", concurrency=4, lease=3.0, backoff=0.1)
+def alpha(ctx):
+    time.sleep(ctx.data.get("ms", 0) / 1000)
+    return {"pid": os.getpid()}
+
+
+@events.subscribe("beta", start_from="earliest", concurrency=4, lease=3.0, backoff=0.1)
+def beta(ctx):
+    time.sleep(ctx.data.get("ms", 0) / 1000)
+    return {"pid": os.getpid()}
+
+
+slow_events = oqronkit.topic("slow_events")
+
+
+@slow_events.subscribe("one", start_from="earliest", concurrency=2, lease=1.5, backoff=0.1)
+def slow_one(ctx):
+    deadline = time.monotonic() + ctx.data.get("seconds", 0)
+    while time.monotonic() < deadline and not ctx.cancelled:
+        time.sleep(0.02)
+    return {"pid": os.getpid()}

@@ -1,0 +1,80 @@
+"""Pub/sub under faults, with real worker processes in ``redis-postgres`` mode on
+throwaway servers: a consumer SIGKILLed mid-message (redelivered once, after its lease)
+and FLUSHALL of the hot plane mid-delivery (every message reaches every group)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+
+import pytest
+
+from oqronkit import Engine
+from tests.dedicated import dedicated_redis
+from tests.engine.queue.conftest import wait_until
+from tests.processes.test_faults import all_runs, by_job, concurrent_runs, fleet, make_config, producer
+
+pytestmark = pytest.mark.slow
+
+
+def delivery_runs(engine: Engine, topic: str) -> list[dict]:
+    return [r for r in all_runs(engine) if r.get("topic") == topic]
+
+
+def test_a_consumer_sigkilled_mid_message_is_redelivered_once_after_its_lease(tmp_path, scope_names, pg_schema_url):
+    with dedicated_redis() as redis_server, producer(make_config(pg_schema_url, redis_server.url,
+                                                                 scope_names[0])) as engine:
+        topic = engine.topic("slow_events")
+        with fleet(engine.config, tmp_path) as workers:
+            first = workers.spawn()
+            message = topic.publish({"seconds": 3})
+            wait_until(lambda: (r := engine.durable.get("queue_job:slow_events@one", message)) is not None
+                       and r.value["status"] == "active", timeout=30)
+            second = workers.spawn()
+            time.sleep(1.0)
+            first.send_signal(signal.SIGKILL)
+            first.wait(10)
+            wait_until(lambda: any(r["status"] == "completed" for r in delivery_runs(engine, "slow_events")),
+                       timeout=40)
+            assert second.poll() is None, workers.logs()
+        runs = delivery_runs(engine, "slow_events")
+        assert {r["messageId"] for r in runs} == {message}
+        completed = [r for r in runs if r["status"] == "completed"]
+        assert len(completed) == 1 and completed[0]["output"]["pid"] == second.pid, (runs, workers.logs())
+        assert len(runs) <= 2 and not concurrent_runs(by_job(runs))
+        assert engine.durable.count("queue_job:slow_events@one") == 0
+
+
+def test_flushall_mid_delivery_reaches_every_group_with_every_message(tmp_path, scope_names, pg_schema_url):
+    messages = 2000
+    with dedicated_redis() as redis_server, producer(make_config(pg_schema_url, redis_server.url,
+                                                                 scope_names[0])) as engine:
+        topic = engine.topic("events", partitions=2)
+        ids = set(topic.publish_many([{"payload": {"ms": 2, "i": i}, "key": f"k{i % 50}"} for i in range(messages)]))
+        with fleet(engine.config, tmp_path) as workers:
+            workers.spawn()
+            workers.spawn()
+
+            def completed(group: str) -> Counter[str]:
+                return Counter(r["messageId"] for r in delivery_runs(engine, "events")
+                               if r["group"] == group and r["status"] == "completed")
+
+            wait_until(lambda: len(completed("alpha")) + len(completed("beta")) >= messages // 2, timeout=60,
+                       interval=0.2)
+            redis_server.flushall()
+            try:
+                wait_until(lambda: set(completed("alpha")) == ids and set(completed("beta")) == ids, timeout=90,
+                           interval=0.5)
+            except AssertionError:
+                pytest.fail(f"alpha {len(completed('alpha'))}, beta {len(completed('beta'))} of {messages}\n"
+                            f"{workers.logs()}")
+            assert all(p.poll() is None for p in workers.procs), workers.logs()
+        runs = delivery_runs(engine, "events")
+        for group in ("alpha", "beta"):
+            mine = [r for r in runs if r["group"] == group]
+            assert not concurrent_runs(by_job(mine)), group
+            twice = [m for m, n in completed(group).items() if n > 1]
+            print(f"\n{group}: {len(mine)} runs for {messages} messages; completed twice: {len(twice)}")
+            assert twice == [], (group, twice[:5])
+        assert engine.durable.count("queue_dlq:events@alpha") + engine.durable.count("queue_dlq:events@beta") == 0
