@@ -26,6 +26,7 @@ from ..clock import now_ms
 from ..errors import OqronError
 from ..queue import QueueHost
 from . import groups, log
+from .ordering import KeyChains
 from .subscription import Message, Subscription
 
 logger = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ class Dispatcher:
         self.subscriptions = subscriptions
         self.worker_id = worker_id
         self._failing: set[str] = set()  # groups whose last pass failed (logged once until they recover)
+        self._chains: dict[str, KeyChains] = {}  # ordered groups whose lock this process holds
 
     def loop(self, stop: threading.Event) -> None:
         try:
@@ -69,6 +71,7 @@ class Dispatcher:
         hot, durable = self.engine.hot, self.engine.durable
         lock = f"topic:{sub.queue.name}"
         if not hot.acquire_lock(lock, self.worker_id, ttl_ms=LOCK_TTL_MS, now=now_ms()):
+            self._chains.pop(sub.queue.name, None)  # another process dispatches it: its chains, not ours
             return 0
         group = groups.ensure(durable, sub.topic, sub.group, sub.partitions, sub.start_from)
         if group["paused"]:
@@ -90,9 +93,18 @@ class Dispatcher:
         moved = sum(cursor[p] - group["cursor"].get(p, -1) for p in cursor)
         if not moved:
             return 0
+        if items and sub.ordered:
+            self._chains_of(sub).chain(durable, sub.queue.namespace, items)
         if items:
             sub.queue.add_bulk(items)
         return moved if groups.advance(durable, group, cursor) else 0
+
+    def _chains_of(self, sub: Subscription) -> KeyChains:
+        chains = self._chains.get(sub.queue.name)
+        if chains is None:
+            chains = self._chains[sub.queue.name] = KeyChains()
+            chains.rebuild(self.engine.durable, sub.queue.namespace)
+        return chains
 
     def _release(self) -> None:
         for sub in self.subscriptions:

@@ -111,6 +111,7 @@ class Subscription:
     start_from: Position
     filter: Callable[[Message], bool] | None
     queue: Queue
+    ordered: bool = False  # ordering="key": one message of a key at a time, in offset order
 
 
 def subscriptions_for(registry: Registry) -> dict[str, Subscription]:
@@ -122,7 +123,8 @@ def subscriptions_for(registry: Registry) -> dict[str, Subscription]:
 
 
 def subscribe(topic: str, partitions: int, group: str, fn: Callable[..., Any], *, engine: QueueHost | None,
-              start_from: Position, filter: Callable[[Message], bool] | None, options: dict[str, Any]) -> Subscription:
+              start_from: Position, filter: Callable[[Message], bool] | None, ordered: bool,
+              options: dict[str, Any]) -> Subscription:
     """Declare the group's delivery queue with ``fn`` as its handler (through a
     :class:`TopicContext`)."""
     check_name(group, "Group")
@@ -146,7 +148,7 @@ def subscribe(topic: str, partitions: int, group: str, fn: Callable[..., Any], *
     queue.trigger = "topic"
     queue.run_fields = _run_fields
     subscription = Subscription(topic=topic, group=group, partitions=partitions, start_from=start_from,
-                                filter=filter, queue=queue)
+                                filter=filter, queue=queue, ordered=ordered)
     subscriptions_for(queue.registry)[queue.name] = subscription
     return subscription
 

@@ -35,10 +35,7 @@ class Topic:
         self.name = check_name(name, "Topic")
         if not isinstance(partitions, int) or isinstance(partitions, bool) or not 1 <= partitions <= 256:
             raise ConfigurationError(f"Topic {name!r}: partitions must be an integer from 1 to 256.")
-        if ordering == "key":
-            raise ConfigurationError(f"Topic {name!r}: ordering='key' is not available yet; messages of one key "
-                                     "share a partition, but a group may run them concurrently.")
-        if ordering != "none":
+        if ordering not in ("none", "key"):
             raise ConfigurationError(f"Topic {name!r}: ordering must be 'none' or 'key', got {ordering!r}.")
         if retention_count is not None and (not isinstance(retention_count, int) or retention_count < 1):
             raise ConfigurationError(f"Topic {name!r}: retention_count must be a positive integer or None.")
@@ -142,7 +139,7 @@ class Topic:
             if not callable(fn):
                 raise ConfigurationError(f"{self.name}/{group}: the handler must be callable.")
             return subscribe(self.name, self.partitions, group, fn, engine=self._engine, start_from=start_from,
-                             filter=filter, options=options)
+                             filter=filter, ordered=self.ordering == "key", options=options)
         return decorate
 
     def group_queue(self, group: str) -> Queue:

@@ -56,3 +56,12 @@ def slow_one(ctx):
     while time.monotonic() < deadline and not ctx.cancelled:
         time.sleep(0.02)
     return {"pid": os.getpid()}
+
+
+ordered = oqronkit.topic("ordered", partitions=2, ordering="key")
+
+
+@ordered.subscribe("seq", start_from="earliest", concurrency=4, backoff=0.05)
+def in_order(ctx):
+    time.sleep(ctx.data.get("ms", 0) / 1000)
+    return {"pid": os.getpid()}

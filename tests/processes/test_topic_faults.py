@@ -4,6 +4,7 @@ and FLUSHALL of the hot plane mid-delivery (every message reaches every group)."
 
 from __future__ import annotations
 
+import itertools
 import signal
 import time
 from collections import Counter
@@ -78,3 +79,24 @@ def test_flushall_mid_delivery_reaches_every_group_with_every_message(tmp_path, 
             print(f"\n{group}: {len(mine)} runs for {messages} messages; completed twice: {len(twice)}")
             assert twice == [], (group, twice[:5])
         assert engine.durable.count("queue_dlq:events@alpha") + engine.durable.count("queue_dlq:events@beta") == 0
+
+
+def test_ordering_by_key_holds_across_two_real_worker_processes(tmp_path, scope_names, pg_schema_url):
+    messages, keys = 300, 10
+    with dedicated_redis() as redis_server, producer(make_config(pg_schema_url, redis_server.url,
+                                                                 scope_names[0])) as engine:
+        topic = engine.topic("ordered", partitions=2, ordering="key")
+        topic.publish_many([{"payload": {"ms": 5, "n": n}, "key": f"k{n % keys}"} for n in range(messages)])
+        with fleet(engine.config, tmp_path) as workers:
+            workers.spawn()
+            workers.spawn()
+            wait_until(lambda: len([r for r in delivery_runs(engine, "ordered") if r["status"] == "completed"])
+                       >= messages, timeout=90, interval=0.5)
+        runs = [r for r in delivery_runs(engine, "ordered") if r["status"] == "completed"]
+        assert len({r["messageId"] for r in runs}) == messages
+        assert len({r["workerId"] for r in runs}) == 2  # both processes took part
+        for key in {r["input"]["key"] for r in runs}:
+            mine = sorted((r for r in runs if r["input"]["key"] == key), key=lambda r: r["startedAt"])
+            offsets = [r["input"]["offset"] for r in mine]
+            assert offsets == sorted(offsets), key
+            assert all(a["endedAt"] <= b["startedAt"] for a, b in itertools.pairwise(mine)), key

@@ -65,7 +65,7 @@ def test_payloads_that_cannot_be_stored_are_refused(engine: Engine):
     assert log.read(engine.durable, "sizes", 0, after=-1, limit=10) == []
 
 
-@pytest.mark.parametrize("options", [{"partitions": 0}, {"partitions": 1000}, {"ordering": "key"},
+@pytest.mark.parametrize("options", [{"partitions": 0}, {"partitions": 1000},
                                      {"ordering": "sorted"}, {"retention_count": 0}])
 def test_bad_topic_options_are_refused_at_declaration(engine: Engine, options):
     with pytest.raises(ConfigurationError):
