@@ -19,35 +19,28 @@ from .statements import row_columns, statement
 
 def append_log(conn: psycopg.Connection[Any], scope: Scope, append: LogAppend) -> dict[str, int]:
     keys = {"project": scope.project, "environment": scope.environment}
-    with conn.transaction():
-        counter = _locked_counter(conn, scope, append)
-        offsets = {
-            id: value["offset"] for _, id, _, value, _, _ in conn.execute(
-                statement("get_many", append.table),
-                {**keys, "namespace": append.namespace, "ids": TextArray(dict.fromkeys(append.ids))}).fetchall()
-        }
+    counter_key = {**keys, "namespace": append.counter_namespace, "id": append.counter_id}
+    existing = {**keys, "namespace": append.namespace, "ids": TextArray(dict.fromkeys(append.ids))}
+    # Pipelined: BEGIN, the counter's lock and the ids already appended go in one round
+    # trip; the writes and COMMIT in another.
+    with conn.pipeline(), conn.transaction():
+        locked = conn.execute(statement("lock_row", append.counter_table), counter_key)
+        found = conn.execute(statement("get_many", append.table), existing)
+        row = locked.fetchone()
+        if row is None:  # the partition's first append: create its counter, then look again
+            conn.execute(statement("insert_rows", append.counter_table), row_columns(scope, [append.counter(0)]))
+            row = conn.execute(statement("lock_row", append.counter_table), counter_key).fetchone()
+            found = conn.execute(statement("get_many", append.table), existing)
+            assert row is not None  # inserted just now, or by a racing append we then waited for
+        counter: int = row[0]["next"]
+        offsets = {id: value["offset"] for _, id, _, value, _, _ in found.fetchall()}
         new = [id for id in dict.fromkeys(append.ids) if id not in offsets]
         if new:
-            rows = append.build(new, counter)
-            conn.execute(statement("insert_rows", append.table), row_columns(scope, rows))
+            conn.execute(statement("insert_rows", append.table), row_columns(scope, append.build(new, counter)))
             conn.execute(statement("upsert_rows", append.counter_table),
                          row_columns(scope, [append.counter(counter + len(new))]))
         offsets.update((id, counter + i) for i, id in enumerate(new))
     return offsets
-
-
-def _locked_counter(conn: psycopg.Connection[Any], scope: Scope, append: LogAppend) -> int:
-    """The partition's next free offset, its row locked (created at 0 the first time)."""
-    params = {"project": scope.project, "environment": scope.environment,
-              "namespace": append.counter_namespace, "id": append.counter_id}
-    lock = statement("lock_row", append.counter_table)
-    row = conn.execute(lock, params).fetchone()
-    if row is None:
-        conn.execute(statement("insert_rows", append.counter_table), row_columns(scope, [append.counter(0)]))
-        row = conn.execute(lock, params).fetchone()
-        assert row is not None  # inserted just now, or by a racing append we then waited for
-    next_offset: int = row[0]["next"]
-    return next_offset
 
 
 def read_log(conn: psycopg.Connection[Any], scope: Scope, table: str, namespace: str, partition: int, after: int,
