@@ -37,7 +37,8 @@ class MessageValue(TypedDict):
 
 @dataclass(frozen=True, slots=True)
 class Draft:
-    """A message about to be appended: everything but its offset."""
+    """A message about to be appended: everything but its offset. Its payload passed
+    :func:`~oqronkit.codec.dumps_compact` (JSON only), its texts were checked."""
 
     id: str
     key: str | None
@@ -71,8 +72,8 @@ def append(durable: DurablePlane, topic: str, partition: int, drafts: Sequence[D
     by_id = {d.id: d for d in drafts}
 
     def build(new_ids: list[str], first: int) -> list[EncodedRow]:
-        return durable.encode_all(RecordWrite(namespace, id, message_value(topic, partition, first + i, by_id[id]))
-                                  for i, id in enumerate(new_ids))
+        return durable.encode_all(RecordWrite(namespace, id, message_value(topic, partition, first + i, by_id[id]),
+                                              checked=True) for i, id in enumerate(new_ids))
 
     def counter(next_offset: int) -> EncodedRow:
         value = {"topic": topic, "partition": partition, "next": next_offset}

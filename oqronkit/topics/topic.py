@@ -13,7 +13,7 @@ from weakref import WeakKeyDictionary
 from ..backoff import to_ms
 from ..bounds import MAX_CONCURRENCY
 from ..clock import now_ms
-from ..codec import dumps_compact
+from ..codec import dumps_compact, storage_problem
 from ..errors import ConfigurationError, InvalidJob
 from ..namespaces import TOPIC, TOPIC_STATE
 from ..queue import Queue, QueueHost, Registry, default_engine, default_registry
@@ -96,9 +96,13 @@ class Topic:
             options, payload = {}, item
         limit = self.max_message_bytes or self.engine.config.max_record_bytes
         try:
-            size = len(dumps_compact(payload).encode("utf-8", "surrogatepass"))
+            text = dumps_compact(payload)
         except (TypeError, ValueError) as exc:
             raise InvalidJob(f"Topic {self.name!r}: the payload is not JSON: {exc}") from exc
+        problem = storage_problem(text)
+        if problem is not None:
+            raise InvalidJob(f"Topic {self.name!r}: the payload cannot be stored: {problem}.")
+        size = len(text.encode("utf-8"))
         if size > limit:
             raise InvalidJob(f"Topic {self.name!r}: a {size:,}-byte payload is over the {limit:,}-byte limit.")
         return publish.draft(self.name, payload, options, partitions=self.partitions)

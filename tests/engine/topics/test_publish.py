@@ -100,3 +100,19 @@ def test_fifty_concurrent_publishers_of_one_idempotency_key_make_one_message(eng
     messages = [m for p in range(3) for m in log.read(engine.durable, "once", p, after=-1, limit=100)]
     assert [m.id for m in messages] == [got[0]] and messages[0].value["idempotencyKey"] == "order-7"
     assert sum(log.next_offsets(engine.durable, "once", 3)) == 1  # no offset burnt by the losers
+
+
+def nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("payload", [{"s": "a\x00b"}, {"s": "\ud800"}, float("nan"), {"deep": nested(300)}],
+                         ids=["nul", "surrogate", "nan", "deep"])
+def test_payloads_no_plane_stores_alike_are_refused_before_anything_is_written(engine: Engine, payload):
+    t = engine.topic("odd")
+    with pytest.raises(InvalidJob):
+        t.publish(payload)
+    assert log.read(engine.durable, "odd", 0, after=-1, limit=10) == []
