@@ -10,9 +10,14 @@ One process at a time dispatches a group (a hot-plane lock, renewed every pass);
 process that consumes the group takes over when the lock lapses. A pass reads past the
 cursor, adds the jobs (their ids are the message ids, so a pass repeated after a crash
 or a lost lock finds them already there while they are in flight), then moves the
-cursor by compare-and-set on the group's version. Delivery is at least once: a
-dispatcher that dies between adding the jobs and moving the cursor makes the next
-pass add them again, and a job that completed meanwhile runs a second time.
+cursor by compare-and-set on the group's version, in two steps: it first claims the
+range it is about to hand over (``pending``, with its worker id), then adds the jobs,
+then moves the cursor past the range. Two dispatchers (a lock lost to a hot-plane
+flush) never hand over one range twice: the second finds the first's claim and waits.
+Delivery is at least once: a dispatcher that dies between claiming and moving the
+cursor leaves its claim, which the next dispatcher takes over after
+:data:`PENDING_TIMEOUT_MS` and hands over again (a delivery still in flight is found
+by its id and not added twice; one that completed meanwhile runs a second time).
 """
 
 from __future__ import annotations
@@ -36,6 +41,9 @@ WINDOW = 1000
 BATCH = 500
 IDLE_WAIT = 0.1
 LOCK_TTL_MS = 10_000
+#: A range claimed by a dispatcher that has not handed it over within this long is
+#: taken over (its dispatcher died): its deliveries are added again (at least once).
+PENDING_TIMEOUT_MS = 30_000
 
 
 class Dispatcher:
@@ -69,35 +77,63 @@ class Dispatcher:
     def dispatch(self, sub: Subscription) -> int:
         """One pass for one group: the messages it moved past (0: nothing to do)."""
         hot, durable = self.engine.hot, self.engine.durable
-        lock = f"topic:{sub.queue.name}"
-        if not hot.acquire_lock(lock, self.worker_id, ttl_ms=LOCK_TTL_MS, now=now_ms()):
+        if not hot.acquire_lock(f"topic:{sub.queue.name}", self.worker_id, ttl_ms=LOCK_TTL_MS, now=now_ms()):
             self._chains.pop(sub.queue.name, None)  # another process dispatches it: its chains, not ours
             return 0
         group = groups.ensure(durable, sub.topic, sub.group, sub.partitions, sub.start_from)
         if group["paused"]:
             return 0
-        depths = hot.depths(sub.queue.name, now_ms())
-        room = min(WINDOW - (depths.ready + depths.delayed + depths.active), BATCH)
-        if room <= 0:
-            return 0
-        cursor = dict(group["cursor"])
-        items: list[dict[str, Any]] = []
-        for partition in range(sub.partitions):
-            for record in log.read(durable, sub.topic, partition, after=cursor[str(partition)], limit=room):
-                cursor[str(partition)] = int(record.value["offset"])
-                if _wanted(sub, record):
-                    items.append(_delivery(record))
-                room -= 1
-            if room <= 0:
-                break
-        moved = sum(cursor[p] - group["cursor"].get(p, -1) for p in cursor)
-        if not moved:
-            return 0
+        pending = group.get("pending")
+        if pending is not None:
+            if pending["owner"] != self.worker_id and now_ms() - pending["at"] < PENDING_TIMEOUT_MS:
+                return 0  # another dispatcher is handing this range over now
+            target = pending["cursor"]  # ours, or left by a dispatcher that died: hand it over again
+        else:
+            found = self._next_range(sub, group)
+            if found is None:
+                return 0
+            target = found
+            claimed = groups.claim_range(durable, group, target, self.worker_id)
+            if claimed is None:
+                return 0  # the group changed meanwhile (a seek, another dispatcher)
+            group = claimed
+        items = self._deliveries(sub, group["cursor"], target)
         if items and sub.ordered:
             self._chains_of(sub).chain(durable, sub.queue.namespace, items)
         if items:
             sub.queue.add_bulk(items)
-        return moved if groups.advance(durable, group, cursor) else 0
+        moved = sum(target[p] - group["cursor"].get(p, -1) for p in target)
+        return moved if groups.advance(durable, group, target) else 0
+
+    def _next_range(self, sub: Subscription, group: groups.GroupValue) -> dict[str, int] | None:
+        """The cursor after the next batch the group has room for, or None."""
+        depths = self.engine.hot.depths(sub.queue.name, now_ms())
+        room = min(WINDOW - (depths.ready + depths.delayed + depths.active), BATCH)
+        if room <= 0:
+            return None
+        target = dict(group["cursor"])
+        for partition in range(sub.partitions):
+            got = log.read(self.engine.durable, sub.topic, partition, after=target[str(partition)], limit=room)
+            if got:
+                target[str(partition)] = int(got[-1].value["offset"])
+                room -= len(got)
+            if room <= 0:
+                break
+        return target if target != group["cursor"] else None
+
+    def _deliveries(self, sub: Subscription, cursor: dict[str, int], target: dict[str, int]) -> list[dict[str, Any]]:
+        """The jobs of the messages after ``cursor`` up to ``target``, filtered."""
+        items: list[dict[str, Any]] = []
+        for partition, last in target.items():
+            after = cursor.get(partition, -1)
+            while after < last:
+                page = log.read(self.engine.durable, sub.topic, int(partition), after=after,
+                                limit=min(last - after, BATCH))
+                if not page:
+                    break
+                items += [_delivery(r) for r in page if int(r.value["offset"]) <= last and _wanted(sub, r)]
+                after = int(page[-1].value["offset"])
+        return items
 
     def _chains_of(self, sub: Subscription) -> KeyChains:
         chains = self._chains.get(sub.queue.name)

@@ -7,7 +7,7 @@ never both win)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from ..clock import now_ms
 from ..durable import ABSENT, DurablePlane
@@ -30,6 +30,13 @@ class GroupValue(TypedDict):
     version: int
     createdAt: int
     updatedAt: int
+    pending: NotRequired[PendingRange | None]  # a range a dispatcher is handing over now
+
+
+class PendingRange(TypedDict):
+    owner: str  # the dispatching worker's id
+    cursor: dict[str, int]  # the cursor once the range is handed over
+    at: int  # epoch ms it was claimed
 
 
 def load(durable: DurablePlane, topic: str, group: str) -> GroupValue | None:
@@ -56,9 +63,17 @@ def ensure(durable: DurablePlane, topic: str, group: str, partitions: int, start
     return _widened(found, partitions)
 
 
+def claim_range(durable: DurablePlane, current: GroupValue, cursor: dict[str, int], owner: str) -> GroupValue | None:
+    """Note that ``owner`` is handing over the messages up to ``cursor``; the group as
+    written, or None when it changed since ``current`` was read."""
+    claimed: GroupValue = {**current, "pending": {"owner": owner, "cursor": cursor, "at": now_ms()}}
+    return _swapped(durable, current, claimed)
+
+
 def advance(durable: DurablePlane, current: GroupValue, cursor: dict[str, int]) -> bool:
-    """Move the cursor if nobody changed the group since ``current`` was read."""
-    return _swap(durable, current, {**current, "cursor": cursor})
+    """Move the cursor (and drop the claimed range) if nobody changed the group since
+    ``current`` was read."""
+    return _swapped(durable, current, {**current, "cursor": cursor, "pending": None}) is not None
 
 
 def update(durable: DurablePlane, topic: str, group: str, partitions: int, **changes: Any) -> GroupValue:
@@ -111,9 +126,14 @@ def _before_time(durable: DurablePlane, topic: str, partition: int, at_ms: int) 
 
 
 def _swap(durable: DurablePlane, current: GroupValue, changed: GroupValue) -> bool:
+    return _swapped(durable, current, changed) is not None
+
+
+def _swapped(durable: DurablePlane, current: GroupValue, changed: GroupValue) -> GroupValue | None:
     changed = {**changed, "version": current["version"] + 1, "updatedAt": now_ms()}
-    return durable.compare_and_set(topic_groups_namespace(current["topic"]), current["group"],
-                                   expect={"version": current["version"]}, value=changed)
+    stored = durable.compare_and_set(topic_groups_namespace(current["topic"]), current["group"],
+                                     expect={"version": current["version"]}, value=changed)
+    return changed if stored else None
 
 
 def _widened(group: GroupValue, partitions: int) -> GroupValue:

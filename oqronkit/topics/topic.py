@@ -177,7 +177,8 @@ class Topic:
         retained messages it will receive from there."""
         self._group(group)
         cursor = groups.resolve(self.engine.durable, self.name, self.partitions, position)
-        changed = groups.update(self.engine.durable, self.name, group, self.partitions, cursor=cursor)
+        # A range a dispatcher is handing over is dropped: it resumes from the new cursor.
+        changed = groups.update(self.engine.durable, self.name, group, self.partitions, cursor=cursor, pending=None)
         return sum(groups.lag(self.engine.durable, self.name, changed, self.partitions).values())
 
     def replay(self, group: str, from_: groups.Position) -> int:

@@ -4,6 +4,7 @@ queue (jobs only while in flight), with a run per attempt naming the message."""
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime
 
 from oqronkit import Engine
@@ -118,3 +119,45 @@ def test_a_delivery_that_keeps_failing_is_dead_lettered_in_its_group_and_retried
         wait_until(lambda: state["ok"] == [mid], timeout=20)
     runs = topic_runs(engine, "g")
     assert sorted(r["status"] for r in runs) == ["completed", "failed", "failed"]
+
+
+def test_dispatchers_that_all_think_they_hold_the_lock_hand_each_message_over_once(engine: Engine, monkeypatch):
+    """A hot-plane flush loses the dispatch lock: two processes may then dispatch one
+    group at once. The claimed range in the group record keeps each message one job."""
+    from oqronkit.topics.dispatch import Dispatcher
+    from oqronkit.topics.subscription import subscriptions_for
+
+    monkeypatch.setattr(engine.hot, "acquire_lock", lambda *args, **kwargs: True)
+    t = engine.topic("racy", partitions=2)
+    runs: list[str] = []
+    lock = threading.Lock()
+
+    def handle(ctx):
+        with lock:
+            runs.append(ctx.message.id)
+
+    t.subscribe("g", start_from="earliest", concurrency=8)(handle)
+    sub = subscriptions_for(engine.registry)["racy@g"]
+    add_bulk = sub.queue.add_bulk
+
+    def slow_rivals(items):
+        if threading.current_thread().name.startswith("rival"):
+            time.sleep(0.2)  # the worker's own dispatcher hands the same range over meanwhile
+        return add_bulk(items)
+
+    monkeypatch.setattr(sub.queue, "add_bulk", slow_rivals)
+    ids = t.publish_many([{"payload": n, "key": f"k{n}"} for n in range(600)])
+    stop = threading.Event()
+    extra = [threading.Thread(target=Dispatcher(engine, [sub], f"rival-{n}").loop, args=(stop,), name=f"rival-{n}")
+             for n in range(2)]
+    for thread in extra:
+        thread.start()
+    try:
+        with running(engine):
+            wait_until(lambda: len(runs) >= 600 and t.lag("g")["total"] == 0, timeout=60)
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        for thread in extra:
+            thread.join(10)
+    assert sorted(runs) == sorted(ids)
