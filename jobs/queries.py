@@ -212,6 +212,18 @@ def dead_groups(scope: BoardScope, *, queue: str = "", limit: int = 50) -> list[
     return groups
 
 
+def queue_sizes(scope: BoardScope, queues: list[str]) -> dict[str, tuple[int, int]]:
+    """``(jobs, dead letters)`` of each of ``queues``: one count per namespace, each a
+    primary-key range (a topic group's delivery queue holds at most its dispatch window
+    of jobs; its dead letters are counted like the spec's depth query)."""
+    if not queues:
+        return {}
+    namespaces = [build(q) for q in queues for build in (job_namespace, dlq_namespace)]
+    rows = jobs_of(scope).filter(namespace__in=namespaces).values("namespace").annotate(n=Count("*")).order_by()
+    counts = {row["namespace"]: row["n"] for row in rows}
+    return {q: (counts.get(job_namespace(q), 0), counts.get(dlq_namespace(q), 0)) for q in queues}
+
+
 def get_job(scope: BoardScope, queue: str, job_id: str) -> JobRecord | None:
     """A job (or its dead letter) by queue and id: primary-key reads."""
     return (

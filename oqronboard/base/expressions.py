@@ -12,6 +12,8 @@ expression             PostgreSQL                               SQLite
 ``JsonText("status")`` ``(value->>'status')``                    ``json_extract(value, '$.status')``
 ``RunStarted()``       ``((value->>'startedAt')::float8)``       ``json_extract(value, '$.startedAt')``
 ``JsonNumber("x")``    ``CASE WHEN jsonb_typeof(...) ...``       ``json_extract(value, '$.x')``
+``JsonCast("x", "int")`` ``((value->>'x')::int)``              ``json_extract(value, '$.x')``
+``Published()``        ``((value->>'publishedAt')::numeric)``    ``json_extract(value, '$.publishedAt')``
 ``RowKey()``           ``id COLLATE "C"``                        ``id``
 =====================  =======================================  =====================================
 
@@ -106,6 +108,38 @@ class JsonNumber(_ValueExpression):
             f"(CASE WHEN jsonb_typeof(%(expressions)s->'{key}') = 'number' "
             f"THEN (%(expressions)s->>'{key}')::numeric END)"
         )
+
+
+class JsonCast(_ValueExpression):
+    """``((value->>'key')::<type>)`` unguarded, as a message row's log index spells it
+    (``partition`` as int, ``offset`` as bigint): the engine writes those keys as
+    numbers on every message row, and the partial index holds message rows only."""
+
+    TYPES = {"int": models.IntegerField, "bigint": models.BigIntegerField}
+
+    def __init__(self, key: str, sql_type: str) -> None:
+        if sql_type not in self.TYPES:
+            raise ValueError(f"unsupported cast {sql_type!r}")
+        self.sql_type = sql_type
+        super().__init__(key, output_field=self.TYPES[sql_type]())
+
+    def pg_template(self) -> str:
+        return f"((%(expressions)s->>'{self.keys[0]}')::{self.sql_type})"
+
+
+class Published(_ValueExpression):
+    """A retained message's ``publishedAt`` as the spec's dashboard query orders it:
+    ``(value->>'publishedAt')::numeric`` (the engine refuses a message row whose
+    publishedAt is not a number, so the cast is unguarded)."""
+
+    def __init__(self) -> None:
+        super().__init__("publishedAt")
+
+    def default_output_field(self) -> models.Field:
+        return models.BigIntegerField()
+
+    def pg_template(self) -> str:
+        return "((%(expressions)s->>'publishedAt')::numeric)"
 
 
 class RowKey(Func):

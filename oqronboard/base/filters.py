@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from django import forms
@@ -14,6 +15,8 @@ from .pages import BadFilter
 HOUR_MS = 3600 * 1000
 WINDOWS = {"1h": HOUR_MS, "6h": 6 * HOUR_MS, "24h": 24 * HOUR_MS, "7d": 7 * 24 * HOUR_MS, "30d": 30 * 24 * HOUR_MS}
 DEFAULT_WINDOW = "24h"
+# An instant a form accepts: from 1970 to the year 9999 (epoch ms the engine stores alike).
+INSTANT_HELP = "a date and time such as 2026-05-01T14:30 (UTC unless it names an offset, e.g. +02:00)"
 
 
 def clean_or_400(form: forms.Form) -> dict:
@@ -47,3 +50,37 @@ class TextFilter(forms.CharField):
 
     def __init__(self, max_length: int = 200, **kwargs: Any) -> None:
         super().__init__(max_length=max_length, required=False, strip=True, **kwargs)
+
+
+def parse_instant(text: str) -> int:
+    """Epoch ms of an ISO 8601 date or date and time (UTC unless it names an offset);
+    ``ValueError`` naming the expected form for anything else."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"{text[:40]!r} is not {INSTANT_HELP}.") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        ms = int(moment.timestamp() * 1000)
+    except (OverflowError, OSError, ValueError):
+        raise ValueError(f"{text[:40]!r} is out of range.") from None
+    if not 0 <= ms < 253_402_300_800_000:
+        raise ValueError(f"{text[:40]!r} is out of range: 1970 to 9999 only.")
+    return ms
+
+
+class InstantField(forms.CharField):
+    """An optional instant (see :func:`parse_instant`), cleaned to epoch ms or None."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_length=40, required=False, strip=True, **kwargs)
+
+    def clean(self, value: Any) -> int | None:  # epoch ms, not text
+        text = super().clean(value)
+        if not text:
+            return None
+        try:
+            return parse_instant(text)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
