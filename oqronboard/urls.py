@@ -11,7 +11,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from .base import urlsafe  # noqa: F401  (registers <seg:...>, used for every engine id)
-from .views import audit, definitions, jobs, overview, runs, schedules, scope, search
+from .views import audit, definitions, jobs, overview, runs, schedules, scope, search, topic_actions, topics
 
 urlpatterns = [
     path("", overview.home, name="home"),
@@ -34,6 +34,16 @@ urlpatterns = [
     path("schedules/cron/<seg:id>/<str:action>/", schedules.schedule_action, {"kind": "cron"}, name="cron-action"),
     path("schedules/schedule/<seg:id>/<str:action>/", schedules.schedule_action, {"kind": "schedule"},
          name="schedule-action"),
+    path("topics/", topics.topics_page, name="topics"),
+    path("topics/<seg:topic>/", topics.topic_log, name="topic-log"),
+    path("topics/<seg:topic>/messages/<seg:message_id>/", topics.message_detail, name="topic-message"),
+    path("topics/<seg:topic>/groups/<seg:group>/pause/", topic_actions.group_pause, {"paused": True},
+         name="group-pause"),
+    path("topics/<seg:topic>/groups/<seg:group>/resume/", topic_actions.group_pause, {"paused": False},
+         name="group-resume"),
+    path("topics/<seg:topic>/groups/<seg:group>/replay/", topic_actions.group_replay, name="group-replay"),
+    path("topics/<seg:topic>/groups/<seg:group>/retry-dead/", topic_actions.group_retry_dead,
+         name="group-retry-dead"),
     # Only login and logout: no anonymous password-reset pages on an operations board.
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

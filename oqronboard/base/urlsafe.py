@@ -25,7 +25,7 @@ PLAIN = re.compile(r"[A-Za-z0-9_:-][A-Za-z0-9._:-]*")
 # run called "failed" never lands on the failed-runs page.
 RESERVED = frozenset({
     "failed", "live", "cancel", "promote", "retry", "delete", "export", "pause", "resume", "run-now",
-    "queues", "cron", "schedule",
+    "queues", "cron", "schedule", "messages", "groups", "replay", "retry-dead",
 })
 
 

@@ -15,7 +15,8 @@ from tests.board.seed import Board, dead_job, job_value, put_jobs, queue_control
 # Open by design: the login form, and logout (which only ends a session).
 PUBLIC = {"login", "logout"}
 SAMPLE = {"queue": "emails", "job_id": "job-1", "run_id": "run-1", "action": "retry", "app_label": "jobs",
-          "object_id": "1", "content_type_id": "1", "url": "x", "model_name": "jobrecord", "id": "1"}
+          "object_id": "1", "content_type_id": "1", "url": "x", "model_name": "jobrecord", "id": "1",
+          "topic": "orders", "group": "billing", "message_id": "m1"}
 
 
 def walk(patterns, namespace: str = "", prefix: str = "") -> list[tuple[str, str, URLPattern]]:
@@ -53,7 +54,9 @@ def test_the_walk_covers_every_board_page():
     for name in ("/", "/runs/", "/runs/failed/", "/runs/run-1/", "/runs/run-1/live/", "/jobs/", "/jobs/emails/",
                  "/jobs/emails/job-1/", "/jobs/emails/job-1/retry/", "/dead/", "/dead/retry/", "/dead/delete/",
                  "/dead/export/", "/definitions/", "/definitions/queues/emails/pause/", "/audit/", "/go/",
-                 "/scope/", "/admin/"):
+                 "/scope/", "/admin/", "/topics/", "/topics/orders/", "/topics/orders/messages/m1/",
+                 "/topics/orders/groups/billing/pause/", "/topics/orders/groups/billing/replay/",
+                 "/topics/orders/groups/billing/retry-dead/"):
         assert name in urls, name
     assert len(urls) > 25
 

@@ -18,6 +18,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from oqronkit.clock import now_ms
 from tests.board.hostile import crafted_cursor, raw_put
 from tests.board.seed import Board, dead_job, error, job_value, put_jobs, put_runs, queue_control, run_value
+from tests.board.topic_seed import dead, group, publish
 
 # URL text (already percent-encoded where a raw character could not travel).
 PATH_VALUES = [
@@ -67,6 +68,10 @@ def seed(board: Board) -> None:
     put_runs(plane, [run_value("run-1", status="failed", error=error(), job_id="dead-1"),
                      run_value("cron:nightly:1", module="cron", name="nightly", started=now_ms() - 5000)])
     plane.put("cron", "nightly", {"name": "nightly", "expression": "0 3 * * *"})
+    # A topic and a group both called "emails", the plain value beside each hostile one.
+    topic = publish(board, "emails", count=3, hostile=True)
+    group(board, topic, "emails", handed=1)
+    dead(board, topic, "emails", topic.ids[0])
 
 
 def check(client: Client, method: str, url: str, failures: list[str], **extra: object) -> str:
@@ -117,7 +122,9 @@ def test_no_filter_answers_5xx(fuzz_board: Board):
             url = "/" + template
             pages[url] = check(board.operator, "get", url, failures)
     for url in (reverse("queue-jobs", args=["team/emails"]), reverse("cron-history", args=["nightly"]),
-                reverse("job", args=["emails", "line\nbreak"]), reverse("run", args=["run-1"])):
+                reverse("job", args=["emails", "line\nbreak"]), reverse("run", args=["run-1"]),
+                reverse("topic-log", args=["emails"]), reverse("group-replay", args=["emails", "emails"]),
+                reverse("topic-message", args=["emails", board.plane.list("topic_msg:emails").records[0].id])):
         response = board.operator.get(url)
         assert response.status_code == 200, url  # the seeded rows, odd names included, are reachable
         pages[url] = response.content.decode()

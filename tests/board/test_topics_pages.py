@@ -1,0 +1,164 @@
+"""The pub/sub pages: topics with their groups, a topic's retained log (newest first,
+keyset pages, filters) and a message with its deliveries per group."""
+
+from __future__ import annotations
+
+import re
+
+from django.urls import reverse
+
+from oqronboard.base.cursors import PAGE_SIZE, decode_cursor
+from oqronkit.clock import now_ms
+from runs.topics import MessageFilters, message_page
+from tests.board.seed import Board
+from tests.board.topic_seed import dead, delivery_run, group, in_flight, publish
+
+
+def message_ids(body: str) -> list[str]:
+    return re.findall(r'data-testid="message-row" data-message-id="([^"]+)"', body)
+
+
+def cell(body: str, testid: str) -> str:
+    found = re.search(rf'data-testid="{re.escape(testid)}"[^>]*>(?:<a [^>]*>)?([^<]*)<', body)
+    assert found, testid
+    return found.group(1).strip()
+
+
+def delivery(body: str, group: str) -> str:
+    """The HTML of one group's delivery block on a message page."""
+    return body.split(f'data-testid="delivery-{group}"')[1].split('class="delivery"')[0]
+
+
+def test_topics_page_counts_retained_messages_and_each_groups_lag_in_flight_and_dead(board: Board):
+    orders = publish(board, count=12)
+    group(board, orders, "billing", handed=8)
+    group(board, orders, "shipping", handed=12, paused=True)
+    in_flight(board, orders, "billing", orders.ids[6])
+    in_flight(board, orders, "billing", orders.ids[7])
+    dead(board, orders, "billing", orders.ids[0])
+    publish(board, "audit-log", partitions=1, count=3)
+    body = board.viewer.get(reverse("topics")).content.decode()
+    assert cell(body, "retained-orders") == "12" and cell(body, "partitions-orders") == "2"
+    assert cell(body, "retained-audit-log") == "3" and cell(body, "partitions-audit-log") == "1"
+    assert cell(body, "rate-orders") == "12"  # all published in the last hour
+    assert cell(body, "lag-orders-billing") == "4" and cell(body, "lag-orders-shipping") == "0"
+    assert cell(body, "inflight-orders-billing") == "2" and cell(body, "dead-orders-billing") == "1"
+    assert 'data-testid="paused-orders-shipping"' in body and 'data-testid="paused-orders-billing"' not in body
+    assert 'href="/topics/orders/"' in body
+
+
+def test_topics_live_panel_is_a_fragment_within_three_queries(board: Board):
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    orders = publish(board, count=6)
+    group(board, orders, "billing", handed=2)
+    board.viewer.get(reverse("topics"))  # the first request opens the engine's planes
+    with CaptureQueriesContext(connections[board.db.alias]) as captured:
+        live = board.viewer.get(reverse("topics"), {"panel": "live"}, HTTP_HX_REQUEST="true")
+    body = live.content.decode()
+    assert live.status_code == 200 and "<html" not in body and 'data-testid="retained-orders">6<' in body
+    board_queries = [q for q in captured.captured_queries if "oqron_" in q["sql"]]
+    assert len(board_queries) <= 3, [q["sql"][:200] for q in board_queries]
+
+
+def test_no_topic_says_so(board: Board):
+    body = board.viewer.get(reverse("topics")).content.decode()
+    assert 'data-testid="no-topics"' in body
+
+
+def test_the_log_is_newest_first_in_keyset_pages(board: Board):
+    orders = publish(board, count=12)
+    newest_first = sorted(orders.ids, key=lambda i: (orders.messages[i]["publishedAt"], i), reverse=True)
+    assert message_ids(board.viewer.get(reverse("topic-log", args=["orders"])).content.decode()) == newest_first
+    # Small pages to the end: no row twice, none missed, the same order.
+    paged: list[str] = []
+    cursor = None
+    while True:
+        rows, next_cursor = message_page(board.scope, "orders", MessageFilters(cursor=cursor), limit=5)
+        paged += [r["id"] for r in rows]
+        if next_cursor is None:
+            break
+        cursor = decode_cursor(next_cursor)
+    assert paged == newest_first
+
+
+def test_load_more_returns_just_the_next_rows(board: Board):
+    orders = publish(board, count=60)
+    assert PAGE_SIZE == 50
+    url = reverse("topic-log", args=["orders"])
+    body = board.viewer.get(url).content.decode()
+    first = message_ids(body)
+    assert len(first) == 50
+    more = re.search(r'hx-get="\?([^"]+)"[^>]*data-testid="load-more"', body).group(1).replace("&amp;", "&")
+    rest = board.viewer.get(f"{url}?{more}", HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in rest and len(message_ids(rest)) == 10
+    assert sorted(first + message_ids(rest)) == sorted(orders.ids)
+
+
+def test_log_filters_on_key_correlation_and_time(board: Board):
+    orders = publish(board, count=12)
+    url = reverse("topic-log", args=["orders"])
+    by_key = message_ids(board.viewer.get(url, {"key": "bob"}).content.decode())
+    assert sorted(by_key) == sorted(i for i in orders.ids if orders.messages[i]["key"] == "bob")
+    by_corr = message_ids(board.viewer.get(url, {"correlation": "corr-0"}).content.decode())
+    assert sorted(by_corr) == sorted(i for i in orders.ids if orders.messages[i]["correlationId"] == "corr-0")
+    both = message_ids(board.viewer.get(url, {"key": "bob", "correlation": "corr-0"}).content.decode())
+    assert len(both) == 2
+    assert len(message_ids(board.viewer.get(url, {"window": "1h"}).content.decode())) == 12
+    empty = board.viewer.get(url, {"before": "2001-01-01T00:00"}).content.decode()
+    assert message_ids(empty) == [] and 'data-testid="log-empty"' in empty and "No retained message matches" in empty
+    assert len(message_ids(board.viewer.get(url, {"before": "2999-01-01T00:00Z"}).content.decode())) == 12
+
+
+def test_bad_log_filters_are_400_with_a_message(board: Board):
+    publish(board, count=2)
+    url = reverse("topic-log", args=["orders"])
+    for params, text in (({"window": "2y"}, "window"), ({"before": "yesterday"}, "published before"),
+                         ({"before": "1969-01-01"}, "1970"), ({"cursor": "!!"}, "Cursor malformed"),
+                         ({"key": "k" * 300}, "key")):
+        response = board.viewer.get(url, params)
+        assert response.status_code == 400, params
+        assert text in response.content.decode(), (params, response.content[:300])
+
+
+def test_unknown_topic_is_404(board: Board):
+    assert board.viewer.get(reverse("topic-log", args=["nope"])).status_code == 404
+    assert board.viewer.get(reverse("topic-message", args=["nope", "m1"])).status_code == 404
+
+
+def test_message_detail_shows_payload_headers_and_deliveries_per_group(board: Board):
+    orders = publish(board, count=6)
+    group(board, orders, "billing", handed=6)
+    group(board, orders, "shipping", handed=6)
+    group(board, orders, "audit", handed=0)
+    target = orders.ids[2]
+    first = delivery_run(board, orders, "billing", target, status="failed", attempt=1)
+    second = delivery_run(board, orders, "billing", target, status="failed", attempt=2, message="still down")
+    dead(board, orders, "billing", target)
+    delivery_run(board, orders, "shipping", target, status="completed")
+    body = board.viewer.get(reverse("topic-message", args=["orders", target])).content.decode()
+    assert '"item": "sku-2"' in body.replace("&quot;", '"') and "shop-2" in body
+    assert 'data-testid="delivery-billing"' in body and 'data-testid="delivery-shipping"' in body
+    billing = delivery(body, "billing")
+    assert "dead letter" in billing and first in billing and second in billing and "still down" in billing
+    assert reverse("job", args=["orders@billing", target]) in billing
+    shipping = delivery(body, "shipping")
+    assert "delivered" in shipping
+    audit = delivery(body, "audit")
+    assert "not yet handed over" in audit
+    assert board.viewer.get(reverse("topic-message", args=["orders", "missing"])).status_code == 404
+
+
+def test_an_in_flight_delivery_links_its_job(board: Board):
+    orders = publish(board, count=3)
+    group(board, orders, "billing", handed=3)
+    in_flight(board, orders, "billing", orders.ids[1])
+    body = board.viewer.get(reverse("topic-message", args=["orders", orders.ids[1]])).content.decode()
+    assert 'data-testid="delivery-job-billing"' in body and "in flight" in body
+
+
+def test_nav_links_to_topics(board: Board):
+    body = board.viewer.get(reverse("home")).content.decode()
+    assert 'data-testid="nav-topics"' in body and f'href="{reverse("topics")}"' in body
+    assert now_ms()
