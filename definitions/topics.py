@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import IntegerField, Q
-from django.db.models.functions import Cast
+from django.db.models import Q
 
-from oqronboard.base.expressions import JsonNumber, JsonText
+from oqronboard.base.expressions import JsonInteger, JsonText
 from oqronboard.base.scope import BoardScope
 from oqronkit.namespaces import TOPIC, TOPIC_GROUPS_PREFIX, TOPIC_STATE, topic_groups_namespace, topic_of_groups
 
@@ -58,7 +57,7 @@ class TopicRecords:
 def counter_annotations() -> dict[str, Any]:
     """The counter row's topic and partition, as the outer references of
     ``annotate`` (None on every other row)."""
-    return {"c_topic": JsonText("topic"), "c_partition": Cast(JsonNumber("partition"), IntegerField())}
+    return {"c_topic": JsonText("topic"), "c_partition": JsonInteger("partition")}
 
 
 def topic_records(scope: BoardScope, *, topic: str | None = None, annotate: dict[str, Any] | None = None,

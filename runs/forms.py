@@ -13,7 +13,7 @@ from oqronkit.runs import RUN_STATUSES
 
 from .queries import RunFilters
 
-MODULES = ("queue", "worker", "cron", "schedule", "webhook")
+MODULES = ("queue", "worker", "topic", "cron", "schedule", "webhook")
 
 
 class RunFilterForm(forms.Form):

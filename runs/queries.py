@@ -24,8 +24,9 @@ from oqronkit.namespaces import RUNS
 
 from .models import RunRecord, RunRecordQuerySet
 
-# The modules whose runs are a queue's jobs (the run's name is the queue).
-QUEUE_MODULES = ("queue", "worker")
+# The modules whose runs are a queue's jobs (the run's name is the queue; a topic
+# group's deliveries are jobs of its queue ``<topic>@<group>``).
+QUEUE_MODULES = ("queue", "worker", "topic")
 # The dominant values oqron_runs' partial status and module indexes leave out
 # (oqronkit/backends/postgres/sql/schema.sql).
 UNINDEXED_STATUSES = ("completed",)

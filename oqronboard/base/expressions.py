@@ -110,6 +110,23 @@ class JsonNumber(_ValueExpression):
         )
 
 
+class JsonInteger(JsonNumber):
+    """A top-level key as an integer, guarded like :class:`JsonNumber`: the outer side
+    of a comparison with :class:`JsonCast` ``int`` (Postgres compares int with int in
+    the index; SQLite's plain ``json_extract`` keeps the index, where a ``CAST`` would
+    give the comparison an affinity that hides it)."""
+
+    def default_output_field(self) -> models.Field:
+        return models.IntegerField()
+
+    def pg_template(self) -> str:
+        key = self.keys[0]
+        return (
+            f"(CASE WHEN jsonb_typeof(%(expressions)s->'{key}') = 'number' "
+            f"THEN (%(expressions)s->>'{key}')::numeric::int END)"
+        )
+
+
 class JsonCast(_ValueExpression):
     """``((value->>'key')::<type>)`` unguarded, as a message row's log index spells it
     (``partition`` as int, ``offset`` as bigint): the engine writes those keys as

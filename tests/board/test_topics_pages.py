@@ -11,7 +11,7 @@ from oqronboard.base.cursors import PAGE_SIZE, decode_cursor
 from oqronkit.clock import now_ms
 from runs.topics import MessageFilters, message_page
 from tests.board.seed import Board
-from tests.board.topic_seed import dead, delivery_run, group, in_flight, publish
+from tests.board.topic_seed import HOSTILE, dead, delivery_run, group, in_flight, publish
 
 
 def message_ids(body: str) -> list[str]:
@@ -162,3 +162,31 @@ def test_nav_links_to_topics(board: Board):
     body = board.viewer.get(reverse("home")).content.decode()
     assert 'data-testid="nav-topics"' in body and f'href="{reverse("topics")}"' in body
     assert now_ms()
+
+
+def test_a_delivery_run_links_its_message_and_its_job(board: Board):
+    orders = publish(board, count=3)
+    group(board, orders, "billing", handed=3)
+    run_id = delivery_run(board, orders, "billing", orders.ids[0], status="failed")
+    dead(board, orders, "billing", orders.ids[0])
+    body = board.viewer.get(reverse("run", args=[run_id])).content.decode()
+    assert reverse("topic-message", args=["orders", orders.ids[0]]) in body
+    assert 'data-testid="run-job-link"' in body and reverse("job", args=["orders@billing", orders.ids[0]]) in body
+    runs = board.viewer.get(reverse("runs"), {"module": "topic"}).content.decode()
+    assert f'data-run-id="{run_id}"' in runs
+
+
+def test_hostile_keys_headers_and_payloads_are_escaped(board: Board):
+    orders = publish(board, count=3, hostile=True)
+    group(board, orders, "billing", handed=3)
+    hostile_id = orders.ids[-1]
+    pages = [board.viewer.get(reverse("topic-log", args=["orders"])),
+             board.viewer.get(reverse("topic-log", args=["orders"]), {"key": HOSTILE}),
+             board.viewer.get(reverse("topic-message", args=["orders", hostile_id]))]
+    for response in pages:
+        body = response.content.decode()
+        assert response.status_code == 200
+        assert "<script>alert" not in body
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+    assert message_ids(pages[1].content.decode()) == [hostile_id]
+    assert "?key=%3Cscript%3Ealert%281%29%3C/script%3E" in pages[0].content.decode()
