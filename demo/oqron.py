@@ -10,12 +10,20 @@ this app; ``bin/demo`` sets it).
 - ``thumbnails``: fast and almost always fine: throughput.
 - ``demo-ticker``: keeps the demo alive, adding a handful of jobs every few seconds for
   an hour (:func:`demo.workload.tick`).
+
+Topics (the board's Topics page):
+
+- ``order-events`` (3 partitions, keyed by customer): group ``billing`` rejects about
+  one order in six (retried once, then a dead letter of the group), ``shipping`` is
+  slow, ``analytics`` quick;
+- ``user-signups``: group ``welcome-mail``.
 """
 
 from __future__ import annotations
 
 import random
 import time
+from datetime import timedelta
 from typing import Any
 
 import oqronkit
@@ -27,6 +35,40 @@ payments = oqronkit.queue("payments", concurrency=3, retries=1, backoff=FAST_RET
 reports = oqronkit.queue("reports", concurrency=2, retries=1, backoff=FAST_RETRY, lease=60)
 thumbnails = oqronkit.queue("thumbnails", concurrency=4, retries=2, backoff=FAST_RETRY)
 ticker = oqronkit.queue("demo-ticker", concurrency=1, retries=0)
+
+order_events = oqronkit.topic("order-events", partitions=3, retention=timedelta(days=2))
+user_signups = oqronkit.topic("user-signups", retention=timedelta(days=2))
+
+
+class InvoiceRejected(Exception):
+    pass
+
+
+@order_events.subscribe("billing", start_from="earliest", concurrency=2, retries=1, backoff=FAST_RETRY)
+def bill(ctx: Any) -> dict[str, Any]:
+    time.sleep(random.uniform(0.05, 0.3))
+    order = ctx.data.get("order", 0)
+    if order % 6 == 0:
+        raise InvoiceRejected(f"invoice service rejected order {order}: VAT id missing for {ctx.message.key}")
+    return {"invoiced": order}
+
+
+@order_events.subscribe("shipping", start_from="earliest", concurrency=2)
+def ship(ctx: Any) -> dict[str, Any]:
+    time.sleep(random.uniform(0.3, 1.5))
+    ctx.log("info", f"label printed for order {ctx.data.get('order')}")
+    return {"carrier": random.choice(["DHL", "UPS", "PostNL"])}
+
+
+@order_events.subscribe("analytics", start_from="earliest", concurrency=4)
+def count_order(ctx: Any) -> None:
+    return None
+
+
+@user_signups.subscribe("welcome-mail", start_from="earliest", concurrency=2)
+def welcome(ctx: Any) -> dict[str, Any]:
+    time.sleep(random.uniform(0.05, 0.2))
+    return {"sent_to": ctx.data.get("email")}
 
 
 @emails.handler

@@ -14,6 +14,7 @@ def seed() -> dict[str, int]:
     from .oqron import ticker
 
     counts = add_batch(emails=25, payments=15, reports=3, thumbnails=30)
+    counts.update(publish(orders=24, signups=6))
     ticker.drain()
     ticker.add({"n": 0}, delay=TICK_SECONDS)
     return counts
@@ -26,6 +27,7 @@ def tick(data: dict[str, Any]) -> dict[str, Any]:
     n = int(data.get("n", 0))
     counts = add_batch(emails=random.randint(1, 4), payments=random.randint(0, 3),
                        reports=1 if n % 6 == 0 else 0, thumbnails=random.randint(2, 6))
+    counts.update(publish(orders=random.randint(0, 3), signups=1 if n % 3 == 0 else 0))
     if n + 1 < TICKS:
         ticker.add({"n": n + 1}, delay=TICK_SECONDS)
     return {"tick": n, **counts}
@@ -48,3 +50,21 @@ def add_batch(*, emails: int, payments: int, reports: int, thumbnails: int) -> d
     oqron.reports.add_bulk([{"report": "monthly-sales", "steps": random.choice([15, 20, 25])} for _ in range(reports)])
     oqron.thumbnails.add_bulk([{"image": f"photos/{random.randint(1, 999)}.jpg"} for _ in range(thumbnails)])
     return {"emails": emails, "payments": payments, "reports": reports, "thumbnails": thumbnails}
+
+
+def publish(*, orders: int, signups: int) -> dict[str, int]:
+    """Order events (keyed by customer, correlated by order) and signups."""
+    from . import oqron
+
+    customers = ["cus-ada", "cus-grace", "cus-linus", "cus-barbara", "cus-ken"]
+    events = []
+    for _ in range(orders):
+        order = random.randint(1000, 9999)
+        events.append({"payload": {"order": order, "event": random.choice(["created", "paid", "refunded"]),
+                                   "amount": random.choice([13, 20, 35, 49, 99])},
+                       "key": random.choice(customers), "correlation_id": f"order-{order}",
+                       "headers": {"source": "checkout", "schema": "v2"}})
+    oqron.order_events.publish_many(events)
+    oqron.user_signups.publish_many([{"payload": {"email": f"user{random.randint(1, 999)}@example.com"},
+                                      "headers": {"source": "signup-form"}} for _ in range(signups)])
+    return {"order-events": orders, "user-signups": signups}

@@ -12,6 +12,8 @@ from django.core.management import call_command
 
 from oqronboard.base.roles import is_operator
 from oqronkit.engine import default_registry
+from oqronkit.topics.subscription import subscriptions_for
+from oqronkit.topics.topic import topics_for
 from tests.board.conftest import SharedDatabase
 
 
@@ -31,23 +33,35 @@ def test_creates_the_demo_logins_once(django_user_model):
     assert django_user_model.objects.filter(username__in=["demo", "viewer"]).count() == 2
 
 
-@pytest.mark.django_db(transaction=True)
-def test_enqueues_the_demo_workload_through_the_engine(sqlite_shared_db: SharedDatabase):
-    saved = dict(default_registry.queues)
-    default_registry.queues.clear()
+@pytest.fixture
+def own_registry():
+    """The demo's queues, topics and subscriptions join the default registry: put it
+    back as it was afterwards."""
+    kept = [(d, dict(d)) for d in (default_registry.queues, topics_for(default_registry),
+                                   subscriptions_for(default_registry))]
     try:
-        out = io.StringIO()
-        call_command("oqron_demo", stdout=out)
-        call_command("oqron_demo", "--no-workload", stdout=out)
+        yield
     finally:
-        default_registry.queues.clear()
-        default_registry.queues.update(saved)
+        for registered, before in kept:
+            registered.clear()
+            registered.update(before)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueues_the_demo_workload_through_the_engine(sqlite_shared_db: SharedDatabase, own_registry):
+    default_registry.queues.clear()
+    out = io.StringIO()
+    call_command("oqron_demo", stdout=out)
+    call_command("oqron_demo", "--no-workload", stdout=out)
     plane = sqlite_shared_db.plane
     assert "Enqueued the demo workload" in out.getvalue()
     for queue, count in (("emails", 25), ("payments", 15), ("reports", 3), ("thumbnails", 30)):
         assert plane.count(f"queue_job:{queue}") == count, queue
     ticker = plane.list("queue_job:demo-ticker").records
     assert len(ticker) == 1 and ticker[0].value["status"] == "delayed"
+    # Published to the demo topics; their groups appear once a worker subscribes them.
+    assert plane.count("topic_msg:order-events") == 24 and plane.count("topic_msg:user-signups") == 6
+    assert plane.get("topic", "order-events").value["partitions"] == 3
 
 
 def test_the_demo_app_is_installed_only_for_the_demo():
@@ -56,14 +70,14 @@ def test_the_demo_app_is_installed_only_for_the_demo():
     assert "export OQRON_DEMO=1" in script and "runworker" in script and "trap stop_worker EXIT" in script
 
 
-def test_the_demo_queues_fail_sometimes_and_report_progress():
-    saved = dict(default_registry.queues)
-    try:
-        from demo import oqron
-    finally:
-        default_registry.queues.clear()
-        default_registry.queues.update(saved)
+def test_the_demo_queues_fail_sometimes_and_report_progress(own_registry):
+    from demo import oqron
+
     assert {"emails", "payments", "reports", "thumbnails", "demo-ticker"} <= {
         q.name for q in (oqron.emails, oqron.payments, oqron.reports, oqron.thumbnails, oqron.ticker)}
+    assert {(t.name, t.partitions) for t in (oqron.order_events, oqron.user_signups)} == \
+        {("order-events", 3), ("user-signups", 1)}
+    assert {s.queue.name for s in (oqron.bill, oqron.ship, oqron.count_order, oqron.welcome)} == {
+        "order-events@billing", "order-events@shipping", "order-events@analytics", "user-signups@welcome-mail"}
     source = Path(oqron.__file__).read_text()
     assert "ctx.progress(" in source and "raise " in source
