@@ -174,3 +174,10 @@ def test_group_actions_refuse_get_and_need_csrf(board: Board, orders: SeededTopi
     token = re.search(r'hx-headers=\'\{"X-CSRFToken": "([^"]+)"\}\'', page).group(1)
     assert client.post(url, HTTP_X_CSRFTOKEN=token, HTTP_HX_REQUEST="true").status_code == 200
     assert group_record(board)["paused"] is True
+
+
+def test_an_offset_past_a_partitions_end_warns_of_what_it_would_skip(board: Board, orders: SeededTopic):
+    # bob's four messages are partition 0 (offsets 0-3), alice's and carol's partition 1 (0-7).
+    body = board.operator.post(reverse("group-replay", args=["orders", "billing"]), {"position": "6"}).content.decode()
+    assert re.search(r"<strong>2</strong>", body)  # partition 1's offsets 6 and 7
+    assert 'data-testid="replay-skips"' in body and "skip offsets 4 to 5" in body

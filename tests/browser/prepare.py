@@ -38,3 +38,21 @@ def enqueue(*, flaky: int = 0, steady: int = 0, slow: int = 0) -> None:
     ):
         if items:
             queue.add_bulk(items)
+
+
+HOSTILE = "<script>alert(1)</script>"
+
+
+def publish(*, plain: int = 0, hostile: int = 0) -> list[str]:
+    """Messages for the ``events`` topic: plain ones, and hostile ones whose key, header
+    and payload are markup (and whose delivery to ``mailer`` fails)."""
+    from oqronboard import engine
+    from tests.browser.workload import oqron
+
+    engine.get_engine()
+    keys = ("alice", "bob", "carol", "dave")  # partitions 1, 0, 1, 0 of two (crc32)
+    items = [{"payload": {"n": n, "note": f"plain {n}"}, "key": keys[n % 4], "correlation_id": f"c-{n}",
+              "headers": {"source": "browser-test"}} for n in range(plain)]
+    items += [{"payload": {"note": HOSTILE, "fail": True}, "key": HOSTILE, "headers": {HOSTILE: HOSTILE},
+               "correlation_id": "c-hostile"} for _ in range(hostile)]
+    return oqron.events.publish_many(items)

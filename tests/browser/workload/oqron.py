@@ -6,6 +6,10 @@
   lettered at once) and succeeds when retried from the dead-letter queue, so a retry
   removes it from the DLQ for good;
 * ``emails`` (steady): quick jobs that complete, so the lists are not only failures.
+
+And a topic, ``events`` (2 partitions), with two groups: ``audit`` handles every
+message; ``mailer`` (no retries) dead-letters every message whose payload asks it to
+fail, so the topic pages have deliveries, lag and dead letters to show.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ SLOW_STEP_S = 0.5
 slow = oqronkit.queue("reports", concurrency=2, retries=0, lease=10)
 flaky = oqronkit.queue("payments", concurrency=4, retries=0)
 steady = oqronkit.queue("emails", concurrency=4, retries=1)
+events = oqronkit.topic("events", partitions=2)
 
 
 @slow.handler
@@ -65,3 +70,15 @@ def deliver(ctx: Any) -> dict[str, Any]:
     ctx.progress(50)
     ctx.log("info", f"delivered {ctx.data}")
     return {"delivered": True}
+
+
+@events.subscribe("audit", start_from="earliest", concurrency=2)
+def audit(ctx: Any) -> dict[str, Any]:
+    return {"seen": ctx.message.offset}
+
+
+@events.subscribe("mailer", start_from="earliest", concurrency=2, retries=0)
+def mail(ctx: Any) -> dict[str, Any]:
+    if isinstance(ctx.data, dict) and ctx.data.get("fail"):
+        raise ValueError(f"cannot mail {ctx.data.get('note')!r}")
+    return {"mailed": True}
