@@ -54,9 +54,10 @@ class TopicRecords:
         return [_int(self.counters.get(p, {}).get("next")) or 0 for p in range(self.partitions)]
 
 
-def counter_annotations() -> dict[str, Any]:
-    """The counter row's topic and partition, as the outer references of
-    ``annotate`` (None on every other row)."""
+def outer_references() -> dict[str, Any]:
+    """What ``annotate`` may refer to (``OuterRef``): a counter row's topic and
+    partition (``c_topic``, ``c_partition``); None on every other row, so a probe made
+    for them finds nothing."""
     return {"c_topic": JsonText("topic"), "c_partition": JsonInteger("partition")}
 
 
@@ -70,7 +71,7 @@ def topic_records(scope: BoardScope, *, topic: str | None = None, annotate: dict
         where = (Q(namespace=TOPIC, id=topic) | Q(namespace=TOPIC_STATE, id=topic)
                  | Q(namespace=TOPIC_STATE, id__gt=topic + OFFSETS, id__lt=topic + "/offsets0")
                  | Q(namespace=topic_groups_namespace(topic)))
-    qs = records_of(scope).filter(where).annotate(**counter_annotations(), **(annotate or {}))
+    qs = records_of(scope).filter(where).annotate(**outer_references(), **(annotate or {}))
     rows = list(qs.order_by("namespace", "id").values("namespace", "id", "value", *(annotate or {}))[: limit + 1])
     topics: dict[str, TopicRecords] = {}
     for row in rows[:limit]:
@@ -78,16 +79,26 @@ def topic_records(scope: BoardScope, *, topic: str | None = None, annotate: dict
     return dict(sorted(topics.items())), len(rows) > limit
 
 
+def definition_annotations(scope: BoardScope, annotate: dict[str, Any], *, topic: str | None = None,
+                           limit: int = MAX_TOPIC_RECORDS) -> dict[str, dict[str, Any]]:
+    """``annotate``'s values (``OuterRef("id")`` is the topic's name) on every topic
+    definition (or one): a primary-key range read of the ``topic`` namespace. Apart from
+    :func:`topic_records`, so a costly probe runs once a topic, not once a record."""
+    qs = records_of(scope).filter(namespace=TOPIC, **({"id": topic} if topic is not None else {}))
+    rows = qs.annotate(**annotate).order_by("id").values("id", *annotate)[:limit]
+    return {row.pop("id"): row for row in rows}
+
+
 def _file(topics: dict[str, TopicRecords], row: dict[str, Any]) -> None:
     namespace, id, value = row["namespace"], row["id"], row["value"]
     if not isinstance(value, dict):
         return
+    extra = {k: v for k, v in row.items() if k not in ("namespace", "id", "value")}
     if namespace == TOPIC:
         _topic(topics, id).definition = value
     elif namespace == TOPIC_STATE and OFFSETS in id:
         name, _, partition = id.rpartition(OFFSETS)
         if partition.isdigit():
-            extra = {k: v for k, v in row.items() if k not in ("namespace", "id", "value")}
             _topic(topics, name).counters[int(partition)] = {**value, **extra}
     elif namespace == TOPIC_STATE:
         _topic(topics, id).state = value

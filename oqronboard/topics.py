@@ -8,7 +8,11 @@ Three SQL queries, all indexed and bounded, whatever the size of the logs:
    one primary-key range read, with each partition's oldest and newest retained
    message as index probes into oqron_runs (``oqron_runs_log_offset_idx``): a
    partition retains ``next - oldest offset`` messages, so nothing is counted;
-2. last hour's messages per topic: a range of the publishedAt index per topic;
+2. per topic definition, the last hour's messages, counted from the newest end of the
+   publishedAt index, at most ``RECENT_CAP`` of them (a busier topic's rate is its
+   newest ``RECENT_CAP`` messages over the time they span). A query of its own: in the
+   first, Postgres would cost that probe for every record, and compile the statement
+   (JIT) for more time than it runs;
 3. each group's delivery queue: its jobs (in flight: at most the dispatch window) and
    dead letters, a primary-key range per namespace.
 """
@@ -20,11 +24,11 @@ from typing import Any
 
 from django.db.models import OuterRef
 
-from definitions.topics import TopicRecords, group_lag, topic_records
+from definitions.topics import TopicRecords, definition_annotations, group_lag, topic_records
 from jobs.queries import queue_sizes
 from oqronkit.clock import now_ms
 from oqronkit.topics.subscription import delivery_queue_name
-from runs.topics import partition_edges, published_since
+from runs.topics import RECENT_CAP, partition_edges, recent, recent_counts
 
 from .base.filters import HOUR_MS
 from .base.scope import BoardScope
@@ -78,6 +82,9 @@ class TopicRow:
     partition_rows: list[PartitionRow]
     groups: list[GroupRow] = field(default_factory=list)
     last_hour: int = 0
+    # The publishedAt of the oldest message counted in last_hour (for a capped count's rate).
+    counted_since: int | None = None
+    now: int = 0
 
     @property
     def retained(self) -> int:
@@ -97,8 +104,17 @@ class TopicRow:
         return max((p.newest_published for p in self.partition_rows if p.newest_published is not None), default=None)
 
     @property
+    def last_hour_capped(self) -> bool:
+        """Whether the last hour held more messages than were counted."""
+        return self.last_hour >= RECENT_CAP
+
+    @property
     def per_minute(self) -> float:
-        return self.last_hour / 60
+        """Messages a minute over the last hour; over the newest ``RECENT_CAP`` when
+        the hour held more."""
+        if not self.last_hour_capped or self.counted_since is None:
+            return self.last_hour / 60
+        return self.last_hour * 60_000 / max(self.now - self.counted_since, 1)
 
     @property
     def lag(self) -> int:
@@ -124,17 +140,17 @@ def build(scope: BoardScope, *, topic: str | None = None) -> TopicsOverview:
     now = now_ms()
     edges = partition_edges(scope, OuterRef("c_topic"), OuterRef("c_partition"))
     records, capped = topic_records(scope, topic=topic, annotate=edges)
-    rows = [_topic_row(found) for found in records.values()]
-    counts = published_since(scope, [t.name for t in rows], now - HOUR_MS)
+    latest = definition_annotations(scope, {"recent": recent(scope, OuterRef("id"), now - HOUR_MS, cap=RECENT_CAP)},
+                                    topic=topic)
+    rows = [_topic_row(found, now, latest.get(found.name, {}).get("recent")) for found in records.values()]
     sizes = queue_sizes(scope, [g.queue for t in rows for g in t.groups])
     for row in rows:
-        row.last_hour = counts.get(row.name, 0)
         for group in row.groups:
             group.in_flight, group.dead = sizes.get(group.queue, (0, 0))
     return TopicsOverview(now=now, topics=rows, capped=capped)
 
 
-def _topic_row(found: TopicRecords) -> TopicRow:
+def _topic_row(found: TopicRecords, now: int, recent_text: Any) -> TopicRow:
     nexts = found.nexts()
     partitions = [
         PartitionRow(partition=p, next=nexts[p], oldest=_int(edge.get("oldest_offset")),
@@ -142,9 +158,10 @@ def _topic_row(found: TopicRecords) -> TopicRow:
                      newest_published=_int(edge.get("newest_published")))
         for p in range(found.partitions) for edge in [found.counters.get(p, {})]
     ]
+    last_hour, counted_since = recent_counts(recent_text)
     row = TopicRow(name=found.name, partitions=found.partitions, defined=found.definition is not None,
                    definition=found.definition or {}, paused=bool((found.state or {}).get("paused")),
-                   partition_rows=partitions)
+                   partition_rows=partitions, last_hour=last_hour, counted_since=counted_since, now=now)
     for name, value in sorted(found.groups.items()):
         lag = group_lag(value, nexts)
         cursor = value.get("cursor")

@@ -7,8 +7,8 @@ their deliveries, as the topic pages read them from oqron_runs.
 - a partition's oldest and newest retained message: probes of
   ``oqron_runs_log_offset_idx`` (partition, offset), the index the engine reads the
   log by, so the retained count is ``next - oldest offset`` with no count at all;
-- messages published since an instant, per topic: one range of the publishedAt index
-  per topic;
+- messages published since an instant, per topic: the newest end of the publishedAt
+  index, at most ``RECENT_CAP`` entries a topic;
 - a message's deliveries: the runs of its jobs (a delivery's job id is the message id),
   on the jobId index.
 """
@@ -18,19 +18,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Subquery, Value
+from django.db.models import Subquery, TextField, Value
 from django.db.models.functions import Concat, Left
 
 from oqronboard.base.cursors import PAGE_SIZE, encode_cursor
 from oqronboard.base.expressions import JsonCast, JsonText, KindIs, Published, RowBefore, RowKey, RunStarted
 from oqronboard.base.scope import BoardScope
-from oqronkit.namespaces import TOPIC_MSG_PREFIX, topic_msg_namespace, topic_of_messages
+from oqronkit.namespaces import TOPIC_MSG_PREFIX, topic_msg_namespace
 
 from .models import RunRecord, RunRecordQuerySet
 from .queries import list_fields, runs_of
 
 PREVIEW_CHARS = 160
 MAX_DELIVERY_RUNS = 100
+# Messages of the last hour counted per topic at most (a busier topic's rate is taken
+# from its newest RECENT_CAP messages instead).
+RECENT_CAP = 1000
 
 
 def messages_of(scope: BoardScope) -> RunRecordQuerySet:
@@ -106,15 +109,27 @@ def partition_edges(scope: BoardScope, topic: Any, partition: Any) -> dict[str, 
     }
 
 
-def published_since(scope: BoardScope, topics: list[str], since: int) -> dict[str, int]:
-    """Messages of each of ``topics`` published at or after ``since``: a range of the
-    publishedAt index per topic."""
-    if not topics:
-        return {}
-    rows = (messages_of(scope).filter(namespace__in=[topic_msg_namespace(t) for t in topics])
-            .alias(published=Published()).filter(published__gte=since)
-            .values("namespace").annotate(n=Count("*")).order_by())
-    return {topic_of_messages(row["namespace"]) or "": row["n"] for row in rows}
+def recent(scope: BoardScope, topic: Any, since: int, *, cap: int = RECENT_CAP) -> Subquery:
+    """For a query whose rows name a topic (an outer reference): ``"<n>,<oldest>"``,
+    how many of its messages were published at or after ``since``, counting at most
+    ``cap`` (a walk of the newest end of the publishedAt index, so never more than
+    ``cap`` rows a topic), and the publishedAt of the oldest one counted (a capped
+    count's rate is then ``cap`` over the time since that one)."""
+    newest = (messages_of(scope).filter(namespace=Concat(Value(TOPIC_MSG_PREFIX), topic))
+              .alias(published=Published()).filter(published__gte=since)
+              .order_by(Published().desc()).values(p=Published())[:cap])
+    return Subquery(newest, output_field=TextField(),
+                    template="(SELECT count(*) || ',' || coalesce(min(p), 0) FROM (%(subquery)s) AS recent)")
+
+
+def recent_counts(text: Any) -> tuple[int, int | None]:
+    """:func:`recent`'s ``"<n>,<oldest>"`` as numbers (``(0, None)`` when absent)."""
+    count, _, oldest = str(text or "0,0").partition(",")
+    try:
+        number, first = int(count), int(float(oldest or 0))
+    except ValueError:
+        return 0, None
+    return number, first or None
 
 
 def delivery_runs(scope: BoardScope, topic: str, message_id: str) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from oqronboard.base.scope import BoardScope
 from oqronkit import Topic
 from oqronkit.clock import now_ms
 from oqronkit.topics import groups
-from runs.topics import MessageFilters, delivery_runs, get_message, message_page, published_since
+from runs.topics import MessageFilters, delivery_runs, get_message, message_page
 from tests.board.conftest import SharedDatabase
 from tests.board.seed import put_runs, run_value
 from tests.board.test_plans import plans
@@ -76,8 +76,6 @@ def cases(scope: BoardScope, ids: list[str]) -> list[Case]:
         # key) reads the topic's rows by kind and sorts the few that match.
         ("the log by key", lambda: message_page(scope, "orders", MessageFilters(key="k3")),
          ("oqron_runs_",), LOG_SQLITE, False),
-        ("last hour per topic", lambda: published_since(scope, ["orders", "audit"], now_ms() - 3600_000),
-         ("oqron_runs_message_published_idx",), LOG_SQLITE, False),
         ("a message", lambda: get_message(scope, "orders", ids[7]), ("oqron_runs_pkey",),
          "sqlite_autoindex_oqron_runs_1", False),
         ("its deliveries", lambda: delivery_runs(scope, "orders", ids[7]), ("oqron_runs_job_idx",),

@@ -62,6 +62,21 @@ def test_topics_live_panel_is_a_fragment_within_three_queries(board: Board):
     assert len(board_queries) <= 3, [q["sql"][:200] for q in board_queries]
 
 
+def test_a_busy_topics_last_hour_is_counted_up_to_a_cap_and_its_rate_from_the_newest(board: Board, monkeypatch):
+    from oqronboard import topics
+
+    publish(board, count=12)
+    publish(board, "quiet", partitions=1, count=3)
+    monkeypatch.setattr(topics, "RECENT_CAP", 5)
+    overview = topics.build(board.scope)
+    busy, quiet = overview.get("orders"), overview.get("quiet")
+    assert busy.last_hour == 5 and busy.last_hour_capped and busy.counted_since is not None
+    assert busy.per_minute > 5 / 60  # five messages within the last few seconds: a high rate
+    assert quiet.last_hour == 3 and not quiet.last_hour_capped and quiet.per_minute == 3 / 60
+    body = board.viewer.get(reverse("topics")).content.decode()
+    assert cell(body, "rate-orders") == "5+" and cell(body, "rate-quiet") == "3"
+
+
 def test_no_topic_says_so(board: Board):
     body = board.viewer.get(reverse("topics")).content.decode()
     assert 'data-testid="no-topics"' in body
