@@ -1,6 +1,8 @@
-"""Seed the board benchmark's Postgres database: 1,000,000 runs and 200,000 jobs.
+"""Seed the board benchmark's Postgres database: 1,000,000 runs, 200,000 jobs and
+1,000,000 retained messages across 20 topics.
 
-    .venv/bin/python bench/seed.py [--database-url URL] [--runs 1000000] [--jobs 200000] [--reseed]
+    .venv/bin/python bench/seed.py [--database-url URL] [--runs 1000000] [--jobs 200000]
+        [--messages 1000000] [--topics 20] [--reseed]
 
 ``bench/board_pages.py`` calls :func:`ensure_seeded` itself; this entry point only seeds.
 
@@ -16,6 +18,9 @@ depths the board reads from it are real. The data looks like a busy production a
 * jobs: 10 % dead letters (with error history and a fingerprint, so the DLQ page has
   a handful of fingerprint groups), the rest a waiting / delayed / active backlog,
   spread over six queues.
+
+The topics, their consumer groups, deliveries and dead letters are
+``bench/topic_seed.py``'s (seeded after the runs and jobs, with a marker of their own).
 
 A marker record (namespace ``bench``) remembers what was seeded and when: a later
 call reuses the data unless ``--reseed`` is given, the sizes differ, or the seed is
@@ -507,10 +512,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database-url", default=DEFAULT_URL)
     parser.add_argument("--runs", type=int, default=1_000_000)
     parser.add_argument("--jobs", type=int, default=200_000)
+    parser.add_argument("--messages", type=int, default=1_000_000, help="retained messages (0: no topics)")
+    parser.add_argument("--topics", type=int, default=20)
     parser.add_argument("--reseed", action="store_true", help="drop the engine's tables and seed again")
     args = parser.parse_args(argv)
     summary = ensure_seeded(args.database_url, SeedPlan(runs=args.runs, jobs=args.jobs), reseed=args.reseed)
     print(summary)
+    if args.messages:
+        import topic_seed  # bench/topic_seed.py (it imports this module)
+
+        print(topic_seed.ensure_topics_seeded(args.database_url, topic_seed.TopicPlan(args.messages, args.topics)))
     return 0
 
 
