@@ -12,6 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from oqronkit.clock import now_ms
+from oqronkit.topics import groups
 from tests.board.seed import MINUTE, Board
 from tests.board.topic_seed import SeededTopic, dead, group, publish
 
@@ -181,3 +182,25 @@ def test_an_offset_past_a_partitions_end_warns_of_what_it_would_skip(board: Boar
     body = board.operator.post(reverse("group-replay", args=["orders", "billing"]), {"position": "6"}).content.decode()
     assert re.search(r"<strong>2</strong>", body)  # partition 1's offsets 6 and 7
     assert 'data-testid="replay-skips"' in body and "skip offsets 4 to 5" in body
+
+
+def test_the_live_panels_forms_lead_back_to_the_page_not_the_fragment(board: Board, orders: SeededTopic):
+    fragment = board.operator.get(reverse("topics"), {"panel": "live"}, HTTP_HX_REQUEST="true").content.decode()
+    assert 'name="next" value="/topics/"' in fragment and "next=/topics/&quot;" not in fragment
+    assert f'{reverse("group-replay", args=["orders", "billing"])}?next=/topics/"' in fragment
+    response = board.operator.post(reverse("group-pause", args=["orders", "billing"]), {"next": "/topics/"})
+    assert response.status_code == 302 and response["Location"] == "/topics/"
+
+
+def test_another_scopes_topics_are_neither_shown_nor_acted_on(board: Board, orders: SeededTopic):
+    from oqronboard.base.scope import BoardScope
+    from oqronkit import Topic
+
+    other = BoardScope(board.db.project + "-other", board.db.environment)
+    Topic("secret", engine=other.engine).publish({"n": 1})
+    groups.ensure(other.engine.durable, "secret", "spy", 1, "earliest")
+    body = board.operator.get(reverse("topics")).content.decode()
+    assert "secret" not in body and 'data-testid="topic-orders"' in body
+    assert board.operator.get(reverse("topic-log", args=["secret"])).status_code == 404
+    assert board.operator.post(reverse("group-pause", args=["secret", "spy"])).status_code == 404
+    assert other.engine.durable.get("topic_groups:secret", "spy").value["paused"] is False
