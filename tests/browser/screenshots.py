@@ -1,6 +1,6 @@
 """(Re)generate the board's screenshots in docs/screenshots/, light and dark.
 
-    .venv/bin/python -m tests.browser.screenshots [--out docs/screenshots] [--themes light,dark]
+    .venv/bin/python -m tests.browser.screenshots [--out docs/screenshots] [--themes light,dark] [--only REGEX]
 
 Starts the same live board as the browser tests (``tests/browser/harness.py``:
 ``runserver`` and a real ``runworker`` on a temporary SQLite file) with the project's
@@ -8,13 +8,15 @@ demo workload (``--workload demo``, the default: ``bin/demo``'s queues, logins a
 jobs) or the browser tests' (``--workload tests``), waits for failed runs, dead letters
 and a running job with progress, then retries one dead letter and pauses a queue
 through the pages so the audit log has entries. Chromium then visits every page as an
-operator, once per colour scheme, and writes ``<page>-<theme>.png`` and an index,
-``README.md``. Needs /usr/bin/chromium.
+operator, once per colour scheme, and writes ``<page>-<theme>.png`` (``--only``: the
+pages whose file stem matches) and an index of every page, ``README.md``. Needs
+/usr/bin/chromium.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -91,6 +93,20 @@ def queue_page(page: Any, board: LiveBoard) -> None:
     page.wait_for_load_state()
 
 
+def topic_page(page: Any, board: LiveBoard) -> None:
+    """The first topic's retained log, reached from the Topics page."""
+    nav("nav-topics")(page, board)
+    page.locator('[data-testid^="topic-link-"]').first.click()
+    page.wait_for_load_state()
+
+
+def message_page(page: Any, board: LiveBoard) -> None:
+    """A message of the first topic whose delivery to some group died (if any)."""
+    topic_page(page, board)
+    page.locator('[data-testid="message-row"] a[data-open]').first.click()
+    page.wait_for_load_state()
+
+
 SHOTS = [
     Shot("login", "Login page", login_page, logged_in=False),
     Shot("overview", "Overview: per-queue depths, throughput and failure rate, workers", nav("nav-overview")),
@@ -104,6 +120,10 @@ SHOTS = [
     Shot("job", "A dead job with its runs and actions", job_page),
     Shot("dead-letters", "Dead letters: depth per queue, failures grouped by error", nav("nav-dead")),
     Shot("definitions", "Definitions and their control state (pause / resume)", nav("nav-definitions")),
+    Shot("topics", "Topics: retained messages, rate, and each consumer group's lag and dead letters",
+         nav("nav-topics")),
+    Shot("topic-log", "A topic's retained log, newest first, with its groups", topic_page),
+    Shot("topic-message", "A message: payload, headers, its delivery to each group", message_page),
     Shot("audit", "Audit log of operator actions", nav("nav-audit")),
 ]
 
@@ -135,6 +155,8 @@ def demo_workload(board: LiveBoard) -> None:
         wait_for(lambda: plane.count(kind="dlq") >= 4, timeout=60, what="demo dead letters", board=board)
         wait_for(lambda: plane.count("queue_job:emails") == 0, timeout=60, what="the first emails to settle",
                  board=board)
+        wait_for(lambda: plane.count("queue_dlq:order-events@billing") >= 1, timeout=60,
+                 what="a dead delivery in order-events@billing", board=board)
     finally:
         plane.close()
 
@@ -156,9 +178,11 @@ def operator_actions(page: Any, pause: str) -> None:
     page.locator(f'[data-testid="resume-{pause}"]').wait_for()
 
 
-def take(browser: Any, board: LiveBoard, state: str, theme: str, out: Path) -> list[Path]:
+def take(browser: Any, board: LiveBoard, state: str, theme: str, out: Path, only: str = "") -> list[Path]:
     written = []
     for shot in SHOTS:
+        if only and not re.search(only, shot.slug):
+            continue
         context = browser.new_context(
             base_url=board.url, color_scheme=theme, viewport=shot.viewport or DESKTOP,
             storage_state=state if shot.logged_in else None, device_scale_factor=1,
@@ -201,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--themes", default="light,dark")
     parser.add_argument("--workload", choices=sorted(WORKLOADS), default="demo")
+    parser.add_argument("--only", default="", help="take only the pages whose file stem matches this regex")
     args = parser.parse_args(argv)
     themes = [t for t in args.themes.split(",") if t]
     workload = WORKLOADS[args.workload]
@@ -216,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         context.close()
         for theme in themes:
             print(f"{theme}:")
-            take(browser, board, state, theme, args.out)
+            take(browser, board, state, theme, args.out, args.only)
     write_index(args.out, themes, args.workload)
     print(f"index: {(args.out / 'README.md').relative_to(ROOT)}")
     return 0
