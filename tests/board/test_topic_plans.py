@@ -76,7 +76,8 @@ def cases(scope: BoardScope, ids: list[str]) -> list[Case]:
         # key) reads the topic's rows by kind and sorts the few that match.
         ("the log by key", lambda: message_page(scope, "orders", MessageFilters(key="k3")),
          ("oqron_runs_",), LOG_SQLITE, False),
-        ("a message", lambda: get_message(scope, "orders", ids[7]), ("oqron_runs_pkey",),
+        # One row by key: the primary key or the id index (the spec's "a run by id") cost the same.
+        ("a message", lambda: get_message(scope, "orders", ids[7]), ("oqron_runs_pkey|oqron_runs_id_idx",),
          "sqlite_autoindex_oqron_runs_1", False),
         ("its deliveries", lambda: delivery_runs(scope, "orders", ids[7]), ("oqron_runs_job_idx",),
          "oqron_runs_job_idx", False),
@@ -91,7 +92,7 @@ def test_the_topic_queries_use_an_index(shared_db: SharedDatabase):
     for label, query, pg_indexes, sqlite_index, ordered in cases(scope, ids):
         plan = "\n".join(plans(shared_db, query))
         if postgres:
-            missing = [name for name in pg_indexes if name not in plan]
+            missing = [name for name in pg_indexes if not any(alt in plan for alt in name.split("|"))]
         else:
             choices = (sqlite_index,) if isinstance(sqlite_index, str) else sqlite_index
             missing = [] if any(name in plan for name in choices) else list(choices)
