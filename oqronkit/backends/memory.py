@@ -112,7 +112,7 @@ class MemoryDurableStore:
     def append_log(self, scope: Scope, append: LogAppend) -> dict[str, int]:
         with self._lock:
             offsets: dict[str, int] = {}
-            for id in dict.fromkeys(append.ids):
+            for id in dict.fromkeys(append.ids if append.maybe_present is None else append.maybe_present):
                 row = self._rows.get(_key(scope, append.table, append.namespace, id))
                 if row is not None:
                     offsets[id] = decode_value(row[1])["offset"]

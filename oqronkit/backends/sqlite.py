@@ -118,8 +118,9 @@ class SQLiteDurableStore:
             found = conn.execute(_sql(append.counter_table, "get_value"),
                                  (*keys, append.counter_namespace, append.counter_id)).fetchone()
             first: int = decode_value(found[0])["next"] if found is not None else 0
+            lookup = list(dict.fromkeys(append.ids if append.maybe_present is None else append.maybe_present))
             rows = conn.execute(_sql(append.table, "get_many"),
-                                (*keys, append.namespace, json.dumps(list(dict.fromkeys(append.ids))))).fetchall()
+                                (*keys, append.namespace, json.dumps(lookup))).fetchall() if lookup else []
             offsets: dict[str, int] = {row[1]: decode_value(row[3])["offset"] for row in rows}
             new = [id for id in dict.fromkeys(append.ids) if id not in offsets]
             if new:

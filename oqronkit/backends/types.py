@@ -101,15 +101,19 @@ class LogAppend:
     reused, and a record with a higher offset never becomes visible before one with a
     lower offset of the same partition (appends to a partition are serialised).
 
-    ``ids`` already in the log are not appended again (their stored offsets are
-    returned); ``build(new_ids, first_offset)`` makes the rows of the others, the i-th
-    with offset ``first_offset + i``; ``counter(next_offset)`` makes the counter
-    record's row, which keeps the next free offset as ``value["next"]``."""
+    ``ids`` already in the log (only ``maybe_present`` ones are looked for) are not
+    appended again (their stored offsets are returned); ``build(new_ids,
+    first_offset)`` makes the rows of the others, the i-th with offset
+    ``first_offset + i``; ``counter(next_offset)`` makes the counter record's row,
+    which keeps the next free offset as ``value["next"]``."""
 
     table: TableKey
     namespace: str
     partition: int
     ids: Sequence[str]
+    #: The ids that may already be in the log (derived from idempotency keys); the others
+    #: are fresh and not looked up. None: every id may be.
+    maybe_present: Sequence[str] | None
     counter_table: TableKey
     counter_namespace: str
     counter_id: str

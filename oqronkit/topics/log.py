@@ -80,7 +80,8 @@ def append(durable: DurablePlane, topic: str, partition: int, drafts: Sequence[D
         return durable.encode_all([RecordWrite(TOPIC_STATE, counter_id(topic, partition), value)])[0]
 
     return durable.store.append_log(durable.scope, LogAppend(
-        table="runs", namespace=namespace, partition=partition, ids=list(by_id), counter_table="records",
+        table="runs", namespace=namespace, partition=partition, ids=list(by_id),
+        maybe_present=[d.id for d in drafts if d.idempotency_key is not None], counter_table="records",
         counter_namespace=TOPIC_STATE, counter_id=counter_id(topic, partition), build=build, counter=counter))
 
 

@@ -20,20 +20,23 @@ from .statements import row_columns, statement
 def append_log(conn: psycopg.Connection[Any], scope: Scope, append: LogAppend) -> dict[str, int]:
     keys = {"project": scope.project, "environment": scope.environment}
     counter_key = {**keys, "namespace": append.counter_namespace, "id": append.counter_id}
-    existing = {**keys, "namespace": append.namespace, "ids": TextArray(dict.fromkeys(append.ids))}
+    lookup = list(dict.fromkeys(append.ids if append.maybe_present is None else append.maybe_present))
+    # Fresh ids are not looked up: besides a statement, that spares the planner a lookup
+    # it misjudges on a table never analysed (a walk of the project's run rows).
+    existing = {**keys, "namespace": append.namespace, "ids": TextArray(lookup)}
     # Pipelined: BEGIN, the counter's lock and the ids already appended go in one round
     # trip; the writes and COMMIT in another.
     with conn.pipeline(), conn.transaction():
         locked = conn.execute(statement("lock_row", append.counter_table), counter_key)
-        found = conn.execute(statement("get_many", append.table), existing)
+        found = conn.execute(statement("get_many", append.table), existing) if lookup else None
         row = locked.fetchone()
         if row is None:  # the partition's first append: create its counter, then look again
             conn.execute(statement("insert_rows", append.counter_table), row_columns(scope, [append.counter(0)]))
             row = conn.execute(statement("lock_row", append.counter_table), counter_key).fetchone()
-            found = conn.execute(statement("get_many", append.table), existing)
+            found = conn.execute(statement("get_many", append.table), existing) if lookup else None
             assert row is not None  # inserted just now, or by a racing append we then waited for
         counter: int = row[0]["next"]
-        offsets = {id: value["offset"] for _, id, _, value, _, _ in found.fetchall()}
+        offsets = {id: value["offset"] for _, id, _, value, _, _ in (found.fetchall() if found else [])}
         new = [id for id in dict.fromkeys(append.ids) if id not in offsets]
         if new:
             conn.execute(statement("insert_rows", append.table), row_columns(scope, append.build(new, counter)))

@@ -38,15 +38,16 @@ def append_log(client: redis.Redis, write: Script, keys_of: KeysOf, put_args: Pu
     counter_rows = keys_of(scope, append.counter_table, append.counter_namespace)[0]
     log_rows = keys_of(scope, append.table, append.namespace)[0]
     ids = list(dict.fromkeys(append.ids))
+    lookup = ids if append.maybe_present is None else list(dict.fromkeys(append.maybe_present))
     for attempt in range(APPEND_ATTEMPTS):
         with client.pipeline() as pipe:
             try:
                 pipe.watch(counter_rows)  # type: ignore[no-untyped-call]  # untyped in redis-py
                 raw = cast("str | None", pipe.hget(counter_rows, append.counter_id))
                 first: int = decode_row(append.counter_namespace, append.counter_id, raw).value["next"] if raw else 0
-                found = cast("list[str | None]", pipe.hmget(log_rows, ids)) if ids else []
+                found = cast("list[str | None]", pipe.hmget(log_rows, lookup)) if lookup else []
                 offsets = {id: decode_row(append.namespace, id, r).value["offset"]
-                           for id, r in zip(ids, found, strict=True) if r is not None}
+                           for id, r in zip(lookup, found, strict=True) if r is not None}
                 new = [id for id in ids if id not in offsets]
                 if not new:
                     pipe.unwatch()

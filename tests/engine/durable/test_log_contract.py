@@ -14,9 +14,9 @@ from oqronkit.topics import log
 from oqronkit.topics.log import Draft
 
 
-def draft(id: str, payload: object = None, key: str | None = None) -> Draft:
-    return Draft(id=id, key=key, payload=payload, headers={"h": "v"}, correlation_id=None, idempotency_key=None,
-                 published_at=1_700_000_000_000)
+def draft(id: str, payload: object = None, key: str | None = None, idempotency_key: str | None = None) -> Draft:
+    return Draft(id=id, key=key, payload=payload, headers={"h": "v"}, correlation_id=None,
+                 idempotency_key=idempotency_key, published_at=1_700_000_000_000)
 
 
 def test_offsets_count_from_zero_per_partition_and_read_back_in_order(durable: DurablePlane):
@@ -35,10 +35,10 @@ def test_offsets_count_from_zero_per_partition_and_read_back_in_order(durable: D
     assert log.next_offsets(durable, "orders", 3) == [3, 1, 0]
 
 
-def test_an_id_appended_again_keeps_its_offset_and_takes_none(durable: DurablePlane):
-    log.append(durable, "t", 0, [draft("a"), draft("b")])
-    assert log.append(durable, "t", 0, [draft("b"), draft("c")]) == {"b": 1, "c": 2}
-    assert log.append(durable, "t", 0, [draft("a")]) == {"a": 0}
+def test_an_idempotent_id_appended_again_keeps_its_offset_and_takes_none(durable: DurablePlane):
+    log.append(durable, "t", 0, [draft("a", idempotency_key="ka"), draft("b", idempotency_key="kb")])
+    assert log.append(durable, "t", 0, [draft("b", idempotency_key="kb"), draft("c")]) == {"b": 1, "c": 2}
+    assert log.append(durable, "t", 0, [draft("a", idempotency_key="ka")]) == {"a": 0}
     assert [r.value["offset"] for r in log.read(durable, "t", 0, after=-1, limit=10)] == [0, 1, 2]
     assert log.next_offsets(durable, "t", 1) == [3]
 
