@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = [
     *sorted(p.relative_to(ROOT) for p in (ROOT / "bench").glob("*.py")),
     Path("bench/peers/oqron_worker.py"), Path("bench/peers/oqron_driver.py"),
+    Path("bench/peers/pubsub_driver.py"), Path("bench/peers/streams_consumer.py"),
 ]
 
 
