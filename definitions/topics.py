@@ -16,6 +16,7 @@ from django.db.models import Q
 
 from oqronboard.base.expressions import JsonInteger, JsonText
 from oqronboard.base.scope import BoardScope
+from oqronboard.base.values import json_int
 from oqronkit.namespaces import TOPIC, TOPIC_GROUPS_PREFIX, TOPIC_STATE, topic_groups_namespace, topic_of_groups
 
 from .queries import records_of
@@ -51,7 +52,7 @@ class TopicRecords:
 
     def nexts(self) -> list[int]:
         """Each partition's next free offset (0 before its first message)."""
-        return [_int(self.counters.get(p, {}).get("next")) or 0 for p in range(self.partitions)]
+        return [json_int(self.counters.get(p, {}).get("next")) or 0 for p in range(self.partitions)]
 
 
 def outer_references() -> dict[str, Any]:
@@ -120,26 +121,18 @@ def _cursor(group: dict[str, Any]) -> dict[str, Any]:
     return cursor if isinstance(cursor, dict) else {}
 
 
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
 
 def group_lag(group: dict[str, Any], nexts: list[int]) -> dict[int, int]:
     """Messages published but not yet handed to ``group``, per partition: the engine's
     rule (``oqronkit.topics.groups.lag``) over counters already read."""
     cursor, lag = _cursor(group), {}
     for partition, next_offset in enumerate(nexts):
-        handed = _int(cursor.get(str(partition)))
+        handed = json_int(cursor.get(str(partition)))
         lag[partition] = max(next_offset - 1 - (-1 if handed is None else handed), 0)
     return lag
 
 
 def group_cursor(group: dict[str, Any], partition: int) -> int:
     """The offset of the last message of ``partition`` handed to ``group`` (-1: none)."""
-    handed = _int(_cursor(group).get(str(partition)))
+    handed = json_int(_cursor(group).get(str(partition)))
     return -1 if handed is None else handed

@@ -13,6 +13,7 @@ from typing import Any
 
 from django import template
 
+from oqronboard.base.values import json_int
 from oqronkit.clock import now_ms
 
 register = template.Library()
@@ -22,19 +23,11 @@ JSON_MAX_CHARS = 200_000
 TRUNCATED = "… truncated"
 
 
-def _ms(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
 
 @register.filter
 def ms_time(value: Any) -> str:
     """Epoch ms as ``2026-12-02 14:31:05 UTC`` ("" when absent)."""
-    ms = _ms(value)
+    ms = json_int(value)
     if ms is None:
         return ""
     try:
@@ -46,7 +39,7 @@ def ms_time(value: Any) -> str:
 @register.filter
 def ms_short(value: Any) -> str:
     """Epoch ms as ``12-02 14:31:05`` (UTC; list cells, with :func:`ms_time` as title)."""
-    ms = _ms(value)
+    ms = json_int(value)
     if ms is None:
         return ""
     try:
@@ -58,7 +51,7 @@ def ms_short(value: Any) -> str:
 @register.filter
 def ms_iso(value: Any) -> str:
     """Epoch ms as ISO 8601, for ``<time datetime=...>``."""
-    ms = _ms(value)
+    ms = json_int(value)
     if ms is None:
         return ""
     try:
@@ -70,7 +63,7 @@ def ms_iso(value: Any) -> str:
 @register.filter
 def duration(value: Any) -> str:
     """Milliseconds as ``850 ms``, ``12.3 s``, ``4m 05s``, ``2h 03m`` or ``3d 4h``."""
-    ms = _ms(value)
+    ms = json_int(value)
     if ms is None:
         return ""
     ms = max(ms, 0)
@@ -92,7 +85,7 @@ def duration(value: Any) -> str:
 @register.filter
 def ago(value: Any) -> str:
     """How long before now an epoch-ms instant was (``3m 05s ago``)."""
-    ms = _ms(value)
+    ms = json_int(value)
     if ms is None:
         return ""
     delta = now_ms() - ms
