@@ -131,7 +131,8 @@ class Dispatcher:
                                 limit=min(last - after, BATCH))
                 if not page:
                     break
-                items += [_delivery(r) for r in page if int(r.value["offset"]) <= last and _wanted(sub, r)]
+                items += [item for r in page if int(r.value["offset"]) <= last
+                          and _wanted(sub, item := _delivery(r))]
                 after = int(page[-1].value["offset"])
         return items
 
@@ -150,17 +151,14 @@ class Dispatcher:
                 pass  # it lapses by its TTL
 
 
-def _wanted(sub: Subscription, record: StoredRecord) -> bool:
+def _wanted(sub: Subscription, item: dict[str, Any]) -> bool:
     if sub.filter is None:
         return True
-    value = record.value
-    message = Message(id=value["id"], topic=value["topic"], key=value.get("key"), partition=value["partition"],
-                      offset=value["offset"], payload=value.get("payload"), headers=value.get("headers") or {},
-                      published_at=value["publishedAt"], correlation_id=value.get("correlationId"))
+    message = Message.from_delivery(item["data"])
     try:
         return bool(sub.filter(message))
     except Exception:  # a filter that raises delivers the message: the handler decides
-        logger.exception("the filter of %s raised on message %s; delivering it", sub.queue.name, value["id"],
+        logger.exception("the filter of %s raised on message %s; delivering it", sub.queue.name, message.id,
                          extra={"action": "topic.filter_failed"})
         return True
 

@@ -72,17 +72,20 @@ class Message:
     published_at: int
     correlation_id: str | None
 
+    @classmethod
+    def from_delivery(cls, data: dict[str, Any]) -> Message:
+        """The message a delivery job's data is a snapshot of."""
+        return cls(id=data["messageId"], topic=data["topic"], key=data.get("key"), partition=data["partition"],
+                   offset=data["offset"], payload=data.get("payload"), headers=data.get("headers") or {},
+                   published_at=data["publishedAt"], correlation_id=data.get("correlationId"))
+
 
 class TopicContext:
     """The ``ctx`` of a subscription handler: the message, and the attempt's job context
     (``log``, ``progress``, ``cancelled``, ``attempt``)."""
 
     def __init__(self, job_ctx: JobContext, group: str) -> None:
-        data = job_ctx.data
-        self.message = Message(
-            id=data["messageId"], topic=data["topic"], key=data.get("key"), partition=data["partition"],
-            offset=data["offset"], payload=data.get("payload"), headers=data.get("headers") or {},
-            published_at=data["publishedAt"], correlation_id=data.get("correlationId"))
+        self.message = Message.from_delivery(job_ctx.data)
         self.data: Any = self.message.payload
         self.group = group
         self.attempt = job_ctx.attempt
