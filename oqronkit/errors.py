@@ -6,6 +6,8 @@ natural built-in exception so callers can catch ``ValueError`` for bad input.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 
 class OqronError(Exception):
     """Base class of every error raised by oqronkit."""
@@ -63,6 +65,27 @@ class InvalidState(OqronError, RuntimeError):
 
 class Discard(OqronError):
     """Raised inside a handler (or by ``ctx.discard``) to fail the job now, with no retries."""
+
+
+class RetryAfter(OqronError):
+    """Raised inside a handler: this attempt failed, and the next one (if any is left)
+    waits ``delay`` seconds (a number or a timedelta) instead of the queue's backoff
+    (a server's ``Retry-After``, a published retry schedule)."""
+
+    def __init__(self, delay: float | timedelta, message: str = "") -> None:
+        super().__init__(message or f"retry after {delay} s")
+        self.delay = delay
+
+
+class Postpone(OqronError):
+    """Raised inside a handler: the attempt did not really happen (a circuit breaker is
+    open, a rate limit is spent). The job waits ``delay`` seconds and its attempt is
+    not counted; its run is recorded only if it was already written (status ``held``)."""
+
+    def __init__(self, delay: float | timedelta, reason: str = "postponed") -> None:
+        super().__init__(reason)
+        self.delay = delay
+        self.reason = reason
 
 
 class InvalidSchedule(ConfigurationError):

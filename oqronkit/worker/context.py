@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from ..codec import copy_json
-from ..errors import Discard
+from ..codec import copy_json, dumps_compact, storage_problem
+from ..errors import Discard, InvalidRecord
 from ..runs import add_log, safe_text
 from .inflight import Inflight
 from .state import WorkerState
 
 logger = logging.getLogger("oqronkit.handler")
 LEVELS = ("debug", "info", "warning", "error")
+#: The keys every run record has, which ``annotate`` may not replace.
+RESERVED_RUN_KEYS = frozenset({
+    "id", "app", "logs", "name", "error", "input", "jobId", "module", "output", "status", "endedAt", "trigger",
+    "attempts", "timeline", "workerId", "startedAt", "durationMs", "environment", "correlationId",
+    "progressPercent", "progressLabel", "queue",
+})
 
 
 class JobContext:
@@ -63,6 +70,25 @@ class JobContext:
             self._run["progressPercent"] = round(value, 1)
             if text is not None:
                 self._run["progressLabel"] = text
+            self._inflight.overlay_dirty = True
+
+    def annotate(self, fields: Mapping[str, Any]) -> None:
+        """Add top-level fields to this attempt's run record, kept whatever the outcome
+        (a webhook delivery's request and response, recorded even when it fails). JSON
+        only, stored as given; a run's own keys (status, output, ...) are refused."""
+        clashing = sorted(k for k in fields if not isinstance(k, str) or k in RESERVED_RUN_KEYS)
+        if clashing:
+            raise InvalidRecord(f"annotate cannot set the run's own key(s) {clashing}.")
+        try:
+            text = dumps_compact(dict(fields))
+        except (TypeError, ValueError) as exc:
+            raise InvalidRecord(f"run fields must be JSON: {exc}") from exc
+        problem = storage_problem(text)
+        if problem is not None:
+            raise InvalidRecord(f"run fields cannot be stored: {problem}.")
+        copied = copy_json(dict(fields))
+        with self._inflight.lock:
+            self._run.update(copied)  # extra keys, checked above
             self._inflight.overlay_dirty = True
 
     def discard(self, reason: str) -> NoReturn:

@@ -12,9 +12,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..backoff import to_ms
 from ..codec import NestingTooDeep, dumps_compact, storage_problem
-from ..errors import Discard
-from ..runs import describe_error
+from ..errors import Discard, InvalidJob, Postpone, RetryAfter
+from ..runs import describe_error, safe_text
 from .context import JobContext
 from .inflight import Inflight, Outcome
 
@@ -42,6 +43,14 @@ def _classify(inflight: Inflight, output: Any, exc: BaseException | None) -> Out
             if inflight.cancel_reason != "shutdown":
                 return Outcome(inflight, "cancelled", output=output)
         return Outcome(inflight, "completed", output=output)
+    if isinstance(exc, (RetryAfter, Postpone)):
+        try:
+            delay_ms = to_ms(exc.delay, what=f"{type(exc).__name__}'s delay") or 0
+        except InvalidJob as bad:  # a bad delay fails the attempt with the reason, on the queue's backoff
+            return Outcome(inflight, "failed", error=describe_error(bad))
+        if isinstance(exc, Postpone):
+            return Outcome(inflight, "postponed", delay_ms=delay_ms, reason=safe_text(exc.reason)[:500])
+        return Outcome(inflight, "failed", error=describe_error(exc), delay_ms=delay_ms)
     if isinstance(exc, Discard):
         return Outcome(inflight, "discarded", error=describe_error(exc, kind="Discarded"))
     if isinstance(exc, asyncio.CancelledError) and inflight.cancel_reason:

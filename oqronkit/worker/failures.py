@@ -32,7 +32,7 @@ from .state import WorkerState
 
 logger = logging.getLogger(__name__)
 RUN_STATUS = {"completed": "completed", "failed": "failed", "discarded": "failed", "timeout": "failed",
-              "cancelled": "cancelled", "interrupted": "cancelled", "lost": "failed"}
+              "cancelled": "cancelled", "interrupted": "cancelled", "lost": "failed", "postponed": "held"}
 T = TypeVar("T")
 
 
@@ -185,7 +185,9 @@ class Failures:
         if not settling.closed:
             settling.token = job.lease_token
             job.lease_token, job.worker_id, job.updated_at = None, None, now_ms()
-            settling.run = self.writer.close(outcome, RUN_STATUS[outcome.kind], reason)
+            # A postponed attempt did not happen: its run is kept only if already written.
+            keep_run = outcome.kind != "postponed" or inflight.run_stored
+            settling.run = self.writer.close(outcome, RUN_STATUS[outcome.kind], reason) if keep_run else None
             settling.closed = True
         if settling.stored is None:
             settling.stored = self._store_guarded(job, settling.token)
@@ -193,8 +195,8 @@ class Failures:
             self._releasing(inflight, lambda: self.state.hot.release(job.queue, inflight.lease, signal, now_ms()))
         if settling.run:
             self.writer.write([settling.run], [])
-        self.state.count("retried" if outcome.kind != "interrupted" else "interrupted")
-        if outcome.kind != "interrupted":
+        self.state.count({"interrupted": "interrupted", "postponed": "postponed"}.get(outcome.kind, "retried"))
+        if outcome.kind not in ("interrupted", "postponed"):
             self.state.hook(inflight, "failed", outcome.error)
         return True
 
@@ -224,6 +226,11 @@ def plan(outcome: Outcome, now: int) -> tuple[bool, Signal | None, str]:
     if outcome.kind == "interrupted":
         job.status, job.attempts = "waiting", max(job.attempts - 1, 0)  # the attempt is not counted
         return False, Signal(job.id, job.priority, None, job.lifo), "worker shutting down; returned"
+    if outcome.kind == "postponed":  # the attempt did not happen: not counted, no error kept
+        job.attempts = max(job.attempts - 1, 0)
+        job.status, job.run_at = "delayed", now + (outcome.delay_ms or 0)
+        return False, Signal(job.id, job.priority, job.run_at, job.lifo), \
+            f"postponed {outcome.delay_ms} ms, attempt not counted: {outcome.reason}"
     if outcome.error:
         job.record_error({**outcome.error, "attempt": job.attempts,
                           "runId": inflight.run["id"] if inflight.run else None})
@@ -231,6 +238,6 @@ def plan(outcome: Outcome, now: int) -> tuple[bool, Signal | None, str]:
         return True, None, {"cancelled": f"cancelled: {inflight.cancel_reason or 'by request'}",
                             "discarded": f"discarded: {outcome.error.get('message', '') if outcome.error else ''}"}.get(
             outcome.kind, f"{outcome.kind} on attempt {job.attempts} of {job.max_attempts}")
-    delay = Backoff.from_value(job.backoff).delay_ms(job.attempts)
+    delay = outcome.delay_ms if outcome.delay_ms is not None else Backoff.from_value(job.backoff).delay_ms(job.attempts)
     job.status, job.run_at = "delayed", now + delay
     return False, Signal(job.id, job.priority, job.run_at, job.lifo), f"{outcome.kind}; retry in {delay} ms"
