@@ -45,6 +45,8 @@ from .queue import Queue, Registry
 from .scheduler import Cron, Schedule, cron, schedule
 from .topics.subscription import Message, TopicContext
 from .topics.topic import Topic, topic
+from .webhooks.endpoints import Endpoint
+from .webhooks.webhook import Webhook, webhook
 
 
 def open_durable(config: OqronConfig, *, start: bool = True) -> DurablePlane:
@@ -73,6 +75,7 @@ __all__ = [
     "Cron",
     "Discard",
     "DurablePlane",
+    "Endpoint",
     "Engine",
     "InvalidJob",
     "InvalidNamespace",
@@ -91,14 +94,15 @@ __all__ = [
     "Queue",
     "RecordTooLarge",
     "RecordWrite",
-    "RetryAfter",
     "Registry",
+    "RetryAfter",
     "Schedule",
     "StoredRecord",
     "Topic",
     "TopicContext",
     "UnknownQueue",
     "UnknownSchedule",
+    "Webhook",
     "classify_namespace",
     "config_from_env",
     "config_from_mapping",
@@ -111,5 +115,6 @@ __all__ = [
     "table_for_kind",
     "table_name_for_namespace",
     "topic",
+    "webhook",
     "worker",
 ]

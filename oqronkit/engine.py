@@ -22,6 +22,7 @@ from .hot import HotPlaneFacade
 from .ids import node_id
 from .queue import Queue, Registry, default_registry, set_default_engine_lookup
 from .topics.topic import Topic
+from .webhooks.webhook import Webhook
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +110,10 @@ class Engine:
     def topic(self, name: str, **options: Any) -> Topic:
         """Declare a topic on this engine (see :func:`oqronkit.topic`)."""
         return Topic(name, engine=self, **options)
+
+    def webhook(self, name: str, **options: Any) -> Webhook:
+        """Declare a webhook on this engine (see :func:`oqronkit.webhook`)."""
+        return Webhook(name, engine=self, **options)
 
     def get_queue(self, name: str) -> Queue:
         try:

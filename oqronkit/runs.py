@@ -70,6 +70,9 @@ class RunValue(TypedDict):
     topic: NotRequired[str]  # a topic delivery's run: its topic, group and message
     group: NotRequired[str]
     messageId: NotRequired[str]
+    webhook: NotRequired[str]  # a webhook delivery's run: its webhook, event and endpoint; the
+    event: NotRequired[str]  # request and response are added by the delivery (ctx.annotate)
+    endpointId: NotRequired[str]
 
 
 def stored_run(value: dict[str, Any]) -> RunValue:

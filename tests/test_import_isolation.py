@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FORBIDDEN = ("django", "psycopg", "psycopg_pool", "redis", "django_redis")
+FORBIDDEN = ("django", "psycopg", "psycopg_pool", "redis", "django_redis", "httpx", "httpcore")
 
 
 def loaded_after(code: str) -> list[str]:

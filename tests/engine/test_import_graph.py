@@ -22,7 +22,10 @@ BOARD = frozenset({"oqronboard", "runs", "jobs", "definitions", "demo"})
 # The only Django imports the engine may hold: lazy ones, for the methods that only mean
 # something inside a Django project (README: add_on_commit, publish_on_commit).
 DJANGO_ALLOWED = frozenset({("oqronkit.queue", "Queue.add_on_commit"),
-                            ("oqronkit.topics.topic", "Topic.publish_on_commit")})
+                            ("oqronkit.topics.topic", "Topic.publish_on_commit"),
+                            ("oqronkit.webhooks.webhook", "Webhook.fire_on_commit"),
+                            # The receiver's view decorator, a module the engine never imports.
+                            ("oqronkit.webhooks.django_view", "verified_webhook.decorate.view")})
 
 
 @dataclass(frozen=True)
