@@ -100,7 +100,7 @@ class Gate:
 
     endpoint_id: str
     probe: bool
-    mark: int | None
+    mark: int
     streak_since: int | None
     cooldown_ms: int
     owner: str
@@ -134,7 +134,7 @@ class Breaker:
         keys = [endpoint_id, f"{endpoint_id}.mark", f"{endpoint_id}.streak"]
         found = self.hot.kv_get(self.group, keys, now)
         state = json.loads(found[endpoint_id]) if endpoint_id in found else self._restore(endpoint_id, now)
-        mark = int(found[keys[1]]) if keys[1] in found else None
+        mark = int(found[keys[1]]) if keys[1] in found else self._mark_now(endpoint_id, now)
         streak = json.loads(found[keys[2]])["since"] if keys[2] in found else None
         cooldown = int(state.get("cooldownMs") or self.settings.cooldown_ms)
         gate = Gate(endpoint_id, False, mark, streak, cooldown, owner)
@@ -176,16 +176,12 @@ class Breaker:
         now = now_ms()
         endpoint_id, settings = gate.endpoint_id, self.settings
         count = self.hot.incr(self._counter(endpoint_id))
-        mark = gate.mark
-        if mark is None:  # no success seen since the hot plane forgot: this failure starts the count
-            mark = count - 1
-            self.hot.kv_set(self.group, {f"{endpoint_id}.mark": str(mark)}, ttl_ms=STATE_TTL_MS, now=now)
         streak = gate.streak_since
         if streak is None:
             streak = now
             self.hot.kv_set(self.group, {f"{endpoint_id}.streak": json.dumps({"since": now})}, ttl_ms=STATE_TTL_MS,
                             now=now)
-        consecutive = count - mark
+        consecutive = count - gate.mark
         if settings.disable_after_ms and now - streak >= settings.disable_after_ms:
             reason = (f"failing for {(now - streak) // 1000:,} s without a success ({consecutive} consecutive "
                       f"failures; last: {failure.get('error') or failure.get('status')})")
@@ -221,6 +217,13 @@ class Breaker:
         self.hot.kv_delete(self.group, [f"{endpoint_id}.streak"])
         self._write(endpoint_id, "closed", now, reopens_at=None, cooldown=self.settings.cooldown_ms, failures=0,
                     streak=None)
+
+    def _mark_now(self, endpoint_id: str, now: int) -> int:
+        """No mark (a new endpoint, or a hot plane that forgot): failures count from here."""
+        counter = self._counter(endpoint_id)
+        value = self.hot.get_counters([counter]).get(counter, 0)
+        self.hot.kv_set(self.group, {f"{endpoint_id}.mark": str(value)}, ttl_ms=STATE_TTL_MS, now=now)
+        return value
 
     def _set_state(self, endpoint_id: str, state: dict[str, Any], now: int) -> None:
         self.hot.kv_set(self.group, {endpoint_id: json.dumps(state)}, ttl_ms=STATE_TTL_MS, now=now)
