@@ -31,7 +31,7 @@ def refusal(address: IPAddress) -> str | None:
         address = address.ipv4_mapped
     if address in METADATA_ADDRESSES:
         return "a cloud metadata address"
-    for flag in ("loopback", "link_local", "private", "multicast", "unspecified", "reserved"):
+    for flag in ("unspecified", "loopback", "link_local", "multicast", "private", "reserved"):
         if getattr(address, f"is_{flag}"):
             return f"a {flag.replace('_', '-')} address"
     if not address.is_global:  # shared (100.64/10), documentation and other special ranges
