@@ -193,3 +193,16 @@ def test_a_paused_webhook_holds_its_deliveries_until_resumed(engine: Engine, rec
         wait_until(lambda: len(receiver.requests("/in")) == 1)
     control = engine.durable.get("webhook", "orders")
     assert control.record_kind == "control" and control.value["paused"] is False and control.value["version"] == 3
+
+
+def test_an_endpoints_rate_limit_spreads_its_deliveries_without_burning_attempts(engine: Engine, receiver: Receiver):
+    orders = hook(engine, schedule=[0])  # one attempt each: a postponement must not spend it
+    orders.add_endpoint(receiver.url("/in"), id="shop", allow_private=True, rate_limit=(3, 1))
+    for n in range(7):
+        orders.fire("order.paid", {"n": n})
+    with running(engine, poll_interval=0.05):
+        wait_until(lambda: engine.durable.count("queue_job:webhook/orders") == 0, timeout=15)
+    arrivals = sorted(r.at for r in receiver.requests("/in"))
+    assert len(arrivals) == 7 and engine.durable.count("queue_dlq:webhook/orders") == 0
+    # The limit counts sends as they leave; the first ones may arrive late (the client's first connection).
+    assert arrivals[3] - arrivals[0] >= 0.75 and arrivals[6] - arrivals[0] >= 1.75

@@ -155,3 +155,26 @@ def test_no_secret_reaches_a_stored_row(engine: Engine, receiver: Receiver):
         assert got.headers["webhook-signature"] not in text  # nor a signature made with them
     assert len(receiver.requests("/ok")[0].headers["webhook-signature"].split()) == 2  # both secrets sign
     assert len(receiver.requests("/dead")[0].headers["webhook-signature"].split()) == 1  # its own only
+
+
+@pytest.mark.django_db(transaction=True)
+def test_fire_on_commit_fires_after_the_commit_and_not_after_a_rollback(tmp_path):
+    from django.db import transaction
+
+    from oqronkit import OqronConfig
+
+    engine = Engine(OqronConfig(mode="memory", database_url=None, project="on-commit"), registry=Registry())
+    orders = engine.webhook("orders", secret=SECRET)
+    orders.add_endpoint("https://shop.example/hook", id="shop")
+    with transaction.atomic():
+        orders.fire_on_commit("order.paid", {"id": 1}, idempotency_key="kept")
+        assert engine.durable.count("queue_job:webhook/orders") == 0
+    assert engine.durable.count("queue_job:webhook/orders") == 1
+    try:
+        with transaction.atomic():
+            orders.fire_on_commit("order.paid", {"id": 2})
+            raise RuntimeError("roll back")
+    except RuntimeError:
+        pass
+    assert engine.durable.count("queue_job:webhook/orders") == 1
+    engine.close()
