@@ -49,9 +49,10 @@ def producer(config: OqronConfig) -> Iterator[Engine]:
 class Fleet:
     """Worker processes (``python -m oqronkit worker``), each logging to its own file."""
 
-    def __init__(self, config: OqronConfig, logdir: Path) -> None:
+    def __init__(self, config: OqronConfig, logdir: Path, app: str = "tests.processes.fault_app") -> None:
         self.config = config
         self.logdir = logdir
+        self.app = app
         self.procs: list[subprocess.Popen] = []
 
     def spawn(self) -> subprocess.Popen:
@@ -61,7 +62,7 @@ class Fleet:
         # A file, not a pipe: a worker logging a burst of warnings must never block on a full pipe.
         log = open(self.logdir / f"worker-{len(self.procs)}.log", "wb")  # noqa: SIM115 - closed with the fleet
         proc = subprocess.Popen(
-            [sys.executable, "-m", "oqronkit", "worker", "--import", "tests.processes.fault_app",
+            [sys.executable, "-m", "oqronkit", "worker", "--import", self.app,
              "--log-level", "warning", "--drain-timeout", "2"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
@@ -88,8 +89,8 @@ class Fleet:
 
 
 @contextlib.contextmanager
-def fleet(config: OqronConfig, logdir: Path, size: int = 0) -> Iterator[Fleet]:
-    workers = Fleet(config, logdir)
+def fleet(config: OqronConfig, logdir: Path, size: int = 0, app: str = "tests.processes.fault_app") -> Iterator[Fleet]:
+    workers = Fleet(config, logdir, app)
     try:
         for _ in range(size):
             workers.spawn()
