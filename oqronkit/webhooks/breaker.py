@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -32,6 +33,9 @@ from ..namespaces import WEBHOOK_CB
 logger = logging.getLogger(__name__)
 STATE_TTL_MS = 30 * 86_400_000  # refreshed at every transition; a lost state is restored from the record
 PROBE_WAIT_MS = 2_000
+# How long a process trusts a closed breaker without a failure streak before asking the
+# hot plane again: another process's opening reaches it that much later.
+HEALTHY_CACHE_SECONDS = 0.5
 DEFAULT_FAILURES = 5
 DEFAULT_COOLDOWN_MS = 30_000
 DEFAULT_MAX_COOLDOWN_MS = 600_000
@@ -117,6 +121,9 @@ class Breaker:
         self.durable = durable
         self.disable = disable
         self.group = f"webhook_cb:{webhook}"
+        # Endpoint -> (until, mark): a closed breaker with no failure streak, as this process
+        # last read it; deliveries skip the hot plane until then (HEALTHY_CACHE_SECONDS).
+        self._healthy: dict[str, tuple[float, int]] = {}
 
     def record_id(self, endpoint_id: str) -> str:
         return f"{self.webhook}/{endpoint_id}"
@@ -130,6 +137,9 @@ class Breaker:
     def before(self, endpoint_id: str, owner: str, *, probe_ttl_ms: int) -> Gate:
         """Let a delivery through (a Gate), or raise Postpone while the breaker is open
         or another delivery is its half-open probe."""
+        healthy = self._healthy.get(endpoint_id)
+        if healthy is not None and healthy[0] > time.monotonic():
+            return Gate(endpoint_id, False, healthy[1], None, self.settings.cooldown_ms, owner)
         now = now_ms()
         keys = [endpoint_id, f"{endpoint_id}.mark", f"{endpoint_id}.streak"]
         found = self.hot.kv_get(self.group, keys, now)
@@ -139,6 +149,8 @@ class Breaker:
         cooldown = int(state.get("cooldownMs") or self.settings.cooldown_ms)
         gate = Gate(endpoint_id, False, mark, streak, cooldown, owner)
         if state["state"] == "closed":
+            if streak is None:  # nothing failing: this process need not ask again for a moment
+                self._healthy[endpoint_id] = (time.monotonic() + HEALTHY_CACHE_SECONDS, mark)
             return gate
         reopens = int(state["reopensAt"])
         if now < reopens:
@@ -175,6 +187,7 @@ class Breaker:
         What happened ("opened", "disabled"), or None."""
         now = now_ms()
         endpoint_id, settings = gate.endpoint_id, self.settings
+        self._healthy.pop(endpoint_id, None)
         count = self.hot.incr(self._counter(endpoint_id))
         streak = gate.streak_since
         if streak is None:
