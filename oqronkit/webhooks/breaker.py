@@ -97,6 +97,12 @@ def _duration(value: float | timedelta | None, default: int) -> int:
     return default if found is None else found
 
 
+def breaker_record_id(webhook: str, endpoint_id: str) -> str:
+    """The id of an endpoint's ``webhook_cb`` record: ``<webhook>/<endpoint id>`` ('/' is in
+    neither name; the record also holds both, so readers never split the id)."""
+    return f"{webhook}/{endpoint_id}"
+
+
 @dataclass(slots=True)
 class Gate:
     """What the breaker said before a delivery: whether it is the half-open probe, and
@@ -126,7 +132,7 @@ class Breaker:
         self._healthy: dict[str, tuple[float, int]] = {}
 
     def record_id(self, endpoint_id: str) -> str:
-        return f"{self.webhook}/{endpoint_id}"
+        return breaker_record_id(self.webhook, endpoint_id)
 
     def _counter(self, endpoint_id: str) -> str:
         return f"{self.group}:{endpoint_id}:failures"
