@@ -22,7 +22,7 @@ from weakref import WeakKeyDictionary
 
 from ..clock import now_ms
 from ..codec import text_problem
-from ..errors import ConfigurationError, InvalidJob
+from ..errors import ConfigurationError, InvalidJob, JobNotFound
 from ..ids import new_id
 from ..jobs import Job
 from ..namespaces import WEBHOOK, WEBHOOK_CB, webhook_endpoints_namespace
@@ -208,9 +208,18 @@ class Webhook:
         self._set_paused(False)
         self.queue.resume()
 
-    def resend(self, delivery_id: str) -> Job:
-        """Deliver a dead-lettered delivery again, with a fresh schedule."""
-        return self.queue.retry(delivery_id)
+    def resend(self, delivery_id: str, *, delivered: Mapping[str, Any] | None = None) -> Job:
+        """Deliver again, with a fresh schedule and the same ``webhook-id``: a dead-lettered
+        delivery is retried; one still queued is returned as it is; one that completed
+        (its job is gone) needs ``delivered``, the ``input`` of one of its runs."""
+        job = self.queue.get_job(delivery_id)
+        if job is not None:
+            return self.queue.retry(delivery_id) if job.status == "dead" else job
+        if delivered is None:
+            raise JobNotFound(f"Delivery {delivery_id!r} of webhook {self.name!r} is neither queued nor dead: "
+                              "pass the input of one of its runs as delivered= to send it again.")
+        data = _resendable(self.name, delivery_id, delivered)
+        return self.queue.add(data, job_id=delivery_id)
 
     def _set_paused(self, paused: bool) -> None:
         self._declare()
@@ -256,6 +265,18 @@ class Webhook:
             raise ConfigurationError(f"Webhook {self.name!r}: each declared endpoint is a dict with an 'id' and "
                                      f"a 'url' (and the options of add_endpoint), got {spec!r}.")
         return records.new_endpoint_value(self.name, spec["id"], {k: v for k, v in spec.items() if k != "id"})
+
+
+def _resendable(webhook: str, delivery_id: str, delivered: Mapping[str, Any]) -> dict[str, Any]:
+    """A completed delivery's data, from a run's input, checked against its id."""
+    keys = ("webhook", "event", "endpointId", "messageId", "firedAt", "data")
+    if not isinstance(delivered, Mapping) or set(delivered) != set(keys) or delivered["webhook"] != webhook \
+            or f"{delivered['messageId']}@{delivered['endpointId']}" != delivery_id \
+            or not isinstance(delivered["firedAt"], int):
+        raise InvalidJob(f"delivered= must be the input of a run of delivery {delivery_id!r} of webhook "
+                         f"{webhook!r} (keys {', '.join(keys)}).")
+    check_event(delivered["event"])
+    return {key: delivered[key] for key in keys}
 
 
 def _named(deliverer: Deliverer, webhook: str) -> Callable[[Any], dict[str, Any]]:

@@ -4,6 +4,8 @@ added to its run (``ctx.annotate``), kept whatever the outcome. Every mode."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from oqronkit import Engine, InvalidRecord, Postpone, RetryAfter
@@ -123,3 +125,23 @@ def test_annotate_refuses_a_runs_own_keys_and_unstorable_values(engine: Engine, 
     with running(engine, poll_interval=0.05):
         wait_until(lambda: runs_of(engine, job.id) and runs_of(engine, job.id)[0]["status"] == "completed")
     assert len(problems) == 1
+
+
+def test_a_postponed_attempt_whose_run_was_written_closes_it_as_held(engine: Engine):
+    calls: list[int] = []
+
+    def handler(ctx):
+        calls.append(ctx.attempt)
+        if len(calls) == 1:
+            time.sleep(1.2)  # long enough for the run to be written while it runs
+            raise Postpone(0.05, "rate limit spent")
+        return None
+
+    q = engine.queue("slowheld", handler=handler, retries=0)
+    job = q.add({})
+    with running(engine, poll_interval=0.05):
+        wait_until(lambda: any(r["status"] == "completed" for r in runs_of(engine, job.id)))
+    statuses = sorted(r["status"] for r in runs_of(engine, job.id))
+    assert statuses == ["completed", "held"] and calls == [1, 1]
+    held = next(r for r in runs_of(engine, job.id) if r["status"] == "held")
+    assert "attempt not counted: rate limit spent" in held["timeline"][-1]["reason"]

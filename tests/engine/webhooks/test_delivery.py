@@ -206,3 +206,26 @@ def test_an_endpoints_rate_limit_spreads_its_deliveries_without_burning_attempts
     assert len(arrivals) == 7 and engine.durable.count("queue_dlq:webhook/orders") == 0
     # The limit counts sends as they leave; the first ones may arrive late (the client's first connection).
     assert arrivals[3] - arrivals[0] >= 0.75 and arrivals[6] - arrivals[0] >= 1.75
+
+
+def test_resend_sends_a_completed_delivery_again_with_the_same_webhook_id(engine: Engine, receiver: Receiver):
+    import pytest
+
+    from oqronkit import InvalidJob, JobNotFound
+
+    orders = hook(engine)
+    orders.add_endpoint(receiver.url("/in"), id="shop", allow_private=True)
+    [job_id] = orders.fire("order.paid", {"id": 3})
+    assert orders.resend(job_id).id == job_id  # still queued: the same job, nothing added
+    with running(engine, poll_interval=0.05):
+        wait_until(lambda: [r for r in delivery_runs(engine, job_id) if r["status"] == "completed"])
+    [run] = delivery_runs(engine, job_id)
+    with pytest.raises(JobNotFound, match="delivered="):
+        orders.resend(job_id)
+    with pytest.raises(InvalidJob):
+        orders.resend(job_id, delivered={**run["input"], "endpointId": "other"})
+    orders.resend(job_id, delivered=run["input"])
+    with running(engine, poll_interval=0.05):
+        wait_until(lambda: len(receiver.requests("/in")) == 2)
+    first, second = receiver.requests("/in")
+    assert first.headers["webhook-id"] == second.headers["webhook-id"] and first.body == second.body
