@@ -11,7 +11,20 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from .base import urlsafe  # noqa: F401  (registers <seg:...>, used for every engine id)
-from .views import audit, definitions, jobs, overview, runs, schedules, scope, search, topic_actions, topics
+from .views import (
+    audit,
+    definitions,
+    jobs,
+    overview,
+    runs,
+    schedules,
+    scope,
+    search,
+    topic_actions,
+    topics,
+    webhook_actions,
+    webhooks,
+)
 
 urlpatterns = [
     path("", overview.home, name="home"),
@@ -44,6 +57,16 @@ urlpatterns = [
     path("topics/<seg:topic>/groups/<seg:group>/replay/", topic_actions.group_replay, name="group-replay"),
     path("topics/<seg:topic>/groups/<seg:group>/retry-dead/", topic_actions.group_retry_dead,
          name="group-retry-dead"),
+    path("webhooks/", webhooks.webhooks_page, name="webhooks"),
+    path("webhooks/deliveries/", webhooks.delivery_log, name="webhook-log"),
+    path("webhooks/deliveries/resend/", webhook_actions.resend_matching, name="webhook-resend-matching"),
+    path("webhooks/<seg:webhook>/deliveries/<seg:delivery_id>/", webhooks.delivery_detail, name="webhook-delivery"),
+    path("webhooks/<seg:webhook>/deliveries/<seg:delivery_id>/resend/", webhook_actions.delivery_resend,
+         name="webhook-resend"),
+    path("webhooks/<seg:webhook>/endpoints/<seg:endpoint>/enable/", webhook_actions.endpoint_enable,
+         name="endpoint-enable"),
+    path("webhooks/<seg:webhook>/endpoints/<seg:endpoint>/disable/", webhook_actions.endpoint_disable,
+         name="endpoint-disable"),
     # Only login and logout: no anonymous password-reset pages on an operations board.
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
