@@ -17,6 +17,11 @@ Topics (the board's Topics page):
   one order in six (retried once, then a dead letter of the group), ``shipping`` is
   slow, ``analytics`` quick;
 - ``user-signups``: group ``welcome-mail``.
+
+A webhook (the board's Webhooks page), ``shop-events``, delivering to the demo's loopback
+receiver (:mod:`demo.receiver`, started by ``bin/demo``): endpoint ``warehouse`` always
+answers, ``crm`` fails about one time in three, ``legacy-erp`` points at a port nobody
+listens on, so its breaker opens (and probes every cool-down).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from typing import Any
 
 import oqronkit
 
+from . import receiver
+
 FAST_RETRY = {"type": "fixed", "delay": 2}
 
 emails = oqronkit.queue("emails", concurrency=4, retries=2, backoff=FAST_RETRY)
@@ -35,6 +42,16 @@ payments = oqronkit.queue("payments", concurrency=3, retries=1, backoff=FAST_RET
 reports = oqronkit.queue("reports", concurrency=2, retries=1, backoff=FAST_RETRY, lease=60)
 thumbnails = oqronkit.queue("thumbnails", concurrency=4, retries=2, backoff=FAST_RETRY)
 ticker = oqronkit.queue("demo-ticker", concurrency=1, retries=0)
+
+# A demo secret, fixed so a receiver could verify; a real one comes from the environment.
+DEMO_WEBHOOK_SECRET = "whsec_ZGVtby1vbmx5LWRvLW5vdC11c2UtaW4tcHJvZHVjdGlvbg=="
+shop_events = oqronkit.webhook(
+    "shop-events", secret=DEMO_WEBHOOK_SECRET, timeout=5, schedule=[0, 2, 10, 30], allow_private=True,
+    breaker={"failures": 3, "cooldown": 20, "max_cooldown": 120},
+    endpoints=[{"id": "warehouse", "url": receiver.url("/ok"), "events": ["order.*"]},
+               {"id": "crm", "url": receiver.url("/flaky"), "events": ["order.paid", "user.**"]},
+               # Port 9 (discard) on loopback: refused at once, so the breaker opens.
+               {"id": "legacy-erp", "url": "http://127.0.0.1:9/erp", "events": ["order.**"]}])
 
 order_events = oqronkit.topic("order-events", partitions=3, retention=timedelta(days=2))
 user_signups = oqronkit.topic("user-signups", retention=timedelta(days=2))

@@ -15,6 +15,7 @@ def seed() -> dict[str, int]:
 
     counts = add_batch(emails=25, payments=15, reports=3, thumbnails=30)
     counts.update(publish(orders=24, signups=6))
+    counts.update(fire(events=12))
     ticker.drain()
     ticker.add({"n": 0}, delay=TICK_SECONDS)
     return counts
@@ -28,6 +29,7 @@ def tick(data: dict[str, Any]) -> dict[str, Any]:
     counts = add_batch(emails=random.randint(1, 4), payments=random.randint(0, 3),
                        reports=1 if n % 6 == 0 else 0, thumbnails=random.randint(2, 6))
     counts.update(publish(orders=random.randint(0, 3), signups=1 if n % 3 == 0 else 0))
+    counts.update(fire(events=random.randint(0, 2)))
     if n + 1 < TICKS:
         ticker.add({"n": n + 1}, delay=TICK_SECONDS)
     return {"tick": n, **counts}
@@ -68,3 +70,15 @@ def publish(*, orders: int, signups: int) -> dict[str, int]:
     oqron.user_signups.publish_many([{"payload": {"email": f"user{random.randint(1, 999)}@example.com"},
                                       "headers": {"source": "signup-form"}} for _ in range(signups)])
     return {"order-events": orders, "user-signups": signups}
+
+
+def fire(*, events: int) -> dict[str, int]:
+    """Shop events to the demo webhook (delivered to the loopback receiver)."""
+    from . import oqron
+
+    deliveries = 0
+    for _ in range(events):
+        order = random.randint(1000, 9999)
+        event = random.choice(["order.created", "order.paid", "order.paid", "user.created"])
+        deliveries += len(oqron.shop_events.fire(event, {"order": order, "amount": random.choice([13, 20, 99])}))
+    return {"shop-events": deliveries}

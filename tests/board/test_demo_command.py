@@ -14,6 +14,7 @@ from oqronboard.base.roles import is_operator
 from oqronkit.engine import default_registry
 from oqronkit.topics.subscription import subscriptions_for
 from oqronkit.topics.topic import topics_for
+from oqronkit.webhooks.webhook import webhooks_for
 from tests.board.conftest import SharedDatabase
 
 
@@ -38,7 +39,7 @@ def own_registry():
     """The demo's queues, topics and subscriptions join the default registry: put it
     back as it was afterwards."""
     kept = [(d, dict(d)) for d in (default_registry.queues, topics_for(default_registry),
-                                   subscriptions_for(default_registry))]
+                                   subscriptions_for(default_registry), webhooks_for(default_registry))]
     try:
         yield
     finally:
@@ -62,6 +63,11 @@ def test_enqueues_the_demo_workload_through_the_engine(sqlite_shared_db: SharedD
     # Published to the demo topics; their groups appear once a worker subscribes them.
     assert plane.count("topic_msg:order-events") == 24 and plane.count("topic_msg:user-signups") == 6
     assert plane.get("topic", "order-events").value["partitions"] == 3
+    # Fired to the demo webhook: its endpoints all on loopback, deliveries waiting for the worker.
+    endpoints = {r.id: r.value for r in plane.list("webhook_endpoints:shop-events").records}
+    assert set(endpoints) == {"warehouse", "crm", "legacy-erp"}
+    assert all(e["url"].startswith("http://127.0.0.1:") for e in endpoints.values())
+    assert plane.count("queue_job:webhook/shop-events") >= 12
 
 
 def test_the_demo_app_is_installed_only_for_the_demo():
@@ -81,3 +87,23 @@ def test_the_demo_queues_fail_sometimes_and_report_progress(own_registry):
         "order-events@billing", "order-events@shipping", "order-events@analytics", "user-signups@welcome-mail"}
     source = Path(oqron.__file__).read_text()
     assert "ctx.progress(" in source and "raise " in source
+
+
+def test_the_demo_receiver_answers_on_loopback_only():
+    import threading
+    import urllib.request
+    from http.server import ThreadingHTTPServer
+
+    from demo import receiver
+
+    assert receiver.HOST == "127.0.0.1" and receiver.url("/ok").startswith("http://127.0.0.1:")
+    server = ThreadingHTTPServer((receiver.HOST, 0), receiver.Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        request = urllib.request.Request(f"http://127.0.0.1:{server.server_address[1]}/ok", data=b"{}",
+                                         headers={"webhook-id": "msg_1"})
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            assert answer.status == 200 and b"msg_1" in answer.read()
+    finally:
+        server.shutdown()
+        server.server_close()

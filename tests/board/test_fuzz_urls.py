@@ -19,6 +19,7 @@ from oqronkit.clock import now_ms
 from tests.board.hostile import crafted_cursor, raw_put
 from tests.board.seed import Board, dead_job, error, job_value, put_jobs, put_runs, queue_control, run_value
 from tests.board.topic_seed import dead, group, publish
+from tests.board.webhook_seed import attempt, declare, fire, settle
 
 # URL text (already percent-encoded where a raw character could not travel).
 PATH_VALUES = [
@@ -72,6 +73,11 @@ def seed(board: Board) -> None:
     topic = publish(board, "emails", count=3, hostile=True)
     group(board, topic, "emails", handed=1)
     dead(board, topic, "emails", topic.ids[0])
+    # A webhook and an endpoint called "emails" too, with a delivery dead and one completed.
+    hook = declare(board, "emails", endpoints=("emails",))
+    for delivery, is_dead in ((fire(hook, "order.paid")[0], True), (fire(hook, "order.sent")[0], False)):
+        attempt(board, hook, delivery, status="failed" if is_dead else "completed", http=500 if is_dead else 200)
+        settle(board, hook, delivery, dead=is_dead)
 
 
 def check(client: Client, method: str, url: str, failures: list[str], **extra: object) -> str:
