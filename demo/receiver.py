@@ -31,7 +31,7 @@ def url(path: str) -> str:
 
 
 class Handler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+    def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         self.rfile.read(min(length, 1 << 20))
         if self.path == "/flaky":
