@@ -56,3 +56,16 @@ def publish(*, plain: int = 0, hostile: int = 0) -> list[str]:
     items += [{"payload": {"note": HOSTILE, "fail": True}, "key": HOSTILE, "headers": {HOSTILE: HOSTILE},
                "correlation_id": "c-hostile"} for _ in range(hostile)]
     return oqron.events.publish_many(items)
+
+
+def fire_webhooks(base_url: str, *, count: int = 3) -> list[str]:
+    """Endpoints ``ok`` and ``hostile`` of the ``hooks`` webhook at ``base_url`` (a
+    receiver on 127.0.0.1), then ``count`` events: each to both endpoints."""
+    from oqronboard import engine
+    from tests.browser.workload import oqron
+
+    engine.get_engine()
+    for endpoint in ("ok", "hostile"):
+        if oqron.hooks.endpoint(endpoint) is None:
+            oqron.hooks.add_endpoint(f"{base_url}/{endpoint}", id=endpoint, events=["order.*"])
+    return [i for n in range(count) for i in oqron.hooks.fire("order.paid", {"order": n})]

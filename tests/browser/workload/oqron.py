@@ -10,6 +10,10 @@
 And a topic, ``events`` (2 partitions), with two groups: ``audit`` handles every
 message; ``mailer`` (no retries) dead-letters every message whose payload asks it to
 fail, so the topic pages have deliveries, lag and dead letters to show.
+
+And a webhook, ``hooks`` (one attempt per delivery, so a refused one dies at once): its
+endpoints are added at run time by ``tests/browser/prepare.py`` and point at a receiver
+on 127.0.0.1 that the browser test runs.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ slow = oqronkit.queue("reports", concurrency=2, retries=0, lease=10)
 flaky = oqronkit.queue("payments", concurrency=4, retries=0)
 steady = oqronkit.queue("emails", concurrency=4, retries=1)
 events = oqronkit.topic("events", partitions=2)
+# A test secret (the browser tests never verify it); loopback endpoints are allowed.
+hooks = oqronkit.webhook("hooks", secret="whsec_YnJvd3Nlci10ZXN0LXNlY3JldC0wMTIzNDU2Nzg5", schedule=[0],
+                         allow_private=True, timeout=5)
 
 
 @slow.handler
