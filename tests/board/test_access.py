@@ -16,7 +16,8 @@ from tests.board.seed import Board, dead_job, job_value, put_jobs, queue_control
 PUBLIC = {"login", "logout"}
 SAMPLE = {"queue": "emails", "job_id": "job-1", "run_id": "run-1", "action": "retry", "app_label": "jobs",
           "object_id": "1", "content_type_id": "1", "url": "x", "model_name": "jobrecord", "id": "1",
-          "topic": "orders", "group": "billing", "message_id": "m1"}
+          "topic": "orders", "group": "billing", "message_id": "m1", "webhook": "billing", "endpoint": "crm",
+          "delivery_id": "m1-crm"}
 
 
 def walk(patterns, namespace: str = "", prefix: str = "") -> list[tuple[str, str, URLPattern]]:
@@ -56,7 +57,10 @@ def test_the_walk_covers_every_board_page():
                  "/dead/export/", "/definitions/", "/definitions/queues/emails/pause/", "/audit/", "/go/",
                  "/scope/", "/admin/", "/topics/", "/topics/orders/", "/topics/orders/messages/m1/",
                  "/topics/orders/groups/billing/pause/", "/topics/orders/groups/billing/replay/",
-                 "/topics/orders/groups/billing/retry-dead/"):
+                 "/topics/orders/groups/billing/retry-dead/", "/webhooks/", "/webhooks/deliveries/",
+                 "/webhooks/deliveries/resend/", "/webhooks/billing/deliveries/m1-crm/",
+                 "/webhooks/billing/deliveries/m1-crm/resend/", "/webhooks/billing/endpoints/crm/enable/",
+                 "/webhooks/billing/endpoints/crm/disable/"):
         assert name in urls, name
     assert len(urls) > 25
 
