@@ -34,14 +34,6 @@ from .webhooks import webhook_or_404
 NO_ENDPOINT = "No endpoint of that id on this webhook."
 
 
-class BoardWebhook(Webhook):
-    """A webhook as the board operates it: the workers own its control record, so
-    the board never (re)writes it, whatever it was built with."""
-
-    def _declare(self) -> None:
-        return None
-
-
 def engine_webhook(scope: BoardScope, row: WebhookRow) -> Webhook:
     """The engine's webhook on the scope's engine, with the stored settings (a resent
     delivery gets the workers' schedule); its secrets are placeholders: the board never signs."""
@@ -52,12 +44,13 @@ def engine_webhook(scope: BoardScope, row: WebhookRow) -> Webhook:
     breaker: dict[str, Any] = stored if isinstance(stored, dict) else {}
     settings = [json_int(breaker.get(k)) for k in ("failures", "cooldownMs", "maxCooldownMs", "disableAfterMs")]
     timeout = json_int(control.get("timeoutMs"))
-    return BoardWebhook(
+    return Webhook(
         row.name, secrets={s: new_secret() for s in secret_ids},
         timeout=timedelta(milliseconds=timeout) if timeout else 10,
         schedule=[timedelta(milliseconds=ms or 0) for ms in schedule] if schedule else None,
         breaker=BreakerSettings(*settings) if all(v is not None for v in settings) else None,  # type: ignore[arg-type]
-        allow_private=control.get("allowPrivate") is True, engine=scope.engine)
+        allow_private=control.get("allowPrivate") is True, engine=scope.engine,
+        declares=False)  # the workers own its control record: the board never rewrites it
 
 
 def endpoint_or_404(scope: BoardScope, webhook: str, endpoint: str) -> tuple[WebhookRow, EndpointRow]:

@@ -51,7 +51,8 @@ class Webhook:
     def __init__(self, name: str, *, endpoints: Sequence[Mapping[str, Any]] = (), timeout: float | timedelta = 10,
                  retries: int | None = None, schedule: Sequence[float | timedelta] | None = None,
                  secret: str | None = None, secrets: Mapping[str, str] | None = None, breaker: Any = None,
-                 concurrency: int = 10, allow_private: bool = False, engine: QueueHost | None = None) -> None:
+                 concurrency: int = 10, allow_private: bool = False, engine: QueueHost | None = None,
+                 declares: bool = True) -> None:
         self.name = check_name(name, "Webhook")
         self.timeout_ms = check_timeout(timeout, name)
         self.schedule_ms = schedule_ms(schedule, retries, name)
@@ -62,7 +63,9 @@ class Webhook:
         self.allow_private = allow_private
         self.declared_endpoints = [self._declared(spec) for spec in endpoints]
         self._engine = engine
-        self._declared_once = False
+        # declares=False: an operator's handle (the board) on a webhook the workers own,
+        # which never rewrites its control record or declared endpoints.
+        self._declared_once = not declares
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, Endpoint | None]] = {}
         self._breaker: Breaker | None = None

@@ -58,6 +58,17 @@ def test_declared_endpoints_are_written_once_and_never_undo_a_run_time_change(en
     assert restarted.endpoint("shop") is not None and restarted.endpoints()[0].enabled is False
 
 
+def test_an_operators_handle_never_rewrites_what_the_workers_declared(engine: Engine):
+    declared = [{"id": "shop", "url": "https://shop.example/hook", "events": ["order.*"]}]
+    engine.webhook("orders", secret=SECRET, endpoints=declared, timeout=3).fire("order.paid")
+    before = engine.durable.get("webhook", "orders").value
+    board = Engine(engine.config, registry=Registry(), durable=engine.durable, hot=engine.hot)
+    handle = board.webhook("orders", secret=NEW_SECRET, timeout=30, declares=False)
+    handle.disable_endpoint("shop", "from the board")
+    assert engine.durable.get("webhook", "orders").value == before  # its settings stay the workers'
+    assert engine.durable.get("webhook_endpoints:orders", "shop").value["enabled"] is False
+
+
 @pytest.mark.parametrize(("fields", "message"), [
     ({"url": "ftp://x.example/"}, "http:// or https://"),
     ({"url": "https://user:pw@x.example/"}, "credentials"),
