@@ -2,7 +2,7 @@
 webhook pages read them from oqron_runs.
 
 - the delivery log, newest first: one webhook's attempts on
-  ``oqron_runs_name_started_f8_idx`` (``name`` is ``webhook/<webhook>``), every
+  ``oqron_runs_run_name_started_f8_idx`` (``name`` is ``webhook/<webhook>``), every
   webhook's on ``oqron_runs_other_module_started_f8_idx`` (module ``webhook``), keyset
   paged on ``(startedAt, id)`` and bounded by a time window; endpoint, event and
   status filter inside that range;

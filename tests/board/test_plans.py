@@ -100,7 +100,7 @@ def cases(scope: BoardScope) -> list[tuple[str, Callable[[], object], Indexes, I
     dead_two = cursor_of(dead_list(scope, DeadFilters()))
     return [
         ("runs, unfiltered", lambda: run_list(scope, RunFilters(since=since)),
-         "oqron_runs_namespace_started_f8_idx", "oqron_runs_started_idx", True),
+         "oqron_runs_run_started_f8_idx", "oqron_runs_started_idx", True),
         ("failed runs", lambda: run_list(scope, RunFilters(since=since, status="failed")),
          "oqron_runs_other_status_started_f8_idx", "oqron_runs_status_idx", True),
         ("failed runs, page two", lambda: run_list(scope, RunFilters(since=since, status="failed", cursor=failed_two)),
@@ -111,23 +111,23 @@ def cases(scope: BoardScope) -> list[tuple[str, Callable[[], object], Indexes, I
         # walk, and which one its planner takes depends on what else the file holds.
         ("completed runs, page two", lambda: run_list(scope, RunFilters(since=since, status="completed",
                                                                          cursor=page_two)),
-         "oqron_runs_namespace_started_f8_idx", ("oqron_runs_started_idx", "oqron_runs_status_idx"), True),
+         "oqron_runs_run_started_f8_idx", ("oqron_runs_started_idx", "oqron_runs_status_idx"), True),
         # SQLite's statistics span every test's rows: either index serves it without a sort.
         ("queue runs", lambda: run_list(scope, RunFilters(since=since, module="queue")),
-         "oqron_runs_namespace_started_f8_idx", ("oqron_runs_module_idx", "oqron_runs_started_idx"), True),
+         "oqron_runs_run_started_f8_idx", ("oqron_runs_module_idx", "oqron_runs_started_idx"), True),
         ("runs by name", lambda: run_list(scope, RunFilters(since=since, name="c")),
-         "oqron_runs_name_started_f8_idx", "oqron_runs_name_idx", True),
+         "oqron_runs_run_name_started_f8_idx", "oqron_runs_name_idx", True),
         ("runs by module", lambda: run_list(scope, RunFilters(since=since, module="cron")),
          "oqron_runs_other_module_started_f8_idx", "oqron_runs_module_idx", True),
         ("runs by worker", lambda: run_list(scope, RunFilters(since=since, worker="w3")),
-         "oqron_runs_worker_started_f8_idx", "oqron_runs_worker_idx", True),
+         "oqron_runs_run_worker_started_f8_idx", "oqron_runs_worker_idx", True),
         # On Postgres a hash of jobId: a job's few runs are sorted after the lookup.
         ("runs of a job", lambda: job_runs(scope, "j42"), "oqron_runs_job_idx", "oqron_runs_job_idx", False),
         # On Postgres the primary key or the run-id index (spec query 4's): one row either way.
         ("a run", lambda: get_run(scope, "r00042"), ("oqron_runs_pkey", "oqron_runs_id_idx"),
          "sqlite_autoindex_oqron_runs_1", False),
         ("last hour", lambda: last_hour_counts(scope, since=now_ms() - 3600_000, bucket_ms=300_000),
-         "oqron_runs_namespace_started_f8_idx", "oqron_runs_started_idx", False),
+         "oqron_runs_run_started_f8_idx", "oqron_runs_started_idx", False),
         ("jobs of a queue", lambda: queue_jobs(scope, "q", "waiting"),
          "oqron_jobs_status_created_idx", "oqron_jobs_status_created_idx", True),
         ("a job", lambda: get_job(scope, "q", "w5"), "oqron_jobs_pkey", "sqlite_autoindex_oqron_jobs_1", False),

@@ -70,7 +70,7 @@ def cases(scope: BoardScope) -> list[Case]:
     one = attempt_page(scope, AttemptFilters(since=since, webhook="billing"))
     one_second = decode_cursor(one[1]) if one[1] else None
     module = "oqron_runs_other_module_started_f8_idx"
-    name = "oqron_runs_name_started_f8_idx"
+    name = "oqron_runs_run_name_started_f8_idx"
     return [
         ("webhooks page", lambda: webhooks.build(scope), ("oqron_records_pkey", module, "oqron_jobs_"),
          "oqron_runs_module_idx", False),

@@ -50,9 +50,9 @@ ORDER BY (value->>'publishedAt')::numeric DESC
 LIMIT 50;"""
 
 OUR_INDEXES = {
-    "oqron_runs_other_status_started_idx", "oqron_runs_other_status_started_f8_idx", "oqron_runs_name_started_f8_idx",
-    "oqron_runs_other_module_started_f8_idx", "oqron_runs_namespace_started_f8_idx", "oqron_runs_message_published_idx",
-    "oqron_runs_other_kind_idx",
+    "oqron_runs_other_status_started_idx", "oqron_runs_other_status_started_f8_idx",
+    "oqron_runs_run_name_started_f8_idx", "oqron_runs_other_module_started_f8_idx", "oqron_runs_run_started_f8_idx",
+    "oqron_runs_message_published_idx", "oqron_runs_other_kind_idx",
 }
 
 
@@ -201,7 +201,7 @@ def test_failed_runs_query_is_served_by_an_index_at_scale(fresh_schema_url: str,
                 plan = explain(conn, composed("runs", parts), params)
                 assert_index_served(plan)
                 used = {n.get("Index Name") for n in plan_nodes(plan)}
-                expected = ("oqron_runs_namespace_started_f8_idx" if value in ("completed", "queue")
+                expected = ("oqron_runs_run_started_f8_idx" if value in ("completed", "queue")
                             else f"oqron_runs_other_{field}_started_f8_idx")
                 assert expected in used, (field, value, plan)
         page = plane.list("runs", status="failed", order="started", descending=True, limit=50)
@@ -250,11 +250,12 @@ def test_ensure_schema_drops_retired_indexes_of_an_older_schema(fresh_schema_url
                     "oqron_runs_status_started_idx", "oqron_runs_module_started_idx",
                     "oqron_runs_job_started_idx", "oqron_runs_name_started_idx",
                     "oqron_runs_other_module_started_idx", "oqron_runs_namespace_started_idx",
-                    "oqron_runs_worker_started_idx"} & names
+                    "oqron_runs_worker_started_idx", "oqron_runs_name_started_f8_idx",
+                    "oqron_runs_namespace_started_f8_idx", "oqron_runs_worker_started_f8_idx"} & names
         assert {"oqron_jobs_dead_kind_idx", "oqron_jobs_status_created_idx", "oqron_runs_other_kind_idx",
                 "oqron_runs_other_status_started_idx", "oqron_runs_other_status_started_f8_idx",
-                "oqron_runs_other_module_started_f8_idx", "oqron_runs_name_started_f8_idx",
-                "oqron_runs_namespace_started_f8_idx", "oqron_runs_worker_started_f8_idx",
+                "oqron_runs_other_module_started_f8_idx", "oqron_runs_run_name_started_f8_idx",
+                "oqron_runs_run_started_f8_idx", "oqron_runs_run_worker_started_f8_idx",
                 "oqron_runs_job_idx"} <= names
         assert statistics == {"oqron_runs_status_module_stats"}
     finally:
@@ -480,3 +481,29 @@ def test_a_finishers_apply_is_one_statement_unless_a_key_is_written_and_deleted(
     production.apply(puts=[RecordWrite("queue_job:q", "j2", {"status": "done"})], deletes=[("queue_job:q", "j2")])
     assert (joined, pipelined) == ([2], [2])
     assert production.get("runs", "r1") is not None and production.get("queue_job:q", "j2") is None
+
+
+def test_retained_messages_enter_none_of_the_run_indexes(fresh_schema_url: str, scope_names):
+    from oqronkit.topics.log import Draft, append
+
+    plane = DurablePlane(PostgresDurableStore(fresh_schema_url), project=scope_names[0], environment="production")
+    plane.start()
+    try:
+        plane.put_many([RecordWrite("runs", f"run-{i}", run(i)) for i in range(30)])
+        drafts = [Draft(id=f"m{i}", key=None, payload={"i": i}, headers={}, correlation_id=None,
+                        idempotency_key=None, published_at=1_751_587_200_000 + i) for i in range(200)]
+        append(plane, "orders", 0, drafts)
+    finally:
+        plane.close()
+    with psycopg.connect(fresh_schema_url, autocommit=True) as conn:
+        # A dead row makes VACUUM scan every index, which sets its reltuples to its entry count.
+        conn.execute("DELETE FROM oqron_runs WHERE id = 'run-0'")
+        conn.execute("VACUUM (INDEX_CLEANUP ON) oqron_runs")
+        entries = dict(conn.execute(
+            "SELECT c.relname, c.reltuples FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE i.indrelid = 'oqron_runs'::regclass").fetchall())
+    assert entries["oqron_runs_pkey"] == 229
+    for name in ("oqron_runs_run_name_started_f8_idx", "oqron_runs_run_started_f8_idx",
+                 "oqron_runs_run_worker_started_f8_idx"):
+        assert entries[name] == 29, (name, entries)
+    assert entries["oqron_runs_log_offset_idx"] == 200

@@ -113,8 +113,12 @@ CREATE INDEX IF NOT EXISTS oqron_runs_expires_idx ON oqron_runs (expires_at) WHE
 CREATE INDEX IF NOT EXISTS oqron_runs_other_status_started_f8_idx
     ON oqron_runs (project, environment, (value->>'status'), ((value->>'startedAt')::float8), id COLLATE "C")
     WHERE (value->>'status') <> 'completed';
-CREATE INDEX IF NOT EXISTS oqron_runs_name_started_f8_idx
-    ON oqron_runs (project, environment, (value->>'name'), ((value->>'startedAt')::float8), id COLLATE "C");
+-- Retained messages (no name, no workerId, another namespace) enter none of the three
+-- run indexes below: a message row costs ~25% less server CPU to insert (measured,
+-- 40,000 messages). An equality filter proves "IS NOT NULL"; the namespace is a literal.
+CREATE INDEX IF NOT EXISTS oqron_runs_run_name_started_f8_idx
+    ON oqron_runs (project, environment, (value->>'name'), ((value->>'startedAt')::float8), id COLLATE "C")
+    WHERE (value->>'name') IS NOT NULL;
 CREATE INDEX IF NOT EXISTS oqron_runs_other_module_started_f8_idx
     ON oqron_runs (project, environment, (value->>'module'), ((value->>'startedAt')::float8), id COLLATE "C")
     WHERE (value->>'module') NOT IN ('queue', 'worker');
@@ -132,8 +136,9 @@ CREATE INDEX IF NOT EXISTS oqron_runs_other_status_started_idx
 CREATE STATISTICS IF NOT EXISTS oqron_runs_status_module_stats
     ON (value->>'status'), (value->>'module') FROM oqron_runs;
 -- Run history of one namespace by startedAt (the board's unfiltered run list).
-CREATE INDEX IF NOT EXISTS oqron_runs_namespace_started_f8_idx
-    ON oqron_runs (project, environment, namespace, ((value->>'startedAt')::float8), id COLLATE "C");
+CREATE INDEX IF NOT EXISTS oqron_runs_run_started_f8_idx
+    ON oqron_runs (project, environment, namespace, ((value->>'startedAt')::float8), id COLLATE "C")
+    WHERE namespace = 'runs';
 
 -- The retained pub/sub log of one topic, newest first (spec example query 5, verbatim:
 -- it names record_kind = 'message', so this partial index serves it, walked backwards,
@@ -174,6 +179,12 @@ DROP INDEX IF EXISTS oqron_runs_other_module_started_idx;
 DROP INDEX IF EXISTS oqron_runs_namespace_started_idx;
 DROP INDEX IF EXISTS oqron_runs_worker_started_idx;
 
+-- Replaced by the oqron_runs_run_*_started_f8_idx indexes, which message rows do not
+-- enter. An existing install builds those once, at its next start.
+DROP INDEX IF EXISTS oqron_runs_name_started_f8_idx;
+DROP INDEX IF EXISTS oqron_runs_namespace_started_f8_idx;
+DROP INDEX IF EXISTS oqron_runs_worker_started_f8_idx;
+
 -- Replaced by the hash index on jobId below (a run row costs ~2.7 us less to insert).
 DROP INDEX IF EXISTS oqron_runs_job_started_idx;
 
@@ -184,8 +195,9 @@ DROP INDEX IF EXISTS oqron_runs_job_started_idx;
 -- without); a hash bucket costs 0.8. Rows without a jobId (cron runs) are not in it.
 CREATE INDEX IF NOT EXISTS oqron_runs_job_idx ON oqron_runs USING hash ((value->>'jobId'));
 -- Runs of one worker, newest first.
-CREATE INDEX IF NOT EXISTS oqron_runs_worker_started_f8_idx
-    ON oqron_runs (project, environment, (value->>'workerId'), ((value->>'startedAt')::float8), id COLLATE "C");
+CREATE INDEX IF NOT EXISTS oqron_runs_run_worker_started_f8_idx
+    ON oqron_runs (project, environment, (value->>'workerId'), ((value->>'startedAt')::float8), id COLLATE "C")
+    WHERE (value->>'workerId') IS NOT NULL;
 -- Jobs of one queue and status by creation time (jobs page; oldest waiting job). The
 -- cast is guarded: unlike runs, job rows are not refused for a non-numeric createdAt.
 CREATE INDEX IF NOT EXISTS oqron_jobs_status_created_idx
