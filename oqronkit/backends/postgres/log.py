@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 
-from ..types import LogAppend, Scope, StoredRecord
+from ..types import EncodedRow, LogAppend, Scope, StoredRecord
 from .arrays import TextArray
 from .statements import row_columns, statement
 
@@ -25,25 +25,37 @@ def append_log(conn: psycopg.Connection[Any], scope: Scope, append: LogAppend) -
     # it misjudges on a table never analysed (a walk of the project's run rows).
     existing = {**keys, "namespace": append.namespace, "ids": TextArray(lookup)}
     # Pipelined: BEGIN, the counter's lock and the ids already appended go in one round
-    # trip; the writes and COMMIT in another.
-    with conn.pipeline(), conn.transaction():
-        locked = conn.execute(statement("lock_row", append.counter_table), counter_key)
-        found = conn.execute(statement("get_many", append.table), existing) if lookup else None
-        row = locked.fetchone()
-        if row is None:  # the partition's first append: create its counter, then look again
-            conn.execute(statement("insert_rows", append.counter_table), row_columns(scope, [append.counter(0)]))
-            row = conn.execute(statement("lock_row", append.counter_table), counter_key).fetchone()
+    # trip; then the messages, the counter and COMMIT.
+    with conn.transaction():
+        with conn.pipeline():
+            locked = conn.execute(statement("lock_row", append.counter_table), counter_key)
             found = conn.execute(statement("get_many", append.table), existing) if lookup else None
-            assert row is not None  # inserted just now, or by a racing append we then waited for
-        counter: int = row[0]["next"]
-        offsets = {id: value["offset"] for _, id, _, value, _, _ in (found.fetchall() if found else [])}
+            row = locked.fetchone()
+            if row is None:  # the partition's first append: create its counter, then look again
+                conn.execute(statement("insert_rows", append.counter_table), row_columns(scope, [append.counter(0)]))
+                row = conn.execute(statement("lock_row", append.counter_table), counter_key).fetchone()
+                found = conn.execute(statement("get_many", append.table), existing) if lookup else None
+                assert row is not None  # inserted just now, or by a racing append we then waited for
+            counter: int = row[0]["next"]
+            offsets = {id: value["offset"] for _, id, _, value, _, _ in (found.fetchall() if found else [])}
         new = [id for id in dict.fromkeys(append.ids) if id not in offsets]
         if new:
-            conn.execute(statement("insert_rows", append.table), row_columns(scope, append.build(new, counter)))
+            rows = append.build(new, counter)
+            if lookup:  # ids from idempotency keys: another partition's append may race for one
+                conn.execute(statement("insert_rows", append.table), row_columns(scope, rows))
+            else:  # fresh ids: COPY, ~5 us of server CPU a row less than INSERT .. ON CONFLICT
+                _copy(conn, scope, append.table, rows)
             conn.execute(statement("upsert_rows", append.counter_table),
                          row_columns(scope, [append.counter(counter + len(new))]))
         offsets.update((id, counter + i) for i, id in enumerate(new))
     return offsets
+
+
+def _copy(conn: psycopg.Connection[Any], scope: Scope, table: str, rows: list[EncodedRow]) -> None:
+    with conn.cursor().copy(statement("copy_rows", table)) as copy:
+        for row in rows:
+            copy.write_row((scope.project, scope.environment, row.namespace, row.kind, row.id, row.value_json,
+                            row.inserted_at, row.expires_at))
 
 
 def read_log(conn: psycopg.Connection[Any], scope: Scope, table: str, namespace: str, partition: int, after: int,
