@@ -11,8 +11,7 @@ reused and commit in order).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from ..backends.types import EncodedRow, LogAppend, StoredRecord
 from ..durable import DurablePlane, RecordWrite
@@ -35,10 +34,10 @@ class MessageValue(TypedDict):
     runAt: NotRequired[int | None]  # a delayed message: delivered from this time (epoch ms)
 
 
-@dataclass(frozen=True, slots=True)
-class Draft:
+class Draft(NamedTuple):
     """A message about to be appended: everything but its offset. Its payload passed
-    :func:`~oqronkit.codec.dumps_compact` (JSON only), its texts were checked."""
+    :func:`~oqronkit.codec.dumps_compact` (JSON only), its texts were checked. (A named
+    tuple: a frozen dataclass's ``__init__`` cost 1.5 us of a message's ~6.)"""
 
     id: str
     key: str | None
