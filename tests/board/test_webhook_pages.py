@@ -143,6 +143,9 @@ def test_a_delivery_shows_its_attempts_request_beside_response(board: Board):
     facts = body.split("delivery-facts")[1].split("</dl>")[0]
     assert "order.paid" in facts and "delivered" in facts, facts
     assert board.viewer.get(reverse("webhook-delivery", args=["billing", "nope@shop"])).status_code == 404
+    run_page = board.viewer.get(reverse("run", args=[second])).content.decode()
+    link = reverse("webhook-delivery", args=["billing", delivery])
+    assert f'href="{link}" data-testid="run-delivery-link"' in run_page and "answered HTTP 200" in run_page
     assert board.viewer.get(reverse("webhook-delivery", args=["nope", delivery])).status_code == 404
 
 
