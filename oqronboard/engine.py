@@ -90,6 +90,21 @@ def database_settings(oqron: object, environ: Mapping[str, str], *, base_dir: Pa
     return database_settings_for_url(config.database_url)
 
 
+def cache_settings(oqron: object, environ: Mapping[str, str], *, base_dir: Path) -> dict[str, Any]:
+    """``CACHES["default"]``: django-redis on the engine's Redis (its own key prefix) in
+    the Redis modes, so every board process shares what it caches; else local memory."""
+    try:
+        config = build_config(oqron, environ, base_dir=base_dir)
+    except ConfigurationError:
+        config = None
+    if config is not None and config.mode in ("redis", "redis-postgres") and config.redis_url:
+        return {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": config.redis_url,
+                "KEY_PREFIX": "oqronboard", "TIMEOUT": 300,
+                # A Redis outage degrades to no caching, never to a failed page.
+                "OPTIONS": {"IGNORE_EXCEPTIONS": True, "SOCKET_CONNECT_TIMEOUT": 1, "SOCKET_TIMEOUT": 1}}
+    return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "oqronboard"}
+
+
 def database_settings_for_url(url: str) -> dict[str, Any]:
     """A Django database dict for a ``sqlite:///`` or ``postgresql://`` URL."""
     if url.startswith("sqlite:///"):

@@ -29,6 +29,7 @@ from runs.queries import QUEUE_MODULES, last_hour_counts
 from .base.expressions import JsonNumber, JsonText
 from .base.filters import HOUR_MS
 from .base.scope import BoardScope
+from .base.shared import shared
 from .charts import Chart, stacked_bars
 
 logger = logging.getLogger(__name__)
@@ -115,11 +116,12 @@ def internal_queues() -> set[str]:
 
 def build(scope: BoardScope, *, include_internal: bool = True) -> Overview:
     now = now_ms()
-    states = queue_states(scope)
-    dead = dlq_depths(scope)
     # BUCKETS five-minute buckets, the last one still filling: (55, 60] minutes back.
     first_bucket = now // BUCKET_MS - (BUCKETS - 1)
-    counts = last_hour_counts(scope, since=first_bucket * BUCKET_MS, bucket_ms=BUCKET_MS)
+    # The three SQL queries, shared by every viewer's poll for a few seconds.
+    states, dead, counts = shared(scope, f"overview:{first_bucket}", lambda: (
+        queue_states(scope), dlq_depths(scope),
+        last_hour_counts(scope, since=first_bucket * BUCKET_MS, bucket_ms=BUCKET_MS)))
     per_queue: dict[str, list[list[int]]] = defaultdict(lambda: [[0, 0] for _ in range(BUCKETS)])
     status_counts: dict[str, int] = defaultdict(int)
     overall = [[0, 0] for _ in range(BUCKETS)]

@@ -34,6 +34,10 @@ def _env_flag(name: str, default: bool) -> bool:
 OQRON: dict[str, object] = {}
 
 DATABASES = {"default": engine.database_settings(OQRON, os.environ, base_dir=BASE_DIR)}
+CACHES = {"default": engine.cache_settings(OQRON, os.environ, base_dir=BASE_DIR)}
+# Seconds the board shares what every viewer's poll would recompute (the overview's
+# queries); an operator's action makes the next poll fresh. 0 turns it off.
+OQRON_BOARD_CACHE_SECONDS = float(os.environ.get("OQRON_BOARD_CACHE_SECONDS", "2"))
 
 # -- Django ----------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from oqronkit.codec import text_problem
 from oqronkit.namespaces import AUDIT, job_audit_namespace
 
 from .scope import BoardScope
+from .shared import new_generation
 
 logger = logging.getLogger(__name__)
 # What one request acts on at most (the board's and the admin's actions alike).
@@ -63,6 +64,7 @@ class Action:
         # version) gets no copy: one refused namespace would fail the whole write.
         links = (job_audit_namespace(q, j) for q, j in self.targets[:MAX_JOB_LINKS])
         writes += [RecordWrite(ns, entry["id"], entry) for ns in links if text_problem(ns) is None]
+        new_generation(self.scope)  # the pages this action changed are read afresh
         try:
             self.scope.engine.durable.put_many(writes)
         except OqronError as exc:

@@ -23,6 +23,8 @@ from tests.services import POSTGRES_URL, unique_name, with_search_path
 # Tests pick the engine they need with the `settings` fixture; the in-process engine
 # keeps view tests away from the SQLite file pytest-django holds in a transaction.
 OQRON: dict[str, object] = {"MODE": "memory"}
+# Pages read afresh on every request; test_shared_cache.py turns the sharing on.
+OQRON_BOARD_CACHE_SECONDS = 0.0
 
 _TEST_SQLITE = Path(tempfile.gettempdir()) / f"oqronboard-test-{os.getpid()}.sqlite3"
 PG_TEST_SCHEMA = unique_name("oqron_board")

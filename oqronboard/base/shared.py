@@ -1,0 +1,48 @@
+"""What every viewer's poll would recompute, computed once per scope for a few seconds
+(``OQRON_BOARD_CACHE_SECONDS``) in Django's cache: django-redis in the Redis modes, so
+20 viewers polling cost the database what one does. An operator's action starts a new
+generation of its scope, so the page it refreshes is never older than the action."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+
+from django.conf import settings
+from django.core.cache import cache
+
+from .scope import BoardScope
+
+
+def _scope_key(scope: BoardScope) -> str:
+    """A cache-safe name of the scope (its names may hold spaces or any character)."""
+    return hashlib.blake2b(f"{scope.project}\x00{scope.environment}".encode("utf-8", "surrogatepass"),
+                           digest_size=12).hexdigest()
+
+
+def _generation_key(scope: BoardScope) -> str:
+    return f"gen:{_scope_key(scope)}"
+
+
+def shared[T](scope: BoardScope, name: str, compute: Callable[[], T]) -> T:
+    """``compute()``, or what it returned for ``scope`` and ``name`` less than the
+    setting's seconds ago and since the scope's last action."""
+    seconds = float(getattr(settings, "OQRON_BOARD_CACHE_SECONDS", 0) or 0)
+    if seconds <= 0:
+        return compute()
+    generation = cache.get(_generation_key(scope), 0)
+    key = f"shared:{_scope_key(scope)}:{generation}:{name}"
+    found = cache.get(key)
+    if found is not None:
+        return found  # type: ignore[no-any-return,unused-ignore]
+    value = compute()
+    cache.set(key, value, timeout=seconds)
+    return value
+
+
+def new_generation(scope: BoardScope) -> None:
+    """Forget what was shared for ``scope`` (after an action changed what it shows)."""
+    try:
+        cache.incr(_generation_key(scope))
+    except ValueError:  # no generation yet
+        cache.set(_generation_key(scope), 1, timeout=None)
