@@ -32,7 +32,11 @@ _ENV_KEYS: Final[dict[str, str]] = {
     "OQRON_PROJECT": "project",
     "OQRON_ENVIRONMENT": "environment",
     "OQRON_BACKEND_WAIT": "backend_wait",
+    "OQRON_MODULE_LOGS": "module_logs",
 }
+#: Modules that keep logs; "cron" and "schedule" both name the scheduler's.
+LOG_MODULES: Final[tuple[str, ...]] = ("queue", "worker", "scheduler", "topic", "webhook", "services", "engine")
+LOG_MODULE_NAMES: Final[tuple[str, ...]] = (*LOG_MODULES, "cron", "schedule", "all")
 CPU_AFFINITY_CHOICES: Final[tuple[str, ...]] = ("auto", "off")
 WORKER_SLOT_VAR: Final = "OQRON_WORKER_SLOT"
 _NEEDS_DATABASE: Final = {"sqlite": "sqlite", "postgres": "postgresql", "redis-postgres": "postgresql"}
@@ -58,6 +62,9 @@ class OqronConfig:
     #: Seconds a call waits for an unreachable Postgres or Redis (a free connection, a
     #: reconnect) before it raises BackendUnavailable.
     backend_wait: float = DEFAULT_BACKEND_WAIT_S
+    #: Modules whose engine log records are kept in ``module_logs:<module>`` (module_logs.py).
+    module_logs: tuple[str, ...] = ()
+    module_log_retention_days: int = 7
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -90,7 +97,19 @@ class OqronConfig:
                 f"OQRON backend_wait must be a number of seconds above 0 and at most "
                 f"{MAX_BACKEND_WAIT_S:g}, got {wait!r}."
             )
+        self._check_module_logs()
         self._check_urls()
+
+    def _check_module_logs(self) -> None:
+        given = self.module_logs
+        if isinstance(given, str) or not isinstance(given, tuple | list) \
+                or not all(isinstance(m, str) and m.strip().lower() in LOG_MODULE_NAMES for m in given):
+            raise ConfigurationError(f"OQRON module_logs must be a list of {', '.join(LOG_MODULE_NAMES)} "
+                                     f"(or 'all'), got {given!r}.")
+        object.__setattr__(self, "module_logs", log_modules(given))
+        days = self.module_log_retention_days
+        if not isinstance(days, int) or isinstance(days, bool) or not 1 <= days <= 3650:
+            raise ConfigurationError(f"OQRON module_log_retention_days must be 1-3650, got {days!r}.")
 
     def _check_urls(self) -> None:
         scheme = _NEEDS_DATABASE.get(self.mode)
@@ -123,6 +142,15 @@ class OqronConfig:
         if not self.database_url or database_scheme(self.database_url) != "sqlite":
             raise ConfigurationError("This configuration has no SQLite database URL.")
         return sqlite_path(self.database_url)
+
+
+def log_modules(given: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The modules named (checked by the caller), aliases resolved, in LOG_MODULES order."""
+    names = {m.strip().lower() for m in given}
+    if "all" in names:
+        return LOG_MODULES
+    names = {"scheduler" if m in ("cron", "schedule") else m for m in names}
+    return tuple(m for m in LOG_MODULES if m in names)
 
 
 def database_scheme(url: str) -> str | None:
@@ -179,6 +207,8 @@ def config_from_env(environ: Mapping[str, str] | None = None, *, base: OqronConf
             raise ConfigurationError(
                 f"OQRON_BACKEND_WAIT must be a number of seconds, got {text!r}."
             ) from None
+    if "module_logs" in overrides:
+        overrides["module_logs"] = tuple(m for m in overrides["module_logs"].split(",") if m.strip())
     return config_from_mapping(overrides, base=base or OqronConfig())
 
 

@@ -20,6 +20,7 @@ from .durable import DurablePlane
 from .errors import ConfigurationError, UnknownQueue
 from .hot import HotPlaneFacade
 from .ids import node_id
+from .module_logs import ModuleLogHandler, attach, detach
 from .queue import Queue, Registry, default_registry, set_default_engine_lookup
 from .topics.topic import Topic
 from .webhooks.webhook import Webhook
@@ -69,6 +70,7 @@ class Engine:
         self._durable = durable
         self._hot = hot
         self._lock = threading.Lock()
+        self._module_logs: ModuleLogHandler | None = None
 
     @property
     def durable(self) -> DurablePlane:
@@ -81,6 +83,9 @@ class Engine:
                     )
                     plane.start(acknowledge_v1_layout=self.config.acknowledge_v1_layout)
                     self._durable = plane
+                    if self.config.module_logs:
+                        self._module_logs = attach(plane, self.config.module_logs,
+                                                   retention_days=self.config.module_log_retention_days)
         return self._durable
 
     @property
@@ -142,6 +147,9 @@ class Engine:
         return ScopedEngine(self, self.config.with_scope(project=project, environment=environment))
 
     def close(self) -> None:
+        if self._module_logs is not None:
+            detach(self._module_logs)  # its last flush needs the durable plane
+            self._module_logs = None
         for plane in (self._hot, self._durable):
             if plane is not None:
                 plane.close()
