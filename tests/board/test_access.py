@@ -60,7 +60,7 @@ def test_the_walk_covers_every_board_page():
                  "/topics/orders/groups/billing/retry-dead/", "/webhooks/", "/webhooks/deliveries/",
                  "/webhooks/deliveries/resend/", "/webhooks/billing/deliveries/m1-crm/",
                  "/webhooks/billing/deliveries/m1-crm/resend/", "/webhooks/billing/endpoints/crm/enable/",
-                 "/webhooks/billing/endpoints/crm/disable/"):
+                 "/webhooks/billing/endpoints/crm/disable/", "/logs/"):
         assert name in urls, name
     assert len(urls) > 25
 
