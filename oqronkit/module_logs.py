@@ -141,12 +141,10 @@ class ModuleLogHandler(logging.Handler):
 
 def attach(durable: DurablePlane, modules: tuple[str, ...], *, retention_days: int) -> ModuleLogHandler:
     """A handler on the ``oqronkit`` logger keeping ``modules``' records (remove it with
-    :func:`detach`). The logger's level is lowered to INFO if it was higher."""
+    :func:`detach`): those the logger lets through (its level, INFO by default), INFO
+    and above."""
     handler = ModuleLogHandler(durable, modules, retention_days=retention_days)
-    root = logging.getLogger("oqronkit")
-    root.addHandler(handler)
-    if root.getEffectiveLevel() > logging.INFO:
-        root.setLevel(logging.INFO)
+    logging.getLogger("oqronkit").addHandler(handler)
     return handler
 
 
