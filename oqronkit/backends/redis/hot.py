@@ -31,6 +31,8 @@ from typing import Any, TypeVar, cast
 from ...config import redact_url
 from ...errors import BackendUnavailable
 from ..hot_types import MAX_PRIORITY, MIN_PRIORITY, Lease, QueueDepths, Signal
+from ..rate_step import ttl_ms as rate_ttl_ms
+from ..rate_types import RateAnswer, RateRequest
 from ..types import Scope
 from .connection import (
     CONNECT_TIMEOUT_S,
@@ -43,7 +45,7 @@ from .connection import (
     open_client,
     read_retry,
 )
-from .keys import counter_key, kv_keys, lock_key, queue_keys
+from .keys import counter_key, kv_keys, lock_key, queue_keys, rate_key
 from .scripts import Scripts
 from .waker import Waker
 
@@ -51,7 +53,7 @@ T = TypeVar("T")
 
 SCRIPTS = (
     "signal", "claim", "extend", "ack", "release", "take_expired", "remove", "promote", "present", "depths",
-    "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete",
+    "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete", "rate_hit", "rate_override",
 )
 #: Most due delayed jobs one claim promotes: bounds the script's run time (Redis runs
 #: nothing else meanwhile); the rest are promoted by the next claims.
@@ -296,6 +298,29 @@ class RedisHotPlane:
         names = list(kv_keys(scope, group))
         for start in range(0, len(keys), _KV_DELETE_BATCH):
             self._script("kv_delete", names, list(keys[start:start + _KV_DELETE_BATCH]), retry=True)
+
+    # -- rate limits -----------------------------------------------------------------
+
+    def rate_hit(self, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
+        ban = request.ban
+        args: list[Any] = [now, request.cost, rate_ttl_ms(request) + GC_GRACE_MS,
+                           *((ban.strikes, ban.window_ms, ban.duration_ms) if ban else (0, 0, 0))]
+        for tier in request.tiers:
+            args += [tier.algorithm, tier.limit, tier.period_ms]
+        # Not retried: a check that may have run must not count twice.
+        reply = self._script("rate_hit", [rate_key(scope, request.name, request.key)], args)
+        return RateAnswer(bool(reply[0]), int(reply[1]), int(reply[2]), int(reply[3]), int(reply[4]),
+                          banned=bool(reply[5]))
+
+    def rate_drop(self, scope: Scope, name: str, key: str, fields: Sequence[str]) -> None:
+        if fields:
+            target = rate_key(scope, name, key)
+            self._call("rate_drop", lambda: self._client.hdel(target, *fields), retry=True)
+
+    def rate_override(self, scope: Scope, name: str, key: str, limits: Sequence[int], *, ttl_ms: int,
+                      now: int) -> None:
+        packed = ":".join(str(int(limit)) for limit in limits)
+        self._script("rate_override", [rate_key(scope, name, key)], [packed, ttl_ms + GC_GRACE_MS], retry=True)
 
     # -- calls -----------------------------------------------------------------------
 
