@@ -129,7 +129,10 @@ def step(state: State, request: RateRequest, now: int) -> tuple[RateAnswer, Stat
         return answer, new
     if request.ban is None:
         return answer, None
-    return answer, {**state, "ban": _strike(ban, request, now)}
+    struck = _strike(ban, request, now)
+    if struck[2]:  # this refusal starts a ban: say so, and how long it lasts
+        answer = RateAnswer(False, answer.limit, 0, struck[2], struck[2] - now, banned=True)
+    return answer, {**state, "ban": struck}
 
 
 def _strike(ban: list[int] | None, request: RateRequest, now: int) -> list[int]:

@@ -101,10 +101,10 @@ class RateLimiter:
         return self._hit(check_key(self.name, key), 0, now)
 
     def _hit(self, key: str, cost: int, now: int | None) -> Decision:
-        self._declare()
         d = self.definition
         request = RateRequest(d.name, key, cost, d.tiers, d.ban)
         try:
+            self._declare()
             answer = self.engine.hot.rate_hit(request, now_ms() if now is None else now)
         except BackendUnavailable:
             if not d.fail_open:

@@ -294,7 +294,7 @@ class PostgresHotPlane:
         if keys:
             self._run("kv_delete", _scoped(scope, group=group, keys=TextArray(keys)))
 
-    # -- rate limits (oqron_rate_hit_v1 in hot_schema.sql) -------------------------------
+    # -- rate limits (oqron_rate_hit_v2 in hot_schema.sql) -------------------------------
 
     def rate_hit(self, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
         ban = request.ban

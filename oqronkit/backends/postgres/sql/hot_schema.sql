@@ -86,7 +86,7 @@ CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_kv (
 
 -- Rate limiters' state of one key: jsonb {"<algorithm>:<period>": [n, ...], "ban":
 -- [start, strikes, until], "ov": [limit, ...]}, gone once expires_at <= now (pruned by
--- upkeep). Checked by oqron_rate_hit_v1 below, a port of backends/rate_step.py.
+-- upkeep). Checked by oqron_rate_hit_v2 below, a port of backends/rate_step.py.
 CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_rates (
     project     text   COLLATE "C" NOT NULL,
     environment text   COLLATE "C" NOT NULL,
@@ -107,7 +107,7 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT ceil(a::numeric / b)::bigint $$;
 -- nothing counted). Locks only this key's row. Returns {allowed, limit, remaining,
 -- reset, retry_after, banned}. A changed body gets a new _vN name (ensure_ready only
 -- re-runs this script when a table is missing).
-CREATE OR REPLACE FUNCTION oqron_rate_hit_v1(
+CREATE OR REPLACE FUNCTION oqron_rate_hit_v2(
     p_project text, p_environment text, p_name text, p_key text, p_now bigint, p_cost bigint, p_ttl bigint,
     p_ban bigint[], p_algorithms text[], p_limits bigint[], p_periods bigint[]
 ) RETURNS bigint[] LANGUAGE plpgsql AS $$
@@ -120,7 +120,7 @@ DECLARE
     v_all boolean := true; v_new jsonb := '{}';
     v_oks boolean[] := '{}'; v_lims bigint[] := '{}'; v_rems bigint[] := '{}'; v_resets bigint[] := '{}';
     v_retries bigint[] := '{}'; v_rem bigint; v_reset bigint; v_retry bigint; v_b int := 0;
-    v_start bigint; v_strikes bigint;
+    v_start bigint; v_strikes bigint; v_banned int := 0;
 BEGIN
     INSERT INTO oqron_hot_rates (project, environment, name, key, state, expires_at)
     VALUES (p_project, p_environment, p_name, p_key, '{}', p_now + p_ttl) ON CONFLICT DO NOTHING;
@@ -221,10 +221,13 @@ BEGIN
         v_strikes := v_strikes + 1;
         v_state := v_state || jsonb_build_object('ban', to_jsonb(CASE WHEN v_strikes >= p_ban[1]
             THEN ARRAY[p_now, 0, p_now + p_ban[3]] ELSE ARRAY[v_start, v_strikes, 0] END));
+        IF v_strikes >= p_ban[1] THEN  -- this refusal starts a ban: say so
+            v_banned := 1; v_rems[v_b] := 0; v_resets[v_b] := p_now + p_ban[3]; v_retries[v_b] := p_ban[3];
+        END IF;
     ELSE
         RETURN ARRAY[v_all::int, v_lims[v_b], v_rems[v_b], v_resets[v_b], v_retries[v_b], 0];
     END IF;
     UPDATE oqron_hot_rates r SET state = v_state, expires_at = greatest(r.expires_at, p_now + p_ttl)
     WHERE r.project = p_project AND r.environment = p_environment AND r.name = p_name AND r.key = p_key;
-    RETURN ARRAY[v_all::int, v_lims[v_b], v_rems[v_b], v_resets[v_b], v_retries[v_b], 0];
+    RETURN ARRAY[v_all::int, v_lims[v_b], v_rems[v_b], v_resets[v_b], v_retries[v_b], v_banned];
 END $$;

@@ -134,6 +134,7 @@ elseif strikes_max > 0 then
   strikes = strikes + 1
   if strikes >= strikes_max then
     redis.call('HSET', KEYS[1], 'ban', pack({now, 0, now + ban_for}))
+    reply = {0, binding[2], 0, now + ban_for, ban_for, 1}
   else
     redis.call('HSET', KEYS[1], 'ban', pack({start, strikes, 0}))
   end
