@@ -117,10 +117,11 @@ def step(state: State, request: RateRequest, now: int) -> tuple[RateAnswer, Stat
     ]
     allowed = all(outcome[0] for outcome in outcomes)
     if allowed:
-        binding = min(outcomes, key=lambda outcome: outcome[2])
+        index = min(range(len(outcomes)), key=lambda i: outcomes[i][2])
     else:
-        binding = max((outcome for outcome in outcomes if not outcome[0]), key=lambda outcome: outcome[4])
-    answer = RateAnswer(allowed, binding[1], binding[2], binding[3], binding[4])
+        index = max((i for i, outcome in enumerate(outcomes) if not outcome[0]), key=lambda i: outcomes[i][4])
+    binding = outcomes[index]
+    answer = RateAnswer(allowed, binding[1], binding[2], binding[3], binding[4], tier=index)
     if request.cost == 0:
         return answer, None
     if allowed:
@@ -131,7 +132,7 @@ def step(state: State, request: RateRequest, now: int) -> tuple[RateAnswer, Stat
         return answer, None
     struck = _strike(ban, request, now)
     if struck[2]:  # this refusal starts a ban: say so, and how long it lasts
-        answer = RateAnswer(False, answer.limit, 0, struck[2], struck[2] - now, banned=True)
+        answer = RateAnswer(False, answer.limit, 0, struck[2], struck[2] - now, banned=True, tier=index)
     return answer, {**state, "ban": struck}
 
 

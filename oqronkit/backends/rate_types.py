@@ -55,3 +55,4 @@ class RateAnswer:
     reset: int
     retry_after: int
     banned: bool = False
+    tier: int = 0  # the binding tier's index in the request

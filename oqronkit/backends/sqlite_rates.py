@@ -31,7 +31,8 @@ def _sql_step(stored: str | None, request: str, now: int) -> str:
 
 
 def _answer_fields(answer: RateAnswer) -> tuple[Any, ...]:
-    return (answer.allowed, answer.limit, answer.remaining, answer.reset, answer.retry_after, answer.banned)
+    return (answer.allowed, answer.limit, answer.remaining, answer.reset, answer.retry_after, answer.banned,
+            answer.tier)
 
 
 def hit(conn: sqlite3.Connection, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
@@ -43,8 +44,8 @@ def hit(conn: sqlite3.Connection, scope: Scope, request: RateRequest, now: int) 
                           "b": [ban.strikes, ban.window_ms, ban.duration_ms] if ban else None})
     row = conn.execute(_Q["rate_hit"], (scope.project, scope.environment, request.name, request.key, encoded, now,
                                         ttl_ms(request))).fetchone()
-    allowed, limit, remaining, reset, retry, banned = json.loads(row[0])["a"]
-    return RateAnswer(bool(allowed), limit, remaining, reset, retry, banned=bool(banned))
+    allowed, limit, remaining, reset, retry, banned, tier = json.loads(row[0])["a"]
+    return RateAnswer(bool(allowed), limit, remaining, reset, retry, banned=bool(banned), tier=tier)
 
 
 def edit(conn: sqlite3.Connection, scope: Scope, name: str, key: str, *, drop: Sequence[str] = (),

@@ -48,6 +48,7 @@ class Decision:
     retry_after: int
     banned: bool = False
     failed_open: bool = False
+    window: int = 0  # the binding tier's period (ms)
 
     @property
     def retry_after_seconds(self) -> int:
@@ -113,7 +114,7 @@ class RateLimiter:
             logger.warning("rate limiter %s let %s through: the hot plane is down", d.name, key,
                            extra={"action": "ratelimit.fail_open", "limiter": d.name})
             tier = d.tiers[0]
-            return Decision(True, False, tier.limit, tier.limit, 0, 0, failed_open=True)
+            return Decision(True, False, tier.limit, tier.limit, 0, 0, failed_open=True, window=tier.period_ms)
         return self._decision(answer, cost)
 
     def _decision(self, answer: RateAnswer, cost: int) -> Decision:
@@ -122,8 +123,9 @@ class RateLimiter:
             logger.info("rate limiter %s would have refused a key (dry run)", self.name,
                         extra={"action": "ratelimit.dry_run", "limiter": self.name})
         allowed = answer.allowed or self.definition.dry_run
+        tiers = self.definition.tiers
         return Decision(allowed, limited, answer.limit, answer.remaining, answer.reset, answer.retry_after,
-                        banned=answer.banned)
+                        banned=answer.banned, window=tiers[min(answer.tier, len(tiers) - 1)].period_ms)
 
     # -- steering a key ----------------------------------------------------------------
 

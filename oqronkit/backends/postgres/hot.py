@@ -294,7 +294,7 @@ class PostgresHotPlane:
         if keys:
             self._run("kv_delete", _scoped(scope, group=group, keys=TextArray(keys)))
 
-    # -- rate limits (oqron_rate_hit_v2 in hot_schema.sql) -------------------------------
+    # -- rate limits (oqron_rate_hit_v3 in hot_schema.sql) -------------------------------
 
     def rate_hit(self, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
         ban = request.ban
@@ -305,7 +305,7 @@ class PostgresHotPlane:
             algorithms=TextArray([t.algorithm for t in tiers]), limits=BigintArray([t.limit for t in tiers]),
             periods=BigintArray([t.period_ms for t in tiers]),
         ))[0][0]
-        return RateAnswer(bool(reply[0]), reply[1], reply[2], reply[3], reply[4], banned=bool(reply[5]))
+        return RateAnswer(bool(reply[0]), reply[1], reply[2], reply[3], reply[4], banned=bool(reply[5]), tier=reply[6])
 
     def rate_drop(self, scope: Scope, name: str, key: str, fields: Sequence[str]) -> None:
         if fields:

@@ -310,7 +310,7 @@ class RedisHotPlane:
         # Not retried: a check that may have run must not count twice.
         reply = self._script("rate_hit", [rate_key(scope, request.name, request.key)], args)
         return RateAnswer(bool(reply[0]), int(reply[1]), int(reply[2]), int(reply[3]), int(reply[4]),
-                          banned=bool(reply[5]))
+                          banned=bool(reply[5]), tier=int(reply[6]))
 
     def rate_drop(self, scope: Scope, name: str, key: str, fields: Sequence[str]) -> None:
         if fields:

@@ -101,7 +101,8 @@ def test_tiers_are_all_or_nothing(hot, scope, algorithm):
     assert not allowed(hot, scope, r, NOW + 1)  # refused by the short tier: the long one keeps 1 left
     assert allowed(hot, scope, r, NOW + 2000)
     refused = hot.rate_hit(scope, r, NOW + 4000)  # now the long tier binds
-    assert not refused.allowed and refused.limit == 2
+    assert not refused.allowed and refused.limit == 2 and refused.tier == 1
+    assert hot.rate_hit(scope, r, NOW + 4000 + 100_000).tier == 0  # both fresh: the short tier has least room
 
 
 def test_a_lagging_clock_never_reopens_a_closed_window(hot, scope):

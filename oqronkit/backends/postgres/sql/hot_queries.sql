@@ -280,8 +280,8 @@ LISTEN {channel};
 SELECT setval('oqron_hot_token_seq', greatest(last_value, %(token)s::bigint)) FROM oqron_hot_token_seq;
 
 -- name: rate_hit
--- One check of one key (oqron_rate_hit_v2 in hot_schema.sql): {allowed, limit, remaining, reset, retry_after, banned}.
-SELECT oqron_rate_hit_v2(%(project)s, %(environment)s, %(name)s, %(key)s, %(now)s, %(cost)s, %(ttl)s,
+-- One check of one key (oqron_rate_hit_v3 in hot_schema.sql): {allowed, limit, remaining, reset, retry_after, banned}.
+SELECT oqron_rate_hit_v3(%(project)s, %(environment)s, %(name)s, %(key)s, %(now)s, %(cost)s, %(ttl)s,
                          %(ban)s::bigint[], %(algorithms)s::text[], %(limits)s::bigint[], %(periods)s::bigint[]);
 
 -- name: rate_drop

@@ -86,7 +86,7 @@ CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_kv (
 
 -- Rate limiters' state of one key: jsonb {"<algorithm>:<period>": [n, ...], "ban":
 -- [start, strikes, until], "ov": [limit, ...]}, gone once expires_at <= now (pruned by
--- upkeep). Checked by oqron_rate_hit_v2 below, a port of backends/rate_step.py.
+-- upkeep). Checked by oqron_rate_hit_v3 below, a port of backends/rate_step.py.
 CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_rates (
     project     text   COLLATE "C" NOT NULL,
     environment text   COLLATE "C" NOT NULL,
@@ -105,9 +105,9 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT ceil(a::numeric / b)::bigint $$;
 
 -- One check of one key against every tier: all take p_cost or none does (0: a peek,
 -- nothing counted). Locks only this key's row. Returns {allowed, limit, remaining,
--- reset, retry_after, banned}. A changed body gets a new _vN name (ensure_ready only
+-- reset, retry_after, banned, the binding tier's index from 0}. A changed body gets a new _vN name (ensure_ready only
 -- re-runs this script when a table is missing).
-CREATE OR REPLACE FUNCTION oqron_rate_hit_v2(
+CREATE OR REPLACE FUNCTION oqron_rate_hit_v3(
     p_project text, p_environment text, p_name text, p_key text, p_now bigint, p_cost bigint, p_ttl bigint,
     p_ban bigint[], p_algorithms text[], p_limits bigint[], p_periods bigint[]
 ) RETURNS bigint[] LANGUAGE plpgsql AS $$
@@ -130,7 +130,7 @@ BEGIN
     IF v_expires <= p_now THEN v_state := '{}'; END IF;
     v_ban := ARRAY(SELECT jsonb_array_elements_text(coalesce(v_state->'ban', '[]'))::bigint);
     IF cardinality(v_ban) = 3 AND v_ban[3] > p_now THEN
-        RETURN ARRAY[0, p_limits[1], 0, v_ban[3], v_ban[3] - p_now, 1];
+        RETURN ARRAY[0, p_limits[1], 0, v_ban[3], v_ban[3] - p_now, 1, 0];
     END IF;
     v_ov := ARRAY(SELECT jsonb_array_elements_text(coalesce(v_state->'ov', '[]'))::bigint);
     FOR i IN 1..v_tiers LOOP
@@ -225,9 +225,9 @@ BEGIN
             v_banned := 1; v_rems[v_b] := 0; v_resets[v_b] := p_now + p_ban[3]; v_retries[v_b] := p_ban[3];
         END IF;
     ELSE
-        RETURN ARRAY[v_all::int, v_lims[v_b], v_rems[v_b], v_resets[v_b], v_retries[v_b], 0];
+        RETURN ARRAY[v_all::int, v_lims[v_b], v_rems[v_b], v_resets[v_b], v_retries[v_b], 0, v_b - 1];
     END IF;
     UPDATE oqron_hot_rates r SET state = v_state, expires_at = greatest(r.expires_at, p_now + p_ttl)
     WHERE r.project = p_project AND r.environment = p_environment AND r.name = p_name AND r.key = p_key;
-    RETURN ARRAY[v_all::int, v_lims[v_b], v_rems[v_b], v_resets[v_b], v_retries[v_b], v_banned];
+    RETURN ARRAY[v_all::int, v_lims[v_b], v_rems[v_b], v_resets[v_b], v_retries[v_b], v_banned, v_b - 1];
 END $$;

@@ -10,7 +10,8 @@
 -- ARGV[3] key TTL in ms (only ever raised)
 -- ARGV[4] ban strikes (0: no bans), ARGV[5] ban window ms, ARGV[6] ban duration ms
 -- ARGV[7..] triples: algorithm, limit, period ms
--- Returns {allowed (0/1), limit, remaining, reset (epoch ms), retry_after ms, banned (0/1)}.
+-- Returns {allowed (0/1), limit, remaining, reset (epoch ms), retry_after ms, banned (0/1),
+-- the binding tier's index from 0}.
 
 local floor = math.floor
 local function cdiv(a, b) return -floor(-a / b) end
@@ -101,7 +102,7 @@ end
 local stored = redis.call('HMGET', KEYS[1], unpack(fields))
 local ban = nums(stored[1])
 if ban[3] and ban[3] > now then
-  return {0, tiers[1][2], 0, ban[3], ban[3] - now, 1}
+  return {0, tiers[1][2], 0, ban[3], ban[3] - now, 1, 0}
 end
 local override = nums(stored[2])
 local outcomes, all_ok = {}, true
@@ -111,15 +112,15 @@ for i, tier in ipairs(tiers) do
   outcomes[i] = o
   all_ok = all_ok and o[1]
 end
-local binding
-for _, o in ipairs(outcomes) do
+local binding, index
+for i, o in ipairs(outcomes) do
   if all_ok then
-    if not binding or o[3] < binding[3] then binding = o end
+    if not binding or o[3] < binding[3] then binding, index = o, i end
   elseif not o[1] and (not binding or o[5] > binding[5]) then
-    binding = o
+    binding, index = o, i
   end
 end
-local reply = {all_ok and 1 or 0, binding[2], binding[3], binding[4], binding[5], 0}
+local reply = {all_ok and 1 or 0, binding[2], binding[3], binding[4], binding[5], 0, index - 1}
 if cost == 0 then return reply end
 if all_ok then
   local sets = {}
@@ -134,7 +135,7 @@ elseif strikes_max > 0 then
   strikes = strikes + 1
   if strikes >= strikes_max then
     redis.call('HSET', KEYS[1], 'ban', pack({now, 0, now + ban_for}))
-    reply = {0, binding[2], 0, now + ban_for, ban_for, 1}
+    reply = {0, binding[2], 0, now + ban_for, ban_for, 1, index - 1}
   else
     redis.call('HSET', KEYS[1], 'ban', pack({start, strikes, 0}))
   end
