@@ -26,13 +26,14 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any, TypeVar, cast
 
 from ...config import redact_url
 from ...errors import BackendUnavailable
 from ..hot_types import MAX_PRIORITY, MIN_PRIORITY, Lease, QueueDepths, Signal
 from ..rate_step import ttl_ms as rate_ttl_ms
-from ..rate_types import RateAnswer, RateRequest
+from ..rate_types import Ban, RateAnswer, RateRequest, Tier
 from ..types import Scope
 from .connection import (
     CONNECT_TIMEOUT_S,
@@ -302,13 +303,9 @@ class RedisHotPlane:
     # -- rate limits -----------------------------------------------------------------
 
     def rate_hit(self, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
-        ban = request.ban
-        args: list[Any] = [now, request.cost, rate_ttl_ms(request) + GC_GRACE_MS,
-                           *((ban.strikes, ban.window_ms, ban.duration_ms) if ban else (0, 0, 0))]
-        for tier in request.tiers:
-            args += [tier.algorithm, tier.limit, tier.period_ms]
+        args = (now, request.cost, *_rate_args(request.tiers, request.ban))
         # Not retried: a check that may have run must not count twice.
-        reply = self._script("rate_hit", [rate_key(scope, request.name, request.key)], args)
+        reply = self._script("rate_hit", (rate_key(scope, request.name, request.key),), args)
         return RateAnswer(bool(reply[0]), int(reply[1]), int(reply[2]), int(reply[3]), int(reply[4]),
                           banned=bool(reply[5]), tier=int(reply[6]))
 
@@ -332,6 +329,15 @@ class RedisHotPlane:
         if self._closed:
             raise BackendUnavailable(f"The Redis hot plane for {self._where} is closed.")
         return call(self._where, action, fn, self._retry if retry else None)
+
+
+@lru_cache(maxsize=1024)
+def _rate_args(tiers: tuple[Tier, ...], ban: Ban | None) -> tuple[Any, ...]:
+    """A limiter's fixed ARGV tail of rate_hit.lua, built once per limiter, not per check."""
+    request = RateRequest("", "", 1, tiers, ban)
+    flat = [part for tier in tiers for part in (tier.algorithm, tier.limit, tier.period_ms)]
+    return (rate_ttl_ms(request) + GC_GRACE_MS, *((ban.strikes, ban.window_ms, ban.duration_ms) if ban else (0, 0, 0)),
+            *flat)
 
 
 def _priority(priority: int) -> int:
