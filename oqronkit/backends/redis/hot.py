@@ -306,8 +306,8 @@ class RedisHotPlane:
         args = (now, request.cost, *_rate_args(request.tiers, request.ban))
         # Not retried: a check that may have run must not count twice.
         reply = self._script("rate_hit", (rate_key(scope, request.name, request.key),), args)
-        return RateAnswer(bool(reply[0]), int(reply[1]), int(reply[2]), int(reply[3]), int(reply[4]),
-                          banned=bool(reply[5]), tier=int(reply[6]))
+        allowed, limit, remaining, reset, retry, banned, tier = map(int, reply.split(":"))
+        return RateAnswer(allowed == 1, limit, remaining, reset, retry, banned=banned == 1, tier=tier)
 
     def rate_drop(self, scope: Scope, name: str, key: str, fields: Sequence[str]) -> None:
         if fields:
@@ -335,9 +335,9 @@ class RedisHotPlane:
 def _rate_args(tiers: tuple[Tier, ...], ban: Ban | None) -> tuple[Any, ...]:
     """A limiter's fixed ARGV tail of rate_hit.lua, built once per limiter, not per check."""
     request = RateRequest("", "", 1, tiers, ban)
-    flat = [part for tier in tiers for part in (tier.algorithm, tier.limit, tier.period_ms)]
-    return (rate_ttl_ms(request) + GC_GRACE_MS, *((ban.strikes, ban.window_ms, ban.duration_ms) if ban else (0, 0, 0)),
-            *flat)
+    parts = [rate_ttl_ms(request) + GC_GRACE_MS, *((ban.strikes, ban.window_ms, ban.duration_ms) if ban else (0, 0, 0)),
+             *(part for tier in tiers for part in (tier.algorithm, tier.limit, tier.period_ms))]
+    return (":".join(str(part) for part in parts),)
 
 
 def _priority(priority: int) -> int:
