@@ -34,9 +34,10 @@ from .upkeep import table_upkeep
 _PACKAGE = "oqronkit.backends.postgres"
 QUERIES = load_queries(_PACKAGE, "sql/hot_queries.sql")
 SCHEMA = load_sql(_PACKAGE, "sql/hot_schema.sql")
-#: Every relation hot_schema.sql creates; ensure_ready skips the script (whose CREATE
-#: INDEX IF NOT EXISTS would briefly lock out writers) when all of them resolve.
-SCHEMA_OBJECTS: tuple[str, ...] = tuple(re.findall(r"IF NOT EXISTS\s+(\w+)", SCHEMA))
+#: Every relation and function hot_schema.sql creates; ensure_ready skips the script
+#: (whose CREATE INDEX IF NOT EXISTS would briefly lock out writers) when all resolve, so
+#: a function's new _vN name alone makes it run again.
+SCHEMA_OBJECTS: tuple[str, ...] = tuple(re.findall(r"(?:IF NOT EXISTS|OR REPLACE FUNCTION)\s+(\w+)", SCHEMA))
 _LISTEN = sql.SQL(QUERIES["listen"])
 
 #: wait() blocks on the socket in slices this long, so close() never waits long behind it.

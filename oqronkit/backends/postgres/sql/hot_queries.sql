@@ -14,8 +14,8 @@
 -- whole queue it wrongly believes to hold one row.
 
 -- name: missing_objects
--- Which of the given relation names do not resolve on the search_path.
-SELECT name FROM unnest(%(names)s::text[]) AS t(name) WHERE to_regclass(name) IS NULL;
+-- Which of the given relation and function names do not resolve on the search_path.
+SELECT name FROM unnest(%(names)s::text[]) AS t(name) WHERE to_regclass(name) IS NULL AND to_regproc(name) IS NULL;
 
 -- name: session_setup
 -- Hot state tolerates loss, so commits need not wait for the WAL flush.

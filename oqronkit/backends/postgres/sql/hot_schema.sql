@@ -105,8 +105,8 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT ceil(a::numeric / b)::bigint $$;
 
 -- One check of one key against every tier: all take p_cost or none does (0: a peek,
 -- nothing counted). Locks only this key's row. Returns {allowed, limit, remaining,
--- reset, retry_after, banned, the binding tier's index from 0}. A changed body gets a new _vN name (ensure_ready only
--- re-runs this script when a table is missing).
+-- reset, retry_after, banned, the binding tier's index from 0}. A changed body gets a new _vN name (ensure_ready
+-- re-runs this script only when a table or function it names is missing).
 CREATE OR REPLACE FUNCTION oqron_rate_hit_v3(
     p_project text, p_environment text, p_name text, p_key text, p_now bigint, p_cost bigint, p_ttl bigint,
     p_ban bigint[], p_algorithms text[], p_limits bigint[], p_periods bigint[]
