@@ -42,6 +42,7 @@ from .namespaces import (
     table_name_for_namespace,
 )
 from .queue import Queue, Registry
+from .ratelimit import Decision, RateLimiter, rate_limit
 from .scheduler import Cron, Schedule, cron, schedule
 from .topics.subscription import Message, TopicContext
 from .topics.topic import Topic, topic
@@ -73,6 +74,7 @@ __all__ = [
     "BackendUnavailable",
     "ConfigurationError",
     "Cron",
+    "Decision",
     "Discard",
     "DurablePlane",
     "Endpoint",
@@ -92,6 +94,7 @@ __all__ = [
     "Page",
     "Postpone",
     "Queue",
+    "RateLimiter",
     "RecordTooLarge",
     "RecordWrite",
     "Registry",
@@ -111,6 +114,7 @@ __all__ = [
     "get_engine",
     "open_durable",
     "queue",
+    "rate_limit",
     "schedule",
     "table_for_kind",
     "table_name_for_namespace",

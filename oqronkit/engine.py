@@ -22,6 +22,7 @@ from .hot import HotPlaneFacade
 from .ids import node_id
 from .module_logs import ModuleLogHandler, attach, detach
 from .queue import Queue, Registry, default_registry, set_default_engine_lookup
+from .ratelimit import RateLimiter
 from .topics.topic import Topic
 from .webhooks.webhook import Webhook
 
@@ -115,6 +116,10 @@ class Engine:
     def topic(self, name: str, **options: Any) -> Topic:
         """Declare a topic on this engine (see :func:`oqronkit.topic`)."""
         return Topic(name, engine=self, **options)
+
+    def rate_limit(self, name: str, **options: Any) -> RateLimiter:
+        """Declare a rate limiter on this engine (see :func:`oqronkit.rate_limit`)."""
+        return RateLimiter(name, engine=self, **options)
 
     def webhook(self, name: str, **options: Any) -> Webhook:
         """Declare a webhook on this engine (see :func:`oqronkit.webhook`)."""

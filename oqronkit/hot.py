@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from .backends.hot_types import Lease, QueueDepths, Signal
 from .backends.protocols import HotPlane
+from .backends.rate_types import RateAnswer, RateRequest
 from .backends.types import Scope
 
 logger = logging.getLogger(__name__)
@@ -129,3 +130,13 @@ class HotPlaneFacade:
     def kv_delete(self, group: str, keys: Sequence[str]) -> None:
         if keys:
             self._call("hot.kv_delete", self.plane.kv_delete, group, keys)
+
+    def rate_hit(self, request: RateRequest, now: int) -> RateAnswer:
+        return self._call("hot.rate_hit", self.plane.rate_hit, request, now)
+
+    def rate_drop(self, name: str, key: str, fields: Sequence[str]) -> None:
+        if fields:
+            self._call("hot.rate_drop", self.plane.rate_drop, name, key, fields)
+
+    def rate_override(self, name: str, key: str, limits: Sequence[int], *, ttl_ms: int, now: int) -> None:
+        self._call("hot.rate_override", self.plane.rate_override, name, key, limits, ttl_ms=ttl_ms, now=now)

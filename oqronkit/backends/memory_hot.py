@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .hot_types import Lease, QueueDepths, Signal
+from .memory_rates import MemoryRates
+from .rate_types import RateAnswer, RateRequest
 from .types import Scope
 
 
@@ -37,6 +39,7 @@ class MemoryHotPlane:
         self._locks: dict[tuple[Scope, str], tuple[str, int]] = {}
         self._counters: dict[tuple[Scope, str], int] = {}
         self._kv: dict[tuple[Scope, str], dict[str, tuple[str, int]]] = {}
+        self._rates = MemoryRates()  # its own striped locks: a check never takes self._lock
 
     def ensure_ready(self) -> None:
         return None
@@ -246,3 +249,15 @@ class MemoryHotPlane:
             bucket = self._kv.get((scope, group), {})
             for key in keys:
                 bucket.pop(key, None)
+
+    # -- rate limits -------------------------------------------------------------------
+
+    def rate_hit(self, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
+        return self._rates.hit(scope, request, now)
+
+    def rate_drop(self, scope: Scope, name: str, key: str, fields: Sequence[str]) -> None:
+        self._rates.drop(scope, name, key, fields)
+
+    def rate_override(self, scope: Scope, name: str, key: str, limits: Sequence[int], *, ttl_ms: int,
+                      now: int) -> None:
+        self._rates.override(scope, name, key, limits, ttl_ms=ttl_ms, now=now)

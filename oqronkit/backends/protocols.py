@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .hot_types import Lease, QueueDepths, Signal
+from .rate_types import RateAnswer, RateRequest
 from .types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
 
 
@@ -231,3 +232,17 @@ class HotPlane(Protocol):
 
     def kv_delete(self, scope: Scope, group: str, keys: Sequence[str]) -> None:
         """Delete keys from ``group``."""
+
+    # -- rate limits (algorithms: rate_step.py; state is hot only, expiring) ----------
+
+    def rate_hit(self, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
+        """Check ``request.key`` against every tier in one atomic round trip: all tiers
+        take ``request.cost`` or none does (cost 0 writes nothing); a denial counts a ban
+        strike when ``request.ban`` is set. Only this key is serialised, never the plane."""
+
+    def rate_drop(self, scope: Scope, name: str, key: str, fields: Sequence[str]) -> None:
+        """Forget the named parts of a key's state (tier fields, ``"ban"``, ``"ov"``)."""
+
+    def rate_override(self, scope: Scope, name: str, key: str, limits: Sequence[int], *, ttl_ms: int,
+                      now: int) -> None:
+        """Give ``key`` its own limits (one per tier), kept at least ``ttl_ms``."""

@@ -27,13 +27,16 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ConfigurationError
+from . import sqlite_rates
 from .hot_types import Lease, QueueDepths, Signal
+from .rate_types import RateAnswer, RateRequest
 from .sqlfiles import load_queries, load_sql
 from .sqlite_conn import BUSY_TIMEOUT_S, SQLiteConnections
 from .types import Scope
 
 POLL_INTERVAL_S = 0.01  # cross-process wake-up latency of wait(), at one PRAGMA per tick
 
+_RATE_PRUNE_EVERY = 4096
 _SCHEMA = load_sql("oqronkit.backends", "sql/sqlite/hot_schema.sql")
 _Q = load_queries("oqronkit.backends", "sql/sqlite/hot_queries.sql")
 
@@ -69,6 +72,7 @@ class SQLiteHotPlane:
         self._pid = os.getpid()
         self._changed = threading.Condition()
         self._versions: dict[tuple[Scope, str], int] = {}  # bumped per queue by _notify
+        self._rate_checks = 0  # approximate (unlocked): only paces the pruning of rate states
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -280,6 +284,24 @@ class SQLiteHotPlane:
     def kv_delete(self, scope: Scope, group: str, keys: Sequence[str]) -> None:
         with self._write("kv_delete") as conn:
             conn.execute(_Q["kv_delete"], (scope.project, scope.environment, group, _json(keys)))
+
+    # -- rate limits (sqlite_rates.py) ---------------------------------------------------
+
+    def rate_hit(self, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
+        self._rate_checks += 1
+        with self._write("rate_hit") as conn:
+            if self._rate_checks % _RATE_PRUNE_EVERY == 0:  # abandoned keys never pile up
+                sqlite_rates.prune(conn, now)
+            return sqlite_rates.hit(conn, scope, request, now)
+
+    def rate_drop(self, scope: Scope, name: str, key: str, fields: Sequence[str]) -> None:
+        with self._write("rate_drop") as conn:
+            sqlite_rates.edit(conn, scope, name, key, drop=fields)
+
+    def rate_override(self, scope: Scope, name: str, key: str, limits: Sequence[int], *, ttl_ms: int,
+                      now: int) -> None:
+        with self._write("rate_override") as conn:
+            sqlite_rates.edit(conn, scope, name, key, override=limits, ttl=ttl_ms, now=now)
 
     # -- connections -----------------------------------------------------------------
 

@@ -25,7 +25,10 @@ DJANGO_ALLOWED = frozenset({("oqronkit.queue", "Queue.add_on_commit"),
                             ("oqronkit.topics.topic", "Topic.publish_on_commit"),
                             ("oqronkit.webhooks.webhook", "Webhook.fire_on_commit"),
                             # The receiver's view decorator, a module the engine never imports.
-                            ("oqronkit.webhooks.django_view", "verified_webhook.decorate.view")})
+                            ("oqronkit.webhooks.django_view", "verified_webhook.decorate.view"),
+                            # The rate limiters' view decorator and middleware, likewise never imported.
+                            ("oqronkit.ratelimit.django_view", "too_many_requests"),
+                            ("oqronkit.ratelimit.django_view", "RateLimitMiddleware.__init__")})
 
 
 @dataclass(frozen=True)

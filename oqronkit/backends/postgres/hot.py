@@ -20,8 +20,11 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from ...clock import now_ms
 from ...errors import BackendUnavailable
 from ..hot_types import Lease, QueueDepths, Signal
+from ..rate_step import ttl_ms as rate_ttl_ms
+from ..rate_types import RateAnswer, RateRequest
 from ..sqlfiles import load_queries, load_sql
 from ..types import Scope
 from .arrays import BigintArray, TextArray
@@ -31,9 +34,10 @@ from .upkeep import table_upkeep
 _PACKAGE = "oqronkit.backends.postgres"
 QUERIES = load_queries(_PACKAGE, "sql/hot_queries.sql")
 SCHEMA = load_sql(_PACKAGE, "sql/hot_schema.sql")
-#: Every relation hot_schema.sql creates; ensure_ready skips the script (whose CREATE
-#: INDEX IF NOT EXISTS would briefly lock out writers) when all of them resolve.
-SCHEMA_OBJECTS: tuple[str, ...] = tuple(re.findall(r"IF NOT EXISTS\s+(\w+)", SCHEMA))
+#: Every relation and function hot_schema.sql creates; ensure_ready skips the script
+#: (whose CREATE INDEX IF NOT EXISTS would briefly lock out writers) when all resolve, so
+#: a function's new _vN name alone makes it run again.
+SCHEMA_OBJECTS: tuple[str, ...] = tuple(re.findall(r"(?:IF NOT EXISTS|OR REPLACE FUNCTION)\s+(\w+)", SCHEMA))
 _LISTEN = sql.SQL(QUERIES["listen"])
 
 #: wait() blocks on the socket in slices this long, so close() never waits long behind it.
@@ -50,7 +54,7 @@ def channel_for(scope: Scope, queue: str) -> str:
 
 
 #: The tables of hot_schema.sql, for table upkeep.
-HOT_TABLES = ("oqron_hot_jobs", "oqron_hot_kv", "oqron_hot_locks", "oqron_hot_counters")
+HOT_TABLES = ("oqron_hot_jobs", "oqron_hot_kv", "oqron_hot_locks", "oqron_hot_counters", "oqron_hot_rates")
 
 
 class PostgresHotPlane:
@@ -89,6 +93,7 @@ class PostgresHotPlane:
     def upkeep(self) -> list[str]:
         """ANALYZE / VACUUM the hot tables where autovacuum lags (see upkeep.py)."""
         with self._pool.connection() as conn:
+            conn.execute(QUERIES["rate_prune"], {"now": now_ms()})  # abandoned keys never pile up
             return table_upkeep(conn, HOT_TABLES)
 
     def close(self) -> None:
@@ -289,6 +294,28 @@ class PostgresHotPlane:
     def kv_delete(self, scope: Scope, group: str, keys: Sequence[str]) -> None:
         if keys:
             self._run("kv_delete", _scoped(scope, group=group, keys=TextArray(keys)))
+
+    # -- rate limits (oqron_rate_hit_v3 in hot_schema.sql) -------------------------------
+
+    def rate_hit(self, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
+        ban = request.ban
+        tiers = request.tiers
+        reply = self._run("rate_hit", _scoped(
+            scope, name=request.name, key=request.key, now=now, cost=request.cost, ttl=rate_ttl_ms(request),
+            ban=BigintArray([ban.strikes, ban.window_ms, ban.duration_ms] if ban else []),
+            algorithms=TextArray([t.algorithm for t in tiers]), limits=BigintArray([t.limit for t in tiers]),
+            periods=BigintArray([t.period_ms for t in tiers]),
+        ))[0][0]
+        return RateAnswer(bool(reply[0]), reply[1], reply[2], reply[3], reply[4], banned=bool(reply[5]), tier=reply[6])
+
+    def rate_drop(self, scope: Scope, name: str, key: str, fields: Sequence[str]) -> None:
+        if fields:
+            self._run("rate_drop", _scoped(scope, name=name, key=key, fields=TextArray(fields)))
+
+    def rate_override(self, scope: Scope, name: str, key: str, limits: Sequence[int], *, ttl_ms: int,
+                      now: int) -> None:
+        self._run("rate_override", _scoped(scope, name=name, key=key, limits=BigintArray(list(limits)), now=now,
+                                           expires_at=now + ttl_ms))
 
     # -- connections -----------------------------------------------------------------
 

@@ -26,11 +26,14 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any, TypeVar, cast
 
 from ...config import redact_url
 from ...errors import BackendUnavailable
 from ..hot_types import MAX_PRIORITY, MIN_PRIORITY, Lease, QueueDepths, Signal
+from ..rate_step import ttl_ms as rate_ttl_ms
+from ..rate_types import Ban, RateAnswer, RateRequest, Tier
 from ..types import Scope
 from .connection import (
     CONNECT_TIMEOUT_S,
@@ -43,7 +46,7 @@ from .connection import (
     open_client,
     read_retry,
 )
-from .keys import counter_key, kv_keys, lock_key, queue_keys
+from .keys import counter_key, kv_keys, lock_key, queue_keys, rate_key
 from .scripts import Scripts
 from .waker import Waker
 
@@ -51,7 +54,7 @@ T = TypeVar("T")
 
 SCRIPTS = (
     "signal", "claim", "extend", "ack", "release", "take_expired", "remove", "promote", "present", "depths",
-    "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete",
+    "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete", "rate_hit", "rate_override",
 )
 #: Most due delayed jobs one claim promotes: bounds the script's run time (Redis runs
 #: nothing else meanwhile); the rest are promoted by the next claims.
@@ -297,6 +300,25 @@ class RedisHotPlane:
         for start in range(0, len(keys), _KV_DELETE_BATCH):
             self._script("kv_delete", names, list(keys[start:start + _KV_DELETE_BATCH]), retry=True)
 
+    # -- rate limits -----------------------------------------------------------------
+
+    def rate_hit(self, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
+        args = (now, request.cost, *_rate_args(request.tiers, request.ban))
+        # Not retried: a check that may have run must not count twice.
+        reply = self._script("rate_hit", (rate_key(scope, request.name, request.key),), args)
+        allowed, limit, remaining, reset, retry, banned, tier = map(int, reply.split(":"))
+        return RateAnswer(allowed == 1, limit, remaining, reset, retry, banned=banned == 1, tier=tier)
+
+    def rate_drop(self, scope: Scope, name: str, key: str, fields: Sequence[str]) -> None:
+        if fields:
+            target = rate_key(scope, name, key)
+            self._call("rate_drop", lambda: self._client.hdel(target, *fields), retry=True)
+
+    def rate_override(self, scope: Scope, name: str, key: str, limits: Sequence[int], *, ttl_ms: int,
+                      now: int) -> None:
+        packed = ":".join(str(int(limit)) for limit in limits)
+        self._script("rate_override", [rate_key(scope, name, key)], [packed, ttl_ms + GC_GRACE_MS], retry=True)
+
     # -- calls -----------------------------------------------------------------------
 
     def _script(self, name: str, keys: Sequence[str], args: Sequence[Any], *, retry: bool = False) -> Any:
@@ -307,6 +329,15 @@ class RedisHotPlane:
         if self._closed:
             raise BackendUnavailable(f"The Redis hot plane for {self._where} is closed.")
         return call(self._where, action, fn, self._retry if retry else None)
+
+
+@lru_cache(maxsize=1024)
+def _rate_args(tiers: tuple[Tier, ...], ban: Ban | None) -> tuple[Any, ...]:
+    """A limiter's fixed ARGV tail of rate_hit.lua, built once per limiter, not per check."""
+    request = RateRequest("", "", 1, tiers, ban)
+    parts = [rate_ttl_ms(request) + GC_GRACE_MS, *((ban.strikes, ban.window_ms, ban.duration_ms) if ban else (0, 0, 0)),
+             *(part for tier in tiers for part in (tier.algorithm, tier.limit, tier.period_ms))]
+    return (":".join(str(part) for part in parts),)
 
 
 def _priority(priority: int) -> int:

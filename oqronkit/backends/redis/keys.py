@@ -10,6 +10,7 @@ same key text:
 ``counter:{<p>:<e>}:<name>``                               a counter (INCRBY)
 ``kv:{<p>:<e>:kv:<group>}:values`` / ``:expiry``           an ephemeral group
 ``durable:{<p>:<e>:durable}:<part>``                       the durable store (store.py)
+``rate:<len(name)>:<name>:<key>``                          a rate limiter's state of one key
 =========================================================  ==================================
 
 The ``{...}`` hash tag gives every key that one script touches the same Redis Cluster
@@ -69,3 +70,9 @@ def kv_keys(scope: Scope, group: str) -> tuple[str, str]:
 
 def durable_base(scope: Scope) -> str:
     return f"{scope_prefix(scope)}durable:{{{scope.project}:{scope.environment}:durable}}:"
+
+
+def rate_key(scope: Scope, name: str, key: str) -> str:
+    # The name's length keeps ("a:b", "c") and ("a", "b:c") apart; one key per script call
+    # needs no hash tag.
+    return f"{scope_prefix(scope)}rate:{len(name)}:{name}:{key}"

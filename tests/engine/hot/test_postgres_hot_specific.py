@@ -108,7 +108,7 @@ def test_hot_tables_are_unlogged_with_byte_order_keys(hot, pg_schema_url):
             "AND c.relnamespace = current_schema()::regnamespace"
         ).fetchall()
     keys = {"oqron_hot_jobs": ("queue", "job_id"), "oqron_hot_locks": ("name",),
-            "oqron_hot_counters": ("name",), "oqron_hot_kv": ("grp", "key")}
+            "oqron_hot_counters": ("name",), "oqron_hot_kv": ("grp", "key"), "oqron_hot_rates": ("name", "key")}
     assert {name for name, *_ in rows} == set(keys)
     assert {persistence for _, persistence, *_ in rows} == {"u"}
     assert sorted((t, column) for t, _, column, collation in rows if collation == "C") == sorted(
@@ -178,3 +178,16 @@ def test_acks_and_renewals_of_the_same_leases_at_once_never_deadlock(pg_schema_u
     finally:
         renewer.close()
         acker.close()
+
+
+def test_ensure_ready_restores_a_missing_rate_function(hot, pg_schema_url, scope):
+    # A new oqron_rate_hit_vN on a database whose tables all exist must still be created.
+    import psycopg
+
+    from oqronkit.backends.rate_types import RateRequest, Tier
+
+    with psycopg.connect(pg_schema_url, autocommit=True) as conn:
+        conn.execute("DROP FUNCTION oqron_rate_hit_v3")
+    hot.ensure_ready()
+    request = RateRequest("lim", "k", 1, (Tier("gcra", 1, 1000),))
+    assert hot.rate_hit(scope, request, NOW).allowed and not hot.rate_hit(scope, request, NOW).allowed

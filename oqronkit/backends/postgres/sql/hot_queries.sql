@@ -14,8 +14,8 @@
 -- whole queue it wrongly believes to hold one row.
 
 -- name: missing_objects
--- Which of the given relation names do not resolve on the search_path.
-SELECT name FROM unnest(%(names)s::text[]) AS t(name) WHERE to_regclass(name) IS NULL;
+-- Which of the given relation and function names do not resolve on the search_path.
+SELECT name FROM unnest(%(names)s::text[]) AS t(name) WHERE to_regclass(name) IS NULL AND to_regproc(name) IS NULL;
 
 -- name: session_setup
 -- Hot state tolerates loss, so commits need not wait for the WAL flush.
@@ -278,3 +278,26 @@ LISTEN {channel};
 -- A lease re-created by extend keeps its token; move the token sequence past it so
 -- that token is never handed out again.
 SELECT setval('oqron_hot_token_seq', greatest(last_value, %(token)s::bigint)) FROM oqron_hot_token_seq;
+
+-- name: rate_hit
+-- One check of one key (oqron_rate_hit_v3 in hot_schema.sql): {allowed, limit, remaining, reset, retry_after, banned}.
+SELECT oqron_rate_hit_v3(%(project)s, %(environment)s, %(name)s, %(key)s, %(now)s, %(cost)s, %(ttl)s,
+                         %(ban)s::bigint[], %(algorithms)s::text[], %(limits)s::bigint[], %(periods)s::bigint[]);
+
+-- name: rate_drop
+-- Forget the named parts of one key's state.
+UPDATE oqron_hot_rates SET state = state - %(fields)s::text[]
+WHERE project = %(project)s AND environment = %(environment)s AND name = %(name)s AND key = %(key)s;
+
+-- name: rate_override
+-- Give one key its own limits; an expired state is forgotten first.
+INSERT INTO oqron_hot_rates AS r (project, environment, name, key, state, expires_at)
+VALUES (%(project)s, %(environment)s, %(name)s, %(key)s, jsonb_build_object('ov', %(limits)s::bigint[]),
+        %(expires_at)s)
+ON CONFLICT (project, environment, name, key) DO UPDATE
+SET state = CASE WHEN r.expires_at > %(now)s THEN r.state ELSE '{}' END || EXCLUDED.state,
+    expires_at = greatest(r.expires_at, EXCLUDED.expires_at);
+
+-- name: rate_prune
+-- Expired rate-limit states.
+DELETE FROM oqron_hot_rates WHERE expires_at <= %(now)s;

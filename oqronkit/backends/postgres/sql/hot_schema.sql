@@ -83,3 +83,151 @@ CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_kv (
     expires_at  bigint NOT NULL,
     PRIMARY KEY (project, environment, grp, key)
 );
+
+-- Rate limiters' state of one key: jsonb {"<algorithm>:<period>": [n, ...], "ban":
+-- [start, strikes, until], "ov": [limit, ...]}, gone once expires_at <= now (pruned by
+-- upkeep). Checked by oqron_rate_hit_v3 below, a port of backends/rate_step.py.
+CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_rates (
+    project     text   COLLATE "C" NOT NULL,
+    environment text   COLLATE "C" NOT NULL,
+    name        text   COLLATE "C" NOT NULL,
+    key         text   COLLATE "C" NOT NULL,
+    state       jsonb  NOT NULL,
+    expires_at  bigint NOT NULL,
+    PRIMARY KEY (project, environment, name, key)
+);
+
+-- Exact integer floor and ceiling division (bigint '/' truncates toward zero).
+CREATE OR REPLACE FUNCTION oqron_rate_fdiv(a bigint, b bigint) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$ SELECT floor(a::numeric / b)::bigint $$;
+CREATE OR REPLACE FUNCTION oqron_rate_cdiv(a bigint, b bigint) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$ SELECT ceil(a::numeric / b)::bigint $$;
+
+-- One check of one key against every tier: all take p_cost or none does (0: a peek,
+-- nothing counted). Locks only this key's row. Returns {allowed, limit, remaining,
+-- reset, retry_after, banned, the binding tier's index from 0}. A changed body gets a new _vN name (ensure_ready
+-- re-runs this script only when a table or function it names is missing).
+CREATE OR REPLACE FUNCTION oqron_rate_hit_v3(
+    p_project text, p_environment text, p_name text, p_key text, p_now bigint, p_cost bigint, p_ttl bigint,
+    p_ban bigint[], p_algorithms text[], p_limits bigint[], p_periods bigint[]
+) RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+    v_state jsonb; v_expires bigint; v_n bigint[]; v_ban bigint[]; v_ov bigint[];
+    v_tiers int := cardinality(p_algorithms); v_alg text; v_lim bigint; v_per bigint; v_now bigint;
+    v_w bigint; v_used bigint; v_cur bigint; v_prev bigint; v_elapsed bigint; v_ok boolean;
+    v_room bigint; v_first bigint; v_later bigint; v_full bigint; v_level bigint; v_need bigint;
+    v_after bigint; v_tat bigint; v_frac bigint; v_spread bigint; v_ahead bigint; v_held bigint;
+    v_all boolean := true; v_new jsonb := '{}';
+    v_oks boolean[] := '{}'; v_lims bigint[] := '{}'; v_rems bigint[] := '{}'; v_resets bigint[] := '{}';
+    v_retries bigint[] := '{}'; v_rem bigint; v_reset bigint; v_retry bigint; v_b int := 0;
+    v_start bigint; v_strikes bigint; v_banned int := 0;
+BEGIN
+    INSERT INTO oqron_hot_rates (project, environment, name, key, state, expires_at)
+    VALUES (p_project, p_environment, p_name, p_key, '{}', p_now + p_ttl) ON CONFLICT DO NOTHING;
+    SELECT r.state, r.expires_at INTO v_state, v_expires FROM oqron_hot_rates r
+    WHERE r.project = p_project AND r.environment = p_environment AND r.name = p_name AND r.key = p_key
+    FOR UPDATE;
+    IF v_expires <= p_now THEN v_state := '{}'; END IF;
+    v_ban := ARRAY(SELECT jsonb_array_elements_text(coalesce(v_state->'ban', '[]'))::bigint);
+    IF cardinality(v_ban) = 3 AND v_ban[3] > p_now THEN
+        RETURN ARRAY[0, p_limits[1], 0, v_ban[3], v_ban[3] - p_now, 1, 0];
+    END IF;
+    v_ov := ARRAY(SELECT jsonb_array_elements_text(coalesce(v_state->'ov', '[]'))::bigint);
+    FOR i IN 1..v_tiers LOOP
+        v_alg := p_algorithms[i]; v_per := p_periods[i]; v_now := p_now;
+        v_lim := CASE WHEN cardinality(v_ov) = v_tiers THEN v_ov[i] ELSE p_limits[i] END;
+        v_n := ARRAY(SELECT jsonb_array_elements_text(coalesce(v_state->(v_alg || ':' || v_per), '[]'))::bigint);
+        IF v_alg IN ('fixed-window', 'sliding-window') THEN
+            v_w := oqron_rate_fdiv(v_now, v_per);
+            IF cardinality(v_n) > 0 AND v_n[1] > v_w THEN v_w := v_n[1]; v_now := v_w * v_per; END IF;
+        END IF;
+        IF v_alg = 'fixed-window' THEN
+            v_used := CASE WHEN cardinality(v_n) > 0 AND v_n[1] = v_w THEN v_n[2] ELSE 0 END;
+            v_ok := v_used + p_cost <= v_lim;
+            v_reset := (v_w + 1) * v_per;
+            v_rem := v_lim - v_used - CASE WHEN v_ok THEN p_cost ELSE 0 END;
+            v_retry := CASE WHEN v_ok THEN 0 ELSE v_reset - v_now END;
+            v_n := ARRAY[v_w, v_used + p_cost];
+        ELSIF v_alg = 'sliding-window' THEN
+            v_cur := 0; v_prev := 0;
+            IF cardinality(v_n) > 0 AND v_n[1] = v_w THEN v_cur := v_n[2]; v_prev := v_n[3];
+            ELSIF cardinality(v_n) > 0 AND v_n[1] = v_w - 1 THEN v_prev := v_n[2];
+            END IF;
+            v_elapsed := v_now - v_w * v_per;
+            v_used := v_cur + oqron_rate_fdiv(v_prev * (v_per - v_elapsed), v_per);
+            v_ok := v_used + p_cost <= v_lim;
+            v_retry := 0;
+            IF NOT v_ok THEN
+                v_room := v_lim - v_cur - p_cost;
+                v_first := v_per;
+                IF v_room >= 0 AND v_prev > 0 THEN
+                    v_first := v_per - oqron_rate_cdiv((v_room + 1) * v_per, v_prev) + 1;
+                END IF;
+                IF v_first < v_per THEN
+                    v_retry := v_first - v_elapsed;
+                ELSE
+                    v_later := 0;
+                    IF v_cur > 0 THEN
+                        v_later := greatest(0, v_per - oqron_rate_cdiv((v_lim - p_cost + 1) * v_per, v_cur) + 1);
+                    END IF;
+                    v_retry := v_per - v_elapsed + v_later;
+                END IF;
+            END IF;
+            v_rem := v_lim - v_used - CASE WHEN v_ok THEN p_cost ELSE 0 END;
+            v_reset := (v_w + 1) * v_per;
+            v_n := ARRAY[v_w, v_cur + p_cost, v_prev];
+        ELSIF v_alg = 'token-bucket' THEN
+            v_full := v_lim * v_per; v_level := v_full;
+            IF cardinality(v_n) > 0 THEN
+                v_level := least(v_full, v_n[2] + greatest(0, v_now - v_n[1]) * v_lim);
+                v_now := greatest(v_now, v_n[1]);
+            END IF;
+            v_need := p_cost * v_per;
+            v_ok := v_level >= v_need;
+            v_after := CASE WHEN v_ok THEN v_level - v_need ELSE v_level END;
+            v_retry := CASE WHEN v_ok THEN 0 ELSE oqron_rate_cdiv(v_need - v_level, v_lim) END;
+            v_rem := oqron_rate_fdiv(v_after, v_per);
+            v_reset := v_now + oqron_rate_cdiv(v_full - v_after, v_lim);
+            v_n := ARRAY[v_now, v_level - v_need];
+        ELSE  -- gcra: the theoretical arrival time is tat + frac / limit
+            v_tat := v_now; v_frac := 0;
+            IF cardinality(v_n) > 0 AND v_n[1] >= v_now THEN v_tat := v_n[1]; v_frac := v_n[2]; END IF;
+            v_spread := v_frac + p_cost * v_per;
+            v_ahead := (v_tat + oqron_rate_fdiv(v_spread, v_lim) - v_now) * v_lim + v_spread % v_lim;
+            v_ok := v_ahead <= v_per * v_lim;
+            v_held := CASE WHEN v_ok THEN v_ahead ELSE (v_tat - v_now) * v_lim + v_frac END;
+            v_retry := CASE WHEN v_ok THEN 0 ELSE oqron_rate_cdiv(v_ahead - v_per * v_lim, v_lim) END;
+            v_rem := oqron_rate_fdiv(v_per * v_lim - v_held, v_per);
+            v_reset := v_now + oqron_rate_cdiv(v_held, v_lim);
+            v_n := ARRAY[v_tat + oqron_rate_fdiv(v_spread, v_lim), v_spread % v_lim];
+        END IF;
+        v_all := v_all AND v_ok;
+        v_oks := v_oks || v_ok; v_lims := v_lims || v_lim; v_rems := v_rems || v_rem;
+        v_resets := v_resets || v_reset; v_retries := v_retries || v_retry;
+        v_new := v_new || jsonb_build_object(v_alg || ':' || v_per, to_jsonb(v_n));
+    END LOOP;
+    FOR i IN 1..v_tiers LOOP  -- the binding tier: least room if allowed, else the longest wait
+        IF v_all AND (v_b = 0 OR v_rems[i] < v_rems[v_b]) THEN v_b := i;
+        ELSIF NOT v_all AND NOT v_oks[i] AND (v_b = 0 OR v_retries[i] > v_retries[v_b]) THEN v_b := i;
+        END IF;
+    END LOOP;
+    IF p_cost > 0 AND v_all THEN
+        v_state := v_state || v_new;
+    ELSIF p_cost > 0 AND cardinality(p_ban) = 3 THEN
+        v_start := p_now; v_strikes := 0;
+        IF cardinality(v_ban) = 3 AND p_now - v_ban[1] < p_ban[2] THEN
+            v_start := v_ban[1]; v_strikes := v_ban[2];
+        END IF;
+        v_strikes := v_strikes + 1;
+        v_state := v_state || jsonb_build_object('ban', to_jsonb(CASE WHEN v_strikes >= p_ban[1]
+            THEN ARRAY[p_now, 0, p_now + p_ban[3]] ELSE ARRAY[v_start, v_strikes, 0] END));
+        IF v_strikes >= p_ban[1] THEN  -- this refusal starts a ban: say so
+            v_banned := 1; v_rems[v_b] := 0; v_resets[v_b] := p_now + p_ban[3]; v_retries[v_b] := p_ban[3];
+        END IF;
+    ELSE
+        RETURN ARRAY[v_all::int, v_lims[v_b], v_rems[v_b], v_resets[v_b], v_retries[v_b], 0, v_b - 1];
+    END IF;
+    UPDATE oqron_hot_rates r SET state = v_state, expires_at = greatest(r.expires_at, p_now + p_ttl)
+    WHERE r.project = p_project AND r.environment = p_environment AND r.name = p_name AND r.key = p_key;
+    RETURN ARRAY[v_all::int, v_lims[v_b], v_rems[v_b], v_resets[v_b], v_retries[v_b], v_banned, v_b - 1];
+END $$;

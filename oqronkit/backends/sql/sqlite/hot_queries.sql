@@ -215,3 +215,23 @@ WHERE project = ?1 AND environment = ?2 AND grp = ?3 AND expires_at > ?4;
 -- name: kv_delete
 DELETE FROM oqron_hot_kv
 WHERE project = ?1 AND environment = ?2 AND grp = ?3 AND key IN (SELECT value FROM json_each(?4));
+
+-- name: rate_hit
+-- One check of one key: oqron_rate_step (backends/sqlite_rates.py) turns the stored state
+-- into the new one with the answer inside; an expired state counts as none.
+INSERT INTO oqron_hot_rates (project, environment, name, key, state, expires_at)
+VALUES (?1, ?2, ?3, ?4, oqron_rate_step(NULL, ?5, ?6), ?6 + ?7)
+ON CONFLICT (project, environment, name, key) DO UPDATE SET
+    state = oqron_rate_step(CASE WHEN expires_at > ?6 THEN state END, ?5, ?6),
+    expires_at = CASE WHEN expires_at > ?6 + ?7 THEN expires_at ELSE ?6 + ?7 END
+RETURNING state;
+
+-- name: rate_read
+SELECT state, expires_at FROM oqron_hot_rates WHERE project = ?1 AND environment = ?2 AND name = ?3 AND key = ?4;
+
+-- name: rate_write
+INSERT INTO oqron_hot_rates (project, environment, name, key, state, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+ON CONFLICT (project, environment, name, key) DO UPDATE SET state = excluded.state, expires_at = excluded.expires_at;
+
+-- name: rate_prune
+DELETE FROM oqron_hot_rates WHERE expires_at <= ?1;

@@ -91,4 +91,16 @@ CREATE TABLE IF NOT EXISTS oqron_hot_kv (
 CREATE INDEX IF NOT EXISTS oqron_hot_kv_expiry_idx
     ON oqron_hot_kv (project, environment, grp, expires_at);
 
+-- Rate limiters' state of one key (JSON: backends/sqlite_rates.py), gone once
+-- expires_at <= now; pruned every few thousand checks of a process (sqlite_hot.py).
+CREATE TABLE IF NOT EXISTS oqron_hot_rates (
+    project     TEXT    NOT NULL,
+    environment TEXT    NOT NULL,
+    name        TEXT    NOT NULL,
+    key         TEXT    NOT NULL,
+    state       TEXT    NOT NULL,
+    expires_at  INTEGER NOT NULL,
+    PRIMARY KEY (project, environment, name, key)
+) WITHOUT ROWID;
+
 COMMIT;

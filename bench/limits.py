@@ -1,0 +1,126 @@
+"""Rate-limit checks per second on one Redis: ``oqronkit.rate_limit`` (sliding window and
+gcra, through the engine's public API) against the ``limits`` package's Redis
+sliding-window-counter and moving-window limiters, and against a raw redis-py
+``INCR``+``EXPIRE`` pipeline (a floor: one round trip, no algorithm, not a peer).
+
+Each system runs sequential ``check()``/``hit()`` calls from one thread for ``--seconds``,
+on two shapes: every call on one hot key, and calls spread over 10,000 keys (random
+order). Systems run interleaved, ``--repeat`` times in a shuffled order; the table shows
+each system's median checks/s and its ratio to limits' moving window and to the floor.
+Targets: >= 1.5x limits' moving window and >= 0.5x the floor. Every key is dropped after.
+
+Needs ``pip install limits==5.8.0`` (requirements-dev.txt).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import redis
+
+ROOT = Path(__file__).resolve().parent.parent
+# Run as bench/limits.py, this file would shadow the limits package it measures.
+sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench")]
+
+LIMIT, PERIOD_S = 1_000_000, 3600  # never refuses within a run: every system does the same work
+SHAPES = {"one hot key": 1, "10,000 keys": 10_000}
+
+
+def oqron_system(url: str, project: str, algorithm: str) -> Callable[[str], Any]:
+    from oqronkit import Engine, OqronConfig, Registry
+
+    engine = Engine(OqronConfig(mode="redis", database_url=None, redis_url=url, project=project),
+                    registry=Registry())
+    limiter = engine.rate_limit("bench", algorithm=algorithm, limit=LIMIT, period=PERIOD_S)
+    return limiter.check
+
+
+def limits_system(url: str, prefix: str, strategy: str) -> Callable[[str], Any]:
+    from limits import RateLimitItemPerHour, storage, strategies
+
+    store = storage.RedisStorage(url, key_prefix=prefix)
+    limiter = {"moving": strategies.MovingWindowRateLimiter,
+               "sliding": strategies.SlidingWindowCounterRateLimiter}[strategy](store)
+    item = RateLimitItemPerHour(LIMIT)
+    return lambda key: limiter.hit(item, key)
+
+
+def floor_system(url: str, prefix: str) -> Callable[[str], Any]:
+    client = redis.Redis.from_url(url)
+
+    def check(key: str) -> Any:
+        pipe = client.pipeline(transaction=False)
+        pipe.incr(prefix + key)
+        pipe.expire(prefix + key, PERIOD_S)
+        return pipe.execute()[0] <= LIMIT
+
+    return check
+
+
+def measure(check: Callable[[str], Any], keys: list[str], seconds: float) -> float:
+    for key in keys[:50]:  # connected, scripts loaded, definition written
+        check(key)
+    done, started = 0, time.perf_counter()
+    deadline = started + seconds
+    while True:
+        for key in keys[done % len(keys):] if len(keys) > 1 else keys * 200:
+            check(key)
+            done += 1
+            if done % 200 == 0 and time.perf_counter() >= deadline:
+                return done / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    parser.add_argument("--seconds", type=float, default=3.0, help="per system, shape and repetition")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    run = uuid.uuid4().hex[:8]
+    project = f"bench-limits-{run}"
+    prefix = f"bench-limits-{run}"
+    makers: dict[str, Callable[[], Callable[[str], Any]]] = {
+        "oqronkit sliding-window": lambda: oqron_system(args.redis_url, project, "sliding-window"),
+        "oqronkit gcra": lambda: oqron_system(args.redis_url, project + "-g", "gcra"),
+        "limits sliding-window": lambda: limits_system(args.redis_url, prefix + "-s", "sliding"),
+        "limits moving-window": lambda: limits_system(args.redis_url, prefix + "-m", "moving"),
+        "floor INCR+EXPIRE": lambda: floor_system(args.redis_url, prefix + "-f:"),
+    }
+    systems = {name: make() for name, make in makers.items()}
+    results: dict[tuple[str, str], list[float]] = {}
+    try:
+        for _ in range(args.repeat):
+            for shape, count in SHAPES.items():
+                keys = [f"k{i}" for i in range(count)]
+                random.shuffle(keys)
+                order = list(systems)
+                random.shuffle(order)
+                for name in order:
+                    results.setdefault((name, shape), []).append(measure(systems[name], keys, args.seconds))
+    finally:
+        client = redis.Redis.from_url(args.redis_url)
+        for pattern in (f"oqron:{project}*", f"{prefix}*"):
+            for key in client.scan_iter(match=pattern, count=1000):
+                client.delete(key)
+
+    print(f"\nchecks/s, one thread, median of {args.repeat} x {args.seconds:g} s, Redis {args.redis_url}")
+    print(f"{'system':26} {'shape':12} {'checks/s':>10} {'x moving':>9} {'x floor':>8}")
+    for shape in SHAPES:
+        moving = statistics.median(results[("limits moving-window", shape)])
+        floor = statistics.median(results[("floor INCR+EXPIRE", shape)])
+        for name in systems:
+            rate = statistics.median(results[(name, shape)])
+            print(f"{name:26} {shape:12} {rate:10,.0f} {rate / moving:9.2f} {rate / floor:8.2f}")
+
+
+if __name__ == "__main__":
+    main()

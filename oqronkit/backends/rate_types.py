@@ -1,0 +1,58 @@
+"""Value types of the hot plane's rate-limit primitive (one check of one key)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Algorithm = Literal["sliding-window", "fixed-window", "token-bucket", "gcra"]
+ALGORITHMS: tuple[Algorithm, ...] = ("sliding-window", "fixed-window", "token-bucket", "gcra")
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    """At most ``limit`` units per ``period_ms`` by ``algorithm``."""
+
+    algorithm: Algorithm
+    limit: int
+    period_ms: int
+
+    @property
+    def field(self) -> str:
+        """The state's name. Not the limit: an override changes the limit, not the count."""
+        return f"{self.algorithm}:{self.period_ms}"
+
+
+@dataclass(frozen=True, slots=True)
+class Ban:
+    """Denied ``strikes`` times within ``window_ms``: banned for ``duration_ms``."""
+
+    strikes: int
+    window_ms: int
+    duration_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class RateRequest:
+    """One check of ``key`` under limiter ``name``: all tiers take ``cost`` or none does.
+    ``cost`` 0 is a peek: nothing is written."""
+
+    name: str
+    key: str
+    cost: int
+    tiers: tuple[Tier, ...]
+    ban: Ban | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RateAnswer:
+    """The outcome; ``limit``/``remaining``/``reset`` describe the binding tier.
+    ``reset`` and ``retry_after`` are in ms (``reset`` an epoch time)."""
+
+    allowed: bool
+    limit: int
+    remaining: int
+    reset: int
+    retry_after: int
+    banned: bool = False
+    tier: int = 0  # the binding tier's index in the request

@@ -1,0 +1,187 @@
+"""``oqronkit.rate_limit``: declare a limiter, check keys against it, and steer a key
+(peek, reset, override, unban). Counters live in the hot plane only, expiring on their own;
+the definition is a ``ratelimit`` record, written once per process."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from ..backends.rate_types import RateAnswer, RateRequest
+from ..clock import now_ms
+from ..errors import BackendUnavailable
+from ..namespaces import RATELIMIT
+from ..queue import QueueHost, Registry, default_engine, default_registry
+from .definition import (
+    Definition,
+    RateLimitConfigError,
+    _limit,
+    _period_ms,
+    build_ban,
+    build_tiers,
+    check_cost,
+    check_key,
+    check_name,
+)
+
+logger = logging.getLogger(__name__)
+DEFAULT_OVERRIDE_TTL = timedelta(days=30)
+_LIMITERS: WeakKeyDictionary[Registry, dict[str, RateLimiter]] = WeakKeyDictionary()
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A check's outcome. ``allowed`` is what to do (always True in dry-run mode);
+    ``limited`` is what the limiter found. Times in ms; ``reset`` is an epoch time."""
+
+    allowed: bool
+    limited: bool
+    limit: int
+    remaining: int
+    reset: int
+    retry_after: int
+    banned: bool = False
+    failed_open: bool = False
+    window: int = 0  # the binding tier's period (ms)
+
+    @property
+    def retry_after_seconds(self) -> int:
+        """Whole seconds to wait (rounded up), as ``Retry-After`` wants them."""
+        return math.ceil(self.retry_after / 1000)
+
+
+class RateLimiter:
+    """A named limit on how often each key may act: one or more tiers (all must allow, or
+    none counts), an optional ban for keys that keep hitting it."""
+
+    def __init__(self, name: str, *, algorithm: str = "sliding-window", limit: int | None = None,
+                 period: float | timedelta | None = None, tiers: Iterable[Any] | None = None, ban: Any = None,
+                 dry_run: bool = False, fail_open: bool = False, engine: QueueHost | None = None) -> None:
+        name = check_name(name)
+        for flag, value in (("dry_run", dry_run), ("fail_open", fail_open)):
+            if not isinstance(value, bool):
+                raise RateLimitConfigError(f"Rate limiter {name!r}: {flag} must be True or False, got {value!r}.")
+        self.definition = Definition(name, build_tiers(name, algorithm, limit, period, tiers),
+                                     build_ban(name, ban), dry_run, fail_open)
+        self._engine = engine
+        self._declared = False
+        self._lock = threading.Lock()
+        limiters_for(self.registry)[name] = self
+
+    def __repr__(self) -> str:
+        tiers = ", ".join(f"{tier.limit}/{tier.period_ms}ms" for tier in self.definition.tiers)
+        return f"<RateLimiter {self.name!r} {self.definition.tiers[0].algorithm} {tiers}>"
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    @property
+    def engine(self) -> QueueHost:
+        return self._engine if self._engine is not None else default_engine()
+
+    @property
+    def registry(self) -> Registry:
+        return self._engine.registry if self._engine is not None else default_registry
+
+    # -- checks ------------------------------------------------------------------------
+
+    def check(self, key: str, cost: int = 1, *, now: int | None = None) -> Decision:
+        """Count ``cost`` against ``key`` if every tier has room (one atomic round trip);
+        ``now`` (epoch ms) defaults to the wall clock."""
+        return self._hit(check_key(self.name, key), check_cost(self.name, cost, self.definition.tiers), now)
+
+    def peek(self, key: str, *, now: int | None = None) -> Decision:
+        """What a check of cost 1 would find, counting nothing."""
+        return self._hit(check_key(self.name, key), 0, now)
+
+    def _hit(self, key: str, cost: int, now: int | None) -> Decision:
+        d = self.definition
+        request = RateRequest(d.name, key, cost, d.tiers, d.ban)
+        try:
+            self._declare()
+            answer = self.engine.hot.rate_hit(request, now_ms() if now is None else now)
+        except BackendUnavailable:
+            if not d.fail_open:
+                raise
+            # Availability over enforcement, as the limiter was declared: let it through.
+            logger.warning("rate limiter %s let %s through: the hot plane is down", d.name, key,
+                           extra={"action": "ratelimit.fail_open", "limiter": d.name})
+            tier = d.tiers[0]
+            return Decision(True, False, tier.limit, tier.limit, 0, 0, failed_open=True, window=tier.period_ms)
+        return self._decision(answer, cost)
+
+    def _decision(self, answer: RateAnswer, cost: int) -> Decision:
+        limited = not answer.allowed
+        if limited and cost and self.definition.dry_run:
+            logger.info("rate limiter %s would have refused a key (dry run)", self.name,
+                        extra={"action": "ratelimit.dry_run", "limiter": self.name})
+        allowed = answer.allowed or self.definition.dry_run
+        tiers = self.definition.tiers
+        return Decision(allowed, limited, answer.limit, answer.remaining, answer.reset, answer.retry_after,
+                        banned=answer.banned, window=tiers[min(answer.tier, len(tiers) - 1)].period_ms)
+
+    # -- steering a key ----------------------------------------------------------------
+
+    def reset(self, key: str) -> None:
+        """Forget ``key``'s counts and ban (its override stays)."""
+        self._drop(key, [*(tier.field for tier in self.definition.tiers), "ban"])
+
+    def unban(self, key: str) -> None:
+        """Lift ``key``'s ban and forget its strikes; its counts stay."""
+        self._drop(key, ["ban"])
+
+    def clear_override(self, key: str) -> None:
+        self._drop(key, ["ov"])
+
+    def _drop(self, key: str, fields: Sequence[str]) -> None:
+        self.engine.hot.rate_drop(self.name, check_key(self.name, key), fields)
+
+    def override(self, key: str, limit: int | Sequence[int], *, ttl: float | timedelta = DEFAULT_OVERRIDE_TTL,
+                 now: int | None = None) -> None:
+        """Give ``key`` its own limit (one number for a single tier, else one per tier,
+        shortest period first); it lasts ``ttl`` after the key's last use."""
+        tiers = self.definition.tiers
+        limits = [limit] if isinstance(limit, int) else list(limit)
+        if len(limits) != len(tiers):
+            raise RateLimitConfigError(f"Rate limiter {self.name!r}: give {len(tiers)} override limits, "
+                                       f"one per tier (shortest period first), got {limit!r}.")
+        checked = [_limit(self.name, value, "an override limit") for value in limits]
+        ttl_ms = _period_ms(self.name, ttl, "override ttl")
+        self.engine.hot.rate_override(self.name, check_key(self.name, key), checked, ttl_ms=ttl_ms,
+                                      now=now_ms() if now is None else now)
+
+    def _declare(self) -> None:
+        """Record the limiter's definition once per process."""
+        if self._declared:
+            return
+        with self._lock:
+            if self._declared:
+                return
+            durable, now = self.engine.durable, now_ms()
+            current = durable.get(RATELIMIT, self.name)
+            created = current.value.get("createdAt", now) if current is not None else now
+            durable.put(RATELIMIT, self.name, self.definition.record(created, now))
+            self._declared = True
+
+
+def limiters_for(registry: Registry) -> dict[str, RateLimiter]:
+    """The rate limiters declared against ``registry``, by name."""
+    found = _LIMITERS.get(registry)
+    if found is None:
+        found = _LIMITERS[registry] = {}
+    return found
+
+
+def rate_limit(name: str, **options: Any) -> RateLimiter:
+    """Declare (or look up) a rate limiter on the default engine."""
+    existing = limiters_for(default_registry).get(name)
+    if existing is not None and not options:
+        return existing
+    return RateLimiter(name, **options)
