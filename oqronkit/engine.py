@@ -15,6 +15,7 @@ from typing import Any
 
 from .backends import open_durable_store
 from .backends.protocols import HotPlane
+from .caches.cache import Cache
 from .config import OqronConfig, config_from_env
 from .durable import DurablePlane
 from .errors import ConfigurationError, UnknownQueue
@@ -110,6 +111,10 @@ class Engine:
     def topic(self, name: str, **options: Any) -> Topic:
         """Declare a topic on this engine (see :func:`oqronkit.topic`)."""
         return Topic(name, engine=self, **options)
+
+    def cache(self, name: str, **options: Any) -> Cache:
+        """Declare a cache on this engine (see :func:`oqronkit.cache`)."""
+        return Cache(name, engine=self, **options)
 
     def webhook(self, name: str, **options: Any) -> Webhook:
         """Declare a webhook on this engine (see :func:`oqronkit.webhook`)."""
