@@ -6,10 +6,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from .backends.hot_types import Lease, QueueDepths, Signal
-from .backends.protocols import HotPlane
+from .backends.protocols import Broadcasting, BroadcastSubscription, HotPlane
 from .backends.types import Scope
 
 logger = logging.getLogger(__name__)
@@ -129,3 +129,22 @@ class HotPlaneFacade:
     def kv_delete(self, group: str, keys: Sequence[str]) -> None:
         if keys:
             self._call("hot.kv_delete", self.plane.kv_delete, group, keys)
+
+    # -- broadcast (the cache's L1 invalidations) ---------------------------------------
+
+    @property
+    def supports_broadcast(self) -> bool:
+        return self.plane.supports_broadcast
+
+    def broadcast(self, channel: str, message: str) -> None:
+        """Send ``message`` to every listener of ``channel``; nothing where the plane
+        cannot broadcast (:attr:`supports_broadcast`)."""
+        if self.plane.supports_broadcast:
+            self._call("hot.broadcast", cast(Broadcasting, self.plane).broadcast, channel, message)
+
+    def listen(self, channel: str, handler: Callable[[str | None], None]) -> BroadcastSubscription | None:
+        """Call ``handler`` with each message of ``channel`` (None: some may be lost);
+        None where the plane cannot broadcast."""
+        if not self.plane.supports_broadcast:
+            return None
+        return self._call("hot.listen", cast(Broadcasting, self.plane).listen, channel, handler)

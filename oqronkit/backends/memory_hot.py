@@ -8,6 +8,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .broadcast_local import LocalBroadcast
 from .hot_types import Lease, QueueDepths, Signal
 from .types import Scope
 
@@ -24,13 +25,14 @@ class _Queue:
     leases: dict[str, tuple[int, int, str]] = field(default_factory=dict)  # id -> token, expiry, worker
 
 
-class MemoryHotPlane:
+class MemoryHotPlane(LocalBroadcast):
     """Hot plane for the ``memory`` mode and fast tests."""
 
     name = "memory"
     transaction_domain: str | None = None
 
     def __init__(self) -> None:
+        super().__init__()
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._queues: dict[tuple[Scope, str], _Queue] = {}

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .hot_types import Lease, QueueDepths, Signal
@@ -137,6 +138,8 @@ class HotPlane(Protocol):
     name: str
     #: Where this plane's writes commit (see :attr:`DurableStore.transaction_domain`).
     transaction_domain: str | None
+    #: True when the plane is also :class:`Broadcasting` (memory, Redis).
+    supports_broadcast: bool
 
     def ensure_ready(self) -> None:
         """Create whatever structures the backend needs (tables, scripts)."""
@@ -231,3 +234,26 @@ class HotPlane(Protocol):
 
     def kv_delete(self, scope: Scope, group: str, keys: Sequence[str]) -> None:
         """Delete keys from ``group``."""
+
+
+class BroadcastSubscription(Protocol):
+    """One :meth:`Broadcasting.listen`."""
+
+    #: Set once messages published from now on are delivered; cleared while they may not be.
+    ready: threading.Event
+
+    def close(self) -> None:
+        """Stop calling the handler."""
+
+
+class Broadcasting(HotPlane, Protocol):
+    """A hot plane that can send a message to every process listening (the cache's L1
+    invalidations). Best effort: a handler is called with None when messages may have
+    been lost (a reconnect), and must then assume anything changed."""
+
+    def broadcast(self, scope: Scope, channel: str, message: str) -> None:
+        """Send ``message`` to every listener of ``channel`` in ``scope``, this process's too."""
+
+    def listen(self, scope: Scope, channel: str, handler: Callable[[str | None], None]) -> BroadcastSubscription:
+        """Call ``handler`` (on a background thread, or in the sender's thread in
+        process) with each message of ``channel``, or None after a possible loss."""

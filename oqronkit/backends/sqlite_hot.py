@@ -48,6 +48,8 @@ class SQLiteHotPlane:
 
     name = "sqlite"
     transaction_domain: str | None = None
+    #: No broadcast: a cache's L1 here is bounded by its short ``local_ttl`` instead.
+    supports_broadcast = False
 
     def __init__(
         self, path: str, *, busy_timeout: float = BUSY_TIMEOUT_S, poll_interval: float = POLL_INTERVAL_S

@@ -63,6 +63,9 @@ class PostgresHotPlane:
     """
 
     name = "postgres"
+    #: No broadcast (LISTEN/NOTIFY could carry it; not built): a cache's L1 here is
+    #: bounded by its short ``local_ttl`` instead.
+    supports_broadcast = False
 
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 8, connect_timeout: float = 10.0

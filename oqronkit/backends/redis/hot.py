@@ -32,6 +32,7 @@ from ...config import redact_url
 from ...errors import BackendUnavailable
 from ..hot_types import MAX_PRIORITY, MIN_PRIORITY, Lease, QueueDepths, Signal
 from ..types import Scope
+from .broadcast import RedisBroadcast
 from .connection import (
     CONNECT_TIMEOUT_S,
     READ_RETRIES,
@@ -65,7 +66,7 @@ GC_GRACE_MS = 60_000
 _KV_DELETE_BATCH = 1000
 
 
-class RedisHotPlane:
+class RedisHotPlane(RedisBroadcast):
     """Hot plane on Redis. Safe to share between threads; building one never touches
     the network (the pool connects on first use)."""
 
@@ -111,6 +112,7 @@ class RedisHotPlane:
             waker, self._waker = self._waker, None
         if waker is not None:
             waker.close()
+        self._close_broadcast()
         # Idle connections only: a call still in flight on another thread finishes (its
         # reply is already on the way) rather than failing under it; its connection is
         # closed when the pool is collected.

@@ -10,6 +10,7 @@ same key text:
 ``counter:{<p>:<e>}:<name>``                               a counter (INCRBY)
 ``kv:{<p>:<e>:kv:<group>}:values`` / ``:expiry``           an ephemeral group
 ``durable:{<p>:<e>:durable}:<part>``                       the durable store (store.py)
+``broadcast:<channel>``                                     a pub/sub channel (broadcast.py)
 =========================================================  ==================================
 
 The ``{...}`` hash tag gives every key that one script touches the same Redis Cluster
@@ -65,6 +66,11 @@ def counter_key(scope: Scope, name: str) -> str:
 def kv_keys(scope: Scope, group: str) -> tuple[str, str]:
     base = f"{scope_prefix(scope)}kv:{{{scope.project}:{scope.environment}:kv:{group}}}:"
     return base + "values", base + "expiry"
+
+
+def broadcast_channel(scope: Scope, channel: str) -> str:
+    """A pub/sub channel (not a key) of ``broadcast``/``listen``."""
+    return f"{scope_prefix(scope)}broadcast:{channel}"
 
 
 def durable_base(scope: Scope) -> str:
