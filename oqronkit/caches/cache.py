@@ -32,6 +32,7 @@ from .entries import (
     unpack,
 )
 from .fetch import Fetcher
+from .local import LocalCache, message
 from .stats import CacheStats
 
 _CACHES: WeakKeyDictionary[Registry, dict[str, Cache]] = WeakKeyDictionary()
@@ -45,7 +46,7 @@ class Cache:
                  stale_while_revalidate: float | timedelta = 0, stale_if_error: float | timedelta = 0,
                  ttl_jitter: float = 0.1, tags: Iterable[str] = (), negative_ttl: float | timedelta | None = None,
                  max_value_bytes: int | None = None, local: int | None = None,
-                 local_ttl: float | timedelta = 5, fetch_lock_ttl: float | timedelta = 10,
+                 local_ttl: float | timedelta | None = None, fetch_lock_ttl: float | timedelta = 10,
                  engine: QueueHost | None = None, clock: Callable[[], int] = now_ms) -> None:
         if not isinstance(name, str) or not name or len(name) > 200 or any(c in name for c in "\x00:{}"):
             raise ConfigurationError(f"Cache name {name!r}: 1-200 characters, none of ':', '{{', '}}' or NUL.")
@@ -64,7 +65,8 @@ class Cache:
         if local is not None and (not isinstance(local, int) or isinstance(local, bool) or local < 1):
             raise ConfigurationError(f"Cache {name!r}: local must be None or the L1's entry count (>= 1).")
         self.local_size = local
-        self.local_ttl_ms = _positive_ms(name, "local_ttl", local_ttl)
+        local_ttl_ms = None if local_ttl is None else _positive_ms(name, "local_ttl", local_ttl)
+        self.local = LocalCache(local, local_ttl_ms) if local is not None else None
         self.fetch_lock_ttl_ms = _positive_ms(name, "fetch_lock_ttl", fetch_lock_ttl)
         if fetcher is not None and not callable(fetcher):
             raise ConfigurationError(f"Cache {name!r}: fetcher must be callable.")
@@ -133,17 +135,37 @@ class Cache:
     def read(self, keys: Sequence[str]) -> dict[str, Entry]:
         """The entries among ``keys`` still servable (fresh or stale) and written under
         the current generations: the invalidated ones read as absent."""
-        now = self.clock()
-        hot = self.hot
-        texts = hot.kv_get(self.group, list(dict.fromkeys(keys)), now)
+        now, hot, l1 = self.clock(), self.hot, self.local
+        found: dict[str, Entry] = {}
+        epoch = 0
+        if l1 is not None:
+            l1.connect(hot, self.group)
+            epoch = l1.epoch  # noted before the hot read: an invalidation during it moves it
+            found = {key: entry for key in keys if (entry := l1.get(key, now)) is not None}
+        missing = [key for key in dict.fromkeys(keys) if key not in found]
+        if not missing:
+            return found
+        texts = hot.kv_get(self.group, missing, now)
         entries = {key: entry for key, text in texts.items()
                    if (entry := unpack(text)) is not None and now < entry.stale_until}
         if not entries:
-            return {}
+            return found
         wanted = {key: generation_names(self.name, key, entry.tags) for key, entry in entries.items()}
         current = hot.get_counters(list({name for names in wanted.values() for name in names}))
-        return {key: entry for key, entry in entries.items()
-                if entry.generations == tuple(current[name] for name in wanted[key])}
+        valid = {key: entry for key, entry in entries.items()
+                 if entry.generations == tuple(current[name] for name in wanted[key])}
+        if l1 is not None:
+            for key, entry in valid.items():
+                l1.put(key, entry, now, epoch)
+        return found | valid
+
+    def _announce(self, **what: object) -> None:
+        """Tell every process's L1 (this one's at once) what changed."""
+        if self.local is None:
+            return
+        text = message(**what)
+        self.local.apply(text)
+        self.hot.broadcast(self.group, text)
 
     # -- writes ------------------------------------------------------------------------
 
@@ -170,18 +192,22 @@ class Cache:
         stored = pack(text, fresh_until=fresh_until, stale_until=stale_until, tags=tags, generations=generations,
                       negative=negative)
         self.hot.kv_set(self.group, {key: stored}, ttl_ms=stale_until - now, now=now)
+        self._announce(keys=[key])
 
     def delete(self, *keys: str) -> None:
         """Remove ``keys`` (absent keys are fine)."""
         for key in keys:
             check_key(self.name, key)
         self.hot.kv_delete(self.group, list(keys))
+        self._announce(keys=list(keys))
 
     def invalidate_tags(self, *tags: str) -> None:
         """Every entry carrying one of ``tags`` reads as absent from now on: one counter
         increment per tag, whatever the number of entries."""
-        for tag in check_tags(self.name, list(tags)):
+        checked = check_tags(self.name, list(tags))
+        for tag in checked:
             self.hot.incr(tag_counter(self.name, tag))
+        self._announce(tags=list(checked))
 
     def invalidate_prefix(self, prefix: str) -> None:
         """Every key starting with ``prefix`` reads as absent from now on. The prefix ends
@@ -190,10 +216,12 @@ class Cache:
             raise ConfigurationError(f"Cache {self.name!r}: a prefix must end with {PREFIX_SEPARATOR!r}, "
                                      f"got {prefix!r}.")
         self.hot.incr(prefix_counter(self.name, prefix))
+        self._announce(prefix=prefix)
 
     def clear(self) -> None:
         """Every entry reads as absent from now on (one counter increment)."""
         self.hot.incr(generation_names(self.name, "", ())[0])
+        self._announce(all=True)
 
     # -- statistics and declaration ----------------------------------------------------
 

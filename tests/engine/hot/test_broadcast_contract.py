@@ -34,7 +34,7 @@ def test_every_listener_of_a_channel_gets_each_message(hot, scope):
     if not hot.supports_broadcast:
         pytest.skip(f"{hot.name} declares no broadcast")
     one, got_one, arrived_one = collect(hot, scope, "c")
-    two, got_two, arrived_two = collect(hot, scope, "c")
+    _two, got_two, arrived_two = collect(hot, scope, "c")
     _other, got_other, _ = collect(hot, scope, "other")
     _scoped, got_scoped, _ = collect(hot, Scope(scope.project, "elsewhere"), "c")
     hot.broadcast(scope, "c", "first")
