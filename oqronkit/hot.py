@@ -130,6 +130,9 @@ class HotPlaneFacade:
         if keys:
             self._call("hot.kv_delete", self.plane.kv_delete, group, keys)
 
+    def kv_prune(self, group: str, now: int) -> int:
+        return self._call("hot.kv_prune", self.plane.kv_prune, group, now)
+
     # -- broadcast (the cache's L1 invalidations) ---------------------------------------
 
     @property

@@ -243,6 +243,14 @@ class MemoryHotPlane(LocalBroadcast):
                 del bucket[key]
             return {k: v for k, (v, _e) in bucket.items()}
 
+    def kv_prune(self, scope: Scope, group: str, now: int) -> int:
+        with self._lock:
+            bucket = self._kv.get((scope, group), {})
+            gone = [k for k, (_v, exp) in bucket.items() if exp <= now]
+            for key in gone:
+                del bucket[key]
+            return len(gone)
+
     def kv_delete(self, scope: Scope, group: str, keys: Sequence[str]) -> None:
         with self._lock:
             bucket = self._kv.get((scope, group), {})

@@ -235,6 +235,10 @@ class HotPlane(Protocol):
     def kv_delete(self, scope: Scope, group: str, keys: Sequence[str]) -> None:
         """Delete keys from ``group``."""
 
+    def kv_prune(self, scope: Scope, group: str, now: int) -> int:
+        """Delete the keys of ``group`` lapsed at ``now``; how many (large groups such as
+        a cache's, whose writes do not prune on every plane)."""
+
 
 class BroadcastSubscription(Protocol):
     """One :meth:`Broadcasting.listen`."""

@@ -279,6 +279,10 @@ class SQLiteHotPlane:
         with self._guard("kv_all") as conn:
             return dict(conn.execute(_Q["kv_all"], (scope.project, scope.environment, group, now)))
 
+    def kv_prune(self, scope: Scope, group: str, now: int) -> int:
+        with self._write("kv_prune") as conn:
+            return conn.execute(_Q["kv_prune"], (scope.project, scope.environment, group, now)).rowcount
+
     def kv_delete(self, scope: Scope, group: str, keys: Sequence[str]) -> None:
         with self._write("kv_delete") as conn:
             conn.execute(_Q["kv_delete"], (scope.project, scope.environment, group, _json(keys)))

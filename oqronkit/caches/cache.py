@@ -36,7 +36,8 @@ from .local import LocalCache, message
 from .stats import CacheStats
 
 _CACHES: WeakKeyDictionary[Registry, dict[str, Cache]] = WeakKeyDictionary()
-_MISSING: Any = object()
+#: How often (ms) each process drops its cache's lapsed entries from the hot plane.
+PRUNE_INTERVAL_MS = 60_000
 
 
 class Cache:
@@ -74,6 +75,7 @@ class Cache:
         self._engine = engine
         self.clock = clock  # epoch ms; every hot-plane call takes its ``now`` from it (tests pass a fake)
         self._declared = False
+        self._prune_at = 0
         self._lock = threading.Lock()
         self.group = entries_group(name)
         self.stats_counters = CacheStats(name, lambda: self.hot)
@@ -193,6 +195,9 @@ class Cache:
                       negative=negative)
         self.hot.kv_set(self.group, {key: stored}, ttl_ms=stale_until - now, now=now)
         self._announce(keys=[key])
+        if now >= self._prune_at:  # lapsed entries are not pruned by every plane's kv_set
+            self._prune_at = now + PRUNE_INTERVAL_MS
+            self.hot.kv_prune(self.group, now)
 
     def delete(self, *keys: str) -> None:
         """Remove ``keys`` (absent keys are fine)."""

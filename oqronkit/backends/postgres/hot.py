@@ -289,6 +289,10 @@ class PostgresHotPlane:
     def kv_all(self, scope: Scope, group: str, now: int) -> dict[str, str]:
         return dict(self._run("kv_all", _scoped(scope, group=group, now=now)))
 
+    def kv_prune(self, scope: Scope, group: str, now: int) -> int:
+        [(count,)] = self._run("kv_prune", _scoped(scope, group=group, now=now))
+        return int(count)
+
     def kv_delete(self, scope: Scope, group: str, keys: Sequence[str]) -> None:
         if keys:
             self._run("kv_delete", _scoped(scope, group=group, keys=TextArray(keys)))

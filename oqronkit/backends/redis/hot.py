@@ -52,7 +52,7 @@ T = TypeVar("T")
 
 SCRIPTS = (
     "signal", "claim", "extend", "ack", "release", "take_expired", "remove", "promote", "present", "depths",
-    "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete",
+    "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete", "kv_prune",
 )
 #: Most due delayed jobs one claim promotes: bounds the script's run time (Redis runs
 #: nothing else meanwhile); the rest are promoted by the next claims.
@@ -298,6 +298,10 @@ class RedisHotPlane(RedisBroadcast):
         names = list(kv_keys(scope, group))
         for start in range(0, len(keys), _KV_DELETE_BATCH):
             self._script("kv_delete", names, list(keys[start:start + _KV_DELETE_BATCH]), retry=True)
+
+    def kv_prune(self, scope: Scope, group: str, now: int) -> int:
+        # Dropping what lapsed before a given now twice drops nothing more: safe to retry.
+        return int(self._script("kv_prune", list(kv_keys(scope, group)), [now], retry=True))
 
     # -- calls -----------------------------------------------------------------------
 

@@ -69,6 +69,25 @@ def test_set_get_delete_and_get_many(host, clock):
     assert c.get("a") is None and c.get("b") == "two"
 
 
+def test_kv_prune_drops_only_lapsed_keys(hot, scope):
+    hot.kv_set(scope, "g", {"a": "1", "b": "2"}, ttl_ms=1_000, now=NOW)
+    hot.kv_set(scope, "g", {"c": "3"}, ttl_ms=5_000, now=NOW)
+    hot.kv_set(scope, "other", {"a": "1"}, ttl_ms=1_000, now=NOW)
+    assert hot.kv_prune(scope, "g", NOW + 999) == 0
+    assert hot.kv_prune(scope, "g", NOW + 1_000) == 2
+    assert hot.kv_prune(scope, "g", NOW + 1_000) == 0
+    assert hot.kv_get(scope, "g", ["a", "b", "c"], NOW) == {"c": "3"}
+    assert hot.kv_get(scope, "other", ["a"], NOW) == {"a": "1"}
+
+
+def test_a_cache_prunes_its_lapsed_entries_as_it_writes(host, clock):
+    c = make(host, clock, ttl=1)
+    c.set("old", 1)
+    clock.now += 61_000
+    c.set("new", 2)  # the first write past the prune interval drops "old"
+    assert host.hot.kv_prune(c.group, clock.now + 10_000) == 1  # only "new" was left
+
+
 def test_entries_expire_at_their_ttl(host, clock):
     c = make(host, clock)
     c.set("a", 1)

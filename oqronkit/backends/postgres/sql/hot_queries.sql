@@ -264,6 +264,16 @@ SELECT key, value FROM oqron_hot_kv
 WHERE project = %(project)s AND environment = %(environment)s AND grp = %(group)s
   AND expires_at > %(now)s;
 
+-- name: kv_prune
+-- The group's lapsed keys (a cache calls it now and then: kv_set does not prune here).
+WITH gone AS (
+    DELETE FROM oqron_hot_kv
+    WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
+      AND grp = (SELECT %(group)s::text) AND expires_at <= %(now)s
+    RETURNING 1
+)
+SELECT count(*) FROM gone;
+
 -- name: kv_delete
 DELETE FROM oqron_hot_kv
 WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
