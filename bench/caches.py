@@ -4,8 +4,8 @@ against django-redis ``get`` and a raw redis-py ``GET`` (a floor).
     .venv/bin/python bench/caches.py [--redis-url redis://127.0.0.1:6379/0] [--gets 20000]
 
 Every contender reads the same ~200-byte JSON value from one hot key, one call at a
-time in one thread, after a warm-up. oqronkit's miss path (L1 empty) is two round trips
-(the entry, then its generation counters); its L1 hit is none. Prints median, p95, p99
+time in one thread, after a warm-up. oqronkit without the L1 is one round trip (the
+entry's script and its generations' MGET, pipelined); its L1 hit is none. Prints median, p95, p99
 per call and calls per second. Keys are written under a fresh prefix and deleted after.
 Not part of the test suite.
 """

@@ -130,6 +130,11 @@ class HotPlaneFacade:
         if keys:
             self._call("hot.kv_delete", self.plane.kv_delete, group, keys)
 
+    def kv_get_with_counters(
+        self, group: str, keys: Sequence[str], counters: Sequence[str], now: int
+    ) -> tuple[dict[str, str], dict[str, int]]:
+        return self._call("hot.kv_get_with_counters", self.plane.kv_get_with_counters, group, keys, counters, now)
+
     def kv_prune(self, group: str, now: int) -> int:
         return self._call("hot.kv_prune", self.plane.kv_prune, group, now)
 

@@ -243,6 +243,12 @@ class MemoryHotPlane(LocalBroadcast):
                 del bucket[key]
             return {k: v for k, (v, _e) in bucket.items()}
 
+    def kv_get_with_counters(
+        self, scope: Scope, group: str, keys: Sequence[str], counters: Sequence[str], now: int
+    ) -> tuple[dict[str, str], dict[str, int]]:
+        with self._lock:
+            return self.kv_get(scope, group, keys, now), self.get_counters(scope, counters)
+
     def kv_prune(self, scope: Scope, group: str, now: int) -> int:
         with self._lock:
             bucket = self._kv.get((scope, group), {})

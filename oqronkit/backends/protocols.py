@@ -235,6 +235,12 @@ class HotPlane(Protocol):
     def kv_delete(self, scope: Scope, group: str, keys: Sequence[str]) -> None:
         """Delete keys from ``group``."""
 
+    def kv_get_with_counters(
+        self, scope: Scope, group: str, keys: Sequence[str], counters: Sequence[str], now: int
+    ) -> tuple[dict[str, str], dict[str, int]]:
+        """:meth:`kv_get` and :meth:`get_counters` in one round trip (a cache read: its
+        entries and their generations)."""
+
     def kv_prune(self, scope: Scope, group: str, now: int) -> int:
         """Delete the keys of ``group`` lapsed at ``now``; how many (large groups such as
         a cache's, whose writes do not prune on every plane)."""

@@ -147,13 +147,18 @@ class Cache:
         missing = [key for key in dict.fromkeys(keys) if key not in found]
         if not missing:
             return found
-        texts = hot.kv_get(self.group, missing, now)
+        # One round trip with the generations every entry has (the cache's tags); a
+        # second only for entries written with tags of their own.
+        guessed = {name: None for key in missing for name in generation_names(self.name, key, self.tags)}
+        texts, current = hot.kv_get_with_counters(self.group, missing, list(guessed), now)
         entries = {key: entry for key, text in texts.items()
                    if (entry := unpack(text)) is not None and now < entry.stale_until}
         if not entries:
             return found
         wanted = {key: generation_names(self.name, key, entry.tags) for key, entry in entries.items()}
-        current = hot.get_counters(list({name for names in wanted.values() for name in names}))
+        extra = {name: None for names in wanted.values() for name in names if name not in current}
+        if extra:
+            current |= hot.get_counters(list(extra))
         valid = {key: entry for key, entry in entries.items()
                  if entry.generations == tuple(current[name] for name in wanted[key])}
         if l1 is not None:

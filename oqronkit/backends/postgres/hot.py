@@ -289,6 +289,15 @@ class PostgresHotPlane:
     def kv_all(self, scope: Scope, group: str, now: int) -> dict[str, str]:
         return dict(self._run("kv_all", _scoped(scope, group=group, now=now)))
 
+    def kv_get_with_counters(
+        self, scope: Scope, group: str, keys: Sequence[str], counters: Sequence[str], now: int
+    ) -> tuple[dict[str, str], dict[str, int]]:
+        rows = self._run("kv_get_with_counters", _scoped(
+            scope, group=group, keys=TextArray(keys), names=TextArray(counters), now=now))
+        values = {key: value for kind, key, value in rows if kind == "v"}
+        found = {name: int(value) for kind, name, value in rows if kind == "c"}
+        return values, {name: found.get(name, 0) for name in counters}
+
     def kv_prune(self, scope: Scope, group: str, now: int) -> int:
         [(count,)] = self._run("kv_prune", _scoped(scope, group=group, now=now))
         return int(count)

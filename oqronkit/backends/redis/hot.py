@@ -299,6 +299,20 @@ class RedisHotPlane(RedisBroadcast):
         for start in range(0, len(keys), _KV_DELETE_BATCH):
             self._script("kv_delete", names, list(keys[start:start + _KV_DELETE_BATCH]), retry=True)
 
+    def kv_get_with_counters(
+        self, scope: Scope, group: str, keys: Sequence[str], counters: Sequence[str], now: int
+    ) -> tuple[dict[str, str], dict[str, int]]:
+        # One pipelined round trip, not one script: the counters and the group live in
+        # different cluster slots (keys.py). Both are reads: safe to retry.
+        calls: list[tuple[str, Sequence[str], Sequence[Any]]] = []
+        if keys:
+            calls.append(("kv_get", list(kv_keys(scope, group)), [now, *keys]))
+        names = [counter_key(scope, name) for name in counters]
+        replies = self._call("kv_get_with_counters", lambda: self._scripts.run_many(calls, mget=names), retry=True)
+        flat, values = (replies[0] if keys else []), replies[-1]
+        found = dict(zip(flat[::2], flat[1::2], strict=True))
+        return found, {name: int(value or 0) for name, value in zip(counters, values, strict=True)}
+
     def kv_prune(self, scope: Scope, group: str, now: int) -> int:
         # Dropping what lapsed before a given now twice drops nothing more: safe to retry.
         return int(self._script("kv_prune", list(kv_keys(scope, group)), [now], retry=True))

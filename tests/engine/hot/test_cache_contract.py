@@ -250,3 +250,11 @@ def test_fetch_lock_held_elsewhere_serves_stale_or_waits(host, clock):
     c.set("b", "theirs")  # the other process's fetch lands
     waiter.join(5)
     assert done == ["theirs"]
+
+
+def test_kv_get_with_counters_reads_both_at_once(hot, scope):
+    hot.kv_set(scope, "g", {"a": "1", "b": "2"}, ttl_ms=1_000, now=NOW)
+    hot.incr(scope, "n1", 3)
+    assert hot.kv_get_with_counters(scope, "g", ["a", "zz"], ["n1", "n2"], NOW) == ({"a": "1"}, {"n1": 3, "n2": 0})
+    assert hot.kv_get_with_counters(scope, "g", ["a"], [], NOW + 1_000) == ({}, {})
+    assert hot.kv_get_with_counters(scope, "g", [], ["n1"], NOW) == ({}, {"n1": 3})
