@@ -59,7 +59,7 @@ class Cache:
         if isinstance(ttl_jitter, bool) or not isinstance(ttl_jitter, int | float) or not 0 <= ttl_jitter < 1:
             raise ConfigurationError(f"Cache {name!r}: ttl_jitter must be a fraction from 0 to below 1.")
         self.ttl_jitter = float(ttl_jitter)
-        self.tags = check_tags(name, list(tags))
+        self.tags = check_tags(name, tags)
         if max_value_bytes is not None and (not isinstance(max_value_bytes, int) or max_value_bytes < 1):
             raise ConfigurationError(f"Cache {name!r}: max_value_bytes must be a positive integer.")
         self._max_value_bytes = max_value_bytes
@@ -132,7 +132,7 @@ class Cache:
         chosen = fetcher or self.fetcher
         if chosen is None:
             raise ConfigurationError(f"Cache {self.name!r}: get_or_fetch needs a fetcher (here or on the cache).")
-        return fetch.get_or_fetch(self, key, chosen, check_tags(self.name, list(tags)))
+        return fetch.get_or_fetch(self, key, chosen, check_tags(self.name, tags))
 
     def read(self, keys: Sequence[str]) -> dict[str, Entry]:
         """The entries among ``keys`` still servable (fresh or stale) and written under
@@ -181,7 +181,7 @@ class Cache:
         check_key(self.name, key)
         text = encode_value(self.name, value, self.max_value_bytes)
         ttl_ms = self.ttl_ms if ttl is None else _positive_ms(self.name, "ttl", ttl)
-        all_tags = check_tags(self.name, [*self.tags, *tags])
+        all_tags = check_tags(self.name, [*self.tags, *check_tags(self.name, tags)])
         self.write(key, text, all_tags, self.generations(key, all_tags), ttl_ms=ttl_ms, negative=False)
 
     def generations(self, key: str, tags: tuple[str, ...]) -> list[int]:
@@ -214,7 +214,7 @@ class Cache:
     def invalidate_tags(self, *tags: str) -> None:
         """Every entry carrying one of ``tags`` reads as absent from now on: one counter
         increment per tag, whatever the number of entries."""
-        checked = check_tags(self.name, list(tags))
+        checked = check_tags(self.name, tags)
         for tag in checked:
             self.hot.incr(tag_counter(self.name, tag))
         self._announce(tags=list(checked))

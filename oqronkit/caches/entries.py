@@ -66,9 +66,10 @@ def check_key(cache: str, key: Any) -> str:
 
 
 def check_tags(cache: str, tags: Any) -> tuple[str, ...]:
-    if isinstance(tags, str) or not all(isinstance(t, str) and t and "\x00" not in t for t in tags):
+    items = [] if isinstance(tags, str) else list(tags)  # a lone string is a mistake, not its letters
+    if isinstance(tags, str) or not all(isinstance(t, str) and t and "\x00" not in t for t in items):
         raise ConfigurationError(f"Cache {cache!r}: tags must be a list of non-empty strings, got {tags!r}.")
-    return tuple(dict.fromkeys(tags))
+    return tuple(dict.fromkeys(items))
 
 
 def encode_value(cache: str, value: Any, limit: int) -> str:
