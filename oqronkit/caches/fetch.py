@@ -108,7 +108,8 @@ def get_or_fetch(cache: Cache, key: str, fetcher: Fetcher, tags: tuple[str, ...]
         return entry.value
     flight, leader = cache.flights.join_or_lead(key)
     if not leader:
-        if not flight.done.wait(cache.fetch_lock_ttl_ms / 1000):
+        # The leader may wait out another process's lock, then fetch: twice the lock's ttl.
+        if not flight.done.wait(2 * cache.fetch_lock_ttl_ms / 1000):
             raise FetchTimeout(f"Cache {cache.name!r}: the fetch of {key!r} took over fetch_lock_ttl.")
         if flight.error is not None:
             raise flight.error
