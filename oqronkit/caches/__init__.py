@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from .admin import CacheInfo, declared_caches, open_cache
 from .cache import Cache, cache, caches_for
 from .entries import InvalidCacheKey, InvalidCacheValue
 from .fetch import FetchTimeout
 
-__all__ = ["Cache", "FetchTimeout", "InvalidCacheKey", "InvalidCacheValue", "cache", "caches_for"]
+__all__ = ["Cache", "CacheInfo", "FetchTimeout", "InvalidCacheKey", "InvalidCacheValue", "cache", "caches_for",
+           "declared_caches", "open_cache"]

@@ -48,7 +48,8 @@ class Cache:
                  ttl_jitter: float = 0.1, tags: Iterable[str] = (), negative_ttl: float | timedelta | None = None,
                  max_value_bytes: int | None = None, local: int | None = None,
                  local_ttl: float | timedelta | None = None, fetch_lock_ttl: float | timedelta = 10,
-                 engine: QueueHost | None = None, clock: Callable[[], int] = now_ms) -> None:
+                 engine: QueueHost | None = None, clock: Callable[[], int] = now_ms,
+                 declares: bool = True) -> None:
         if not isinstance(name, str) or not name or len(name) > 200 or any(c in name for c in "\x00:{}"):
             raise ConfigurationError(f"Cache name {name!r}: 1-200 characters, none of ':', '{{', '}}' or NUL.")
         self.name = name
@@ -74,13 +75,16 @@ class Cache:
         self.fetcher = fetcher
         self._engine = engine
         self.clock = clock  # epoch ms; every hot-plane call takes its ``now`` from it (tests pass a fake)
-        self._declared = False
+        # declares=False: an operator's handle (the board) on a cache its workers declare,
+        # which never rewrites the definition record (admin.open_cache builds one).
+        self._declared = not declares
         self._prune_at = 0
         self._lock = threading.Lock()
         self.group = entries_group(name)
         self.stats_counters = CacheStats(name, lambda: self.hot)
         self.flights = fetch.Flights()
-        caches_for(self.registry)[name] = self
+        if declares:
+            caches_for(self.registry)[name] = self
 
     def __repr__(self) -> str:
         return f"<Cache {self.name!r} ttl={self.ttl_ms}ms>"

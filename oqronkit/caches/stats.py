@@ -15,11 +15,16 @@ STAT_NAMES = ("hits", "misses", "stale", "fetches", "fetch_errors")
 FLUSH_INTERVAL_S = 1.0
 
 
+def stat_counter(cache: str, kind: str) -> str:
+    """The hot-plane counter of one statistic of one cache."""
+    return f"cache:{cache}:stat:{kind}"
+
+
 class CacheStats:
     """Per process: counts since the last flush, added to ``cache:<name>:stat:<kind>``."""
 
     def __init__(self, cache: str, hot: Callable[[], HotPlaneFacade]) -> None:
-        self._names = {kind: f"cache:{cache}:stat:{kind}" for kind in STAT_NAMES}
+        self._names = {kind: stat_counter(cache, kind) for kind in STAT_NAMES}
         self._hot = hot
         self._pending = dict.fromkeys(STAT_NAMES, 0)
         self._lock = threading.Lock()
