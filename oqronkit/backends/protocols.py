@@ -138,7 +138,7 @@ class HotPlane(Protocol):
     name: str
     #: Where this plane's writes commit (see :attr:`DurableStore.transaction_domain`).
     transaction_domain: str | None
-    #: True when the plane is also :class:`Broadcasting` (memory, Redis).
+    #: True when the plane is also :class:`Broadcasting` (memory, Postgres, Redis).
     supports_broadcast: bool
 
     def ensure_ready(self) -> None:

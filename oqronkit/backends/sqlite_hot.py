@@ -48,7 +48,8 @@ class SQLiteHotPlane:
 
     name = "sqlite"
     transaction_domain: str | None = None
-    #: No broadcast: a cache's L1 here is bounded by its short ``local_ttl`` instead.
+    #: No broadcast (no cheap cross-process push on one file): a cache's L1 here is
+    #: bounded by its short ``local_ttl`` instead.
     supports_broadcast = False
 
     def __init__(

@@ -1,13 +1,14 @@
 """A cache's optional in-process L1: a bounded LRU of decoded entries in front of the
 hot plane, kept coherent by invalidation messages.
 
-Where the hot plane broadcasts (Redis: pub/sub; memory: in process), every write,
+Where the hot plane broadcasts (Redis: pub/sub; Postgres: LISTEN/NOTIFY; memory: in
+process), every write,
 delete and invalidation of the cache sends a message and every process's L1 drops what
 it names; an entry read from the hot plane is kept only if no message arrived while it
 was read (the ``epoch`` check), so a read racing an invalidation never keeps the old
 value. A lost message (a reconnect) drops the whole L1, and while the subscription is
-not confirmed the L1 is bypassed. Where the plane cannot broadcast (SQLite, Postgres)
-only this process's own changes reach its L1: entries live at most ``local_ttl``.
+not confirmed the L1 is bypassed. Where the plane cannot broadcast (SQLite) only this
+process's own changes reach its L1: entries live at most ``local_ttl`` (default 1 s).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from .entries import Entry
 #: How long an L1 entry lives (ms) where invalidations arrive by message / where they cannot.
 BROADCAST_LOCAL_TTL_MS = 60_000
 UNBROADCAST_LOCAL_TTL_MS = 1_000
+#: How long the first read of a cache waits for its invalidation subscription.
+SUBSCRIBE_WAIT_S = 2.0
 
 
 class LocalCache:
@@ -53,6 +56,10 @@ class LocalCache:
             if self._ttl_ms is None:
                 self._ttl_ms = BROADCAST_LOCAL_TTL_MS if sub is not None else UNBROADCAST_LOCAL_TTL_MS
             self._connected = True  # last: usable() must never see it before _ready
+        if sub is not None:
+            # Once per process and cache: the first reads can use the L1 (after this
+            # wait, reads bypass it until the subscription is confirmed).
+            sub.ready.wait(SUBSCRIBE_WAIT_S)
 
     @property
     def usable(self) -> bool:
@@ -106,6 +113,12 @@ class LocalCache:
             del self._entries[key]
 
 
+#: Longest message sent (UTF-8 bytes): Postgres refuses NOTIFY payloads of 8000 or more.
+MAX_MESSAGE_BYTES = 7000
+
+
 def message(**what: object) -> str:
-    """An invalidation message: ``keys=[...]``, ``tags=[...]``, ``prefix=...`` or ``all=True``."""
-    return json.dumps(what, ensure_ascii=False, separators=(",", ":"))
+    """An invalidation message: ``keys=[...]``, ``tags=[...]``, ``prefix=...`` or ``all=True``;
+    one too long to send becomes ``all`` (every L1 drops the cache's entries)."""
+    text = json.dumps(what, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text.encode("utf-8")) <= MAX_MESSAGE_BYTES else '{"all":true}'

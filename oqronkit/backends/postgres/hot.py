@@ -25,6 +25,7 @@ from ..hot_types import Lease, QueueDepths, Signal
 from ..sqlfiles import load_queries, load_sql
 from ..types import Scope
 from .arrays import BigintArray, TextArray
+from .broadcast import PostgresBroadcast
 from .pool import LazyPool
 from .upkeep import table_upkeep
 
@@ -53,7 +54,7 @@ def channel_for(scope: Scope, queue: str) -> str:
 HOT_TABLES = ("oqron_hot_jobs", "oqron_hot_kv", "oqron_hot_locks", "oqron_hot_counters")
 
 
-class PostgresHotPlane:
+class PostgresHotPlane(PostgresBroadcast):
     """Hot plane on PostgreSQL (``postgres`` mode).
 
     The pool opens on first use, so building a plane never touches the network. Pool
@@ -63,10 +64,6 @@ class PostgresHotPlane:
     """
 
     name = "postgres"
-    #: No broadcast (LISTEN/NOTIFY could carry it; not built): a cache's L1 here is
-    #: bounded by its short ``local_ttl`` instead.
-    supports_broadcast = False
-
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 8, connect_timeout: float = 10.0
     ) -> None:
@@ -96,6 +93,7 @@ class PostgresHotPlane:
 
     def close(self) -> None:
         self._pool.close()
+        self._close_broadcast()
         with self._listen_lock:  # a wait in progress gives it up within one slice
             self._drop_listener()
 

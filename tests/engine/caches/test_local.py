@@ -1,6 +1,6 @@
 """The L1: it serves without the hot plane, and tag and prefix invalidations reach
-another process's L1 (by message where the plane broadcasts; within ``local_ttl``
-where it cannot)."""
+another process's L1 (by message where the plane broadcasts: memory, Postgres, Redis;
+within ``local_ttl`` on SQLite)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from oqronkit.config import OqronConfig
 from oqronkit.queue import Registry
 
 SPAWN = multiprocessing.get_context("spawn")
-BROADCASTS = {"memory", "redis", "redis-postgres"}
+BROADCASTS = {"memory", "postgres", "redis", "redis-postgres"}
 
 
 def poll(read, expected, timeout=5.0) -> float:

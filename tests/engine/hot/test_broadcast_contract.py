@@ -1,5 +1,5 @@
 """``broadcast``/``listen`` on every hot plane that declares ``supports_broadcast``
-(memory, Redis); the others declare it False and the facade makes both calls no-ops."""
+(memory, Postgres, Redis); SQLite declares it False and the facade makes both calls no-ops."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Redis only: a dropped pub/sub connection may have lost invalidations, so every L1
-listening on it is emptied and bypassed until the subscription is confirmed again."""
+"""A dropped Redis pub/sub or Postgres LISTEN connection may have lost invalidations:
+every handler hears None, every L1 listening on it is emptied and bypassed until the
+subscription is confirmed again."""
 
 from __future__ import annotations
 
@@ -62,3 +63,31 @@ def test_an_l1_is_emptied_after_a_possible_loss(engine, mode):
     wait(lambda: c.local.usable)
     c.set("k", 2)
     assert c.get("k") == 2
+
+
+def test_postgres_a_terminated_listener_reports_a_possible_loss_then_listens_again(pg_schema_url, scope_names):
+    import os
+
+    import psycopg
+
+    from oqronkit.backends.postgres import PostgresHotPlane
+
+    plane = PostgresHotPlane(pg_schema_url)
+    plane.ensure_ready()
+    scope = Scope(*scope_names)
+    got: list[str | None] = []
+    try:
+        sub = plane.listen(scope, "c", got.append)
+        assert sub.ready.wait(5)
+        plane.broadcast(scope, "c", "before")
+        wait(lambda: got == ["before"])
+        with psycopg.connect(pg_schema_url, autocommit=True) as admin:
+            killed = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                   "WHERE application_name = %s", [f"oqronkit-broadcast-{os.getpid()}"]).fetchall()
+        assert killed == [(True,)]
+        wait(lambda: None in got)
+        assert sub.ready.wait(5)
+        plane.broadcast(scope, "c", "after")
+        wait(lambda: got[-1] == "after")
+    finally:
+        plane.close()
