@@ -258,3 +258,12 @@ def test_kv_get_with_counters_reads_both_at_once(hot, scope):
     assert hot.kv_get_with_counters(scope, "g", ["a", "zz"], ["n1", "n2"], NOW) == ({"a": "1"}, {"n1": 3, "n2": 0})
     assert hot.kv_get_with_counters(scope, "g", ["a"], [], NOW + 1_000) == ({}, {})
     assert hot.kv_get_with_counters(scope, "g", [], ["n1"], NOW) == ({}, {"n1": 3})
+
+
+def test_a_waiter_with_nothing_stale_gives_up_after_the_fetch_lock_ttl(host, clock):
+    from oqronkit.caches import FetchTimeout
+
+    c = make(host, clock, fetch_lock_ttl=0.2)
+    assert host.hot.acquire_lock("cache:c:fetch:k", "other", ttl_ms=60_000, now=clock.now)
+    with pytest.raises(FetchTimeout, match="fetch_lock_ttl"):
+        c.get_or_fetch("k", lambda key: "never")
