@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .backends import open_durable_store
 from .backends.types import ABSENT, StoredRecord
+from .caches import Cache, FetchTimeout, InvalidCacheKey, InvalidCacheValue, cache
 from .config import OqronConfig, config_from_env, config_from_mapping
 from .declare import queue, worker
 from .durable import DurablePlane, Page, RecordWrite
@@ -72,6 +73,7 @@ __all__ = [
     "RUNS_TABLE",
     "TABLE_NAMES",
     "BackendUnavailable",
+    "Cache",
     "ConfigurationError",
     "Cron",
     "Decision",
@@ -79,6 +81,9 @@ __all__ = [
     "DurablePlane",
     "Endpoint",
     "Engine",
+    "FetchTimeout",
+    "InvalidCacheKey",
+    "InvalidCacheValue",
     "InvalidJob",
     "InvalidNamespace",
     "InvalidRecord",
@@ -106,6 +111,7 @@ __all__ = [
     "UnknownQueue",
     "UnknownSchedule",
     "Webhook",
+    "cache",
     "classify_namespace",
     "config_from_env",
     "config_from_mapping",

@@ -15,6 +15,7 @@ from typing import Any
 
 from .backends import open_durable_store
 from .backends.protocols import HotPlane
+from .caches.cache import Cache
 from .config import OqronConfig, config_from_env
 from .durable import DurablePlane
 from .errors import ConfigurationError, UnknownQueue
@@ -120,6 +121,10 @@ class Engine:
     def rate_limit(self, name: str, **options: Any) -> RateLimiter:
         """Declare a rate limiter on this engine (see :func:`oqronkit.rate_limit`)."""
         return RateLimiter(name, engine=self, **options)
+
+    def cache(self, name: str, **options: Any) -> Cache:
+        """Declare a cache on this engine (see :func:`oqronkit.cache`)."""
+        return Cache(name, engine=self, **options)
 
     def webhook(self, name: str, **options: Any) -> Webhook:
         """Declare a webhook on this engine (see :func:`oqronkit.webhook`)."""

@@ -6,10 +6,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from .backends.hot_types import Lease, QueueDepths, Signal
-from .backends.protocols import HotPlane
+from .backends.protocols import Broadcasting, BroadcastSubscription, HotPlane
 from .backends.rate_types import RateAnswer, RateRequest
 from .backends.types import Scope
 
@@ -140,3 +140,30 @@ class HotPlaneFacade:
 
     def rate_override(self, name: str, key: str, limits: Sequence[int], *, ttl_ms: int, now: int) -> None:
         self._call("hot.rate_override", self.plane.rate_override, name, key, limits, ttl_ms=ttl_ms, now=now)
+
+    def kv_get_with_counters(
+        self, group: str, keys: Sequence[str], counters: Sequence[str], now: int
+    ) -> tuple[dict[str, str], dict[str, int]]:
+        return self._call("hot.kv_get_with_counters", self.plane.kv_get_with_counters, group, keys, counters, now)
+
+    def kv_prune(self, group: str, now: int) -> int:
+        return self._call("hot.kv_prune", self.plane.kv_prune, group, now)
+
+    # -- broadcast (the cache's L1 invalidations) ---------------------------------------
+
+    @property
+    def supports_broadcast(self) -> bool:
+        return self.plane.supports_broadcast
+
+    def broadcast(self, channel: str, message: str) -> None:
+        """Send ``message`` to every listener of ``channel``; nothing where the plane
+        cannot broadcast (:attr:`supports_broadcast`)."""
+        if self.plane.supports_broadcast:
+            self._call("hot.broadcast", cast(Broadcasting, self.plane).broadcast, channel, message)
+
+    def listen(self, channel: str, handler: Callable[[str | None], None]) -> BroadcastSubscription | None:
+        """Call ``handler`` with each message of ``channel`` (None: some may be lost);
+        None where the plane cannot broadcast."""
+        if not self.plane.supports_broadcast:
+            return None
+        return self._call("hot.listen", cast(Broadcasting, self.plane).listen, channel, handler)

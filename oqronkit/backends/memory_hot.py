@@ -8,6 +8,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .broadcast_local import LocalBroadcast
 from .hot_types import Lease, QueueDepths, Signal
 from .memory_rates import MemoryRates
 from .rate_types import RateAnswer, RateRequest
@@ -26,13 +27,14 @@ class _Queue:
     leases: dict[str, tuple[int, int, str]] = field(default_factory=dict)  # id -> token, expiry, worker
 
 
-class MemoryHotPlane:
+class MemoryHotPlane(LocalBroadcast):
     """Hot plane for the ``memory`` mode and fast tests."""
 
     name = "memory"
     transaction_domain: str | None = None
 
     def __init__(self) -> None:
+        super().__init__()
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._queues: dict[tuple[Scope, str], _Queue] = {}
@@ -243,6 +245,20 @@ class MemoryHotPlane:
             for key in [k for k, (_v, exp) in bucket.items() if exp <= now]:
                 del bucket[key]
             return {k: v for k, (v, _e) in bucket.items()}
+
+    def kv_get_with_counters(
+        self, scope: Scope, group: str, keys: Sequence[str], counters: Sequence[str], now: int
+    ) -> tuple[dict[str, str], dict[str, int]]:
+        with self._lock:
+            return self.kv_get(scope, group, keys, now), self.get_counters(scope, counters)
+
+    def kv_prune(self, scope: Scope, group: str, now: int) -> int:
+        with self._lock:
+            bucket = self._kv.get((scope, group), {})
+            gone = [k for k, (_v, exp) in bucket.items() if exp <= now]
+            for key in gone:
+                del bucket[key]
+            return len(gone)
 
     def kv_delete(self, scope: Scope, group: str, keys: Sequence[str]) -> None:
         with self._lock:

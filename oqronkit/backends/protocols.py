@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .hot_types import Lease, QueueDepths, Signal
@@ -138,6 +139,8 @@ class HotPlane(Protocol):
     name: str
     #: Where this plane's writes commit (see :attr:`DurableStore.transaction_domain`).
     transaction_domain: str | None
+    #: True when the plane is also :class:`Broadcasting` (memory, Postgres, Redis).
+    supports_broadcast: bool
 
     def ensure_ready(self) -> None:
         """Create whatever structures the backend needs (tables, scripts)."""
@@ -246,3 +249,36 @@ class HotPlane(Protocol):
     def rate_override(self, scope: Scope, name: str, key: str, limits: Sequence[int], *, ttl_ms: int,
                       now: int) -> None:
         """Give ``key`` its own limits (one per tier), kept at least ``ttl_ms``."""
+
+    def kv_get_with_counters(
+        self, scope: Scope, group: str, keys: Sequence[str], counters: Sequence[str], now: int
+    ) -> tuple[dict[str, str], dict[str, int]]:
+        """:meth:`kv_get` and :meth:`get_counters` in one round trip (a cache read: its
+        entries and their generations)."""
+
+    def kv_prune(self, scope: Scope, group: str, now: int) -> int:
+        """Delete the keys of ``group`` lapsed at ``now``; how many (large groups such as
+        a cache's, whose writes do not prune on every plane)."""
+
+
+class BroadcastSubscription(Protocol):
+    """One :meth:`Broadcasting.listen`."""
+
+    #: Set once messages published from now on are delivered; cleared while they may not be.
+    ready: threading.Event
+
+    def close(self) -> None:
+        """Stop calling the handler."""
+
+
+class Broadcasting(HotPlane, Protocol):
+    """A hot plane that can send a message to every process listening (the cache's L1
+    invalidations). Best effort: a handler is called with None when messages may have
+    been lost (a reconnect), and must then assume anything changed."""
+
+    def broadcast(self, scope: Scope, channel: str, message: str) -> None:
+        """Send ``message`` to every listener of ``channel`` in ``scope``, this process's too."""
+
+    def listen(self, scope: Scope, channel: str, handler: Callable[[str | None], None]) -> BroadcastSubscription:
+        """Call ``handler`` (on a background thread, or in the sender's thread in
+        process) with each message of ``channel``, or None after a possible loss."""

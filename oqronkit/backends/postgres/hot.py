@@ -28,6 +28,7 @@ from ..rate_types import RateAnswer, RateRequest
 from ..sqlfiles import load_queries, load_sql
 from ..types import Scope
 from .arrays import BigintArray, TextArray
+from .broadcast import PostgresBroadcast
 from .pool import LazyPool
 from .upkeep import table_upkeep
 
@@ -57,7 +58,7 @@ def channel_for(scope: Scope, queue: str) -> str:
 HOT_TABLES = ("oqron_hot_jobs", "oqron_hot_kv", "oqron_hot_locks", "oqron_hot_counters", "oqron_hot_rates")
 
 
-class PostgresHotPlane:
+class PostgresHotPlane(PostgresBroadcast):
     """Hot plane on PostgreSQL (``postgres`` mode).
 
     The pool opens on first use, so building a plane never touches the network. Pool
@@ -67,7 +68,6 @@ class PostgresHotPlane:
     """
 
     name = "postgres"
-
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 8, connect_timeout: float = 10.0
     ) -> None:
@@ -98,6 +98,7 @@ class PostgresHotPlane:
 
     def close(self) -> None:
         self._pool.close()
+        self._close_broadcast()
         with self._listen_lock:  # a wait in progress gives it up within one slice
             self._drop_listener()
 
@@ -290,6 +291,19 @@ class PostgresHotPlane:
 
     def kv_all(self, scope: Scope, group: str, now: int) -> dict[str, str]:
         return dict(self._run("kv_all", _scoped(scope, group=group, now=now)))
+
+    def kv_get_with_counters(
+        self, scope: Scope, group: str, keys: Sequence[str], counters: Sequence[str], now: int
+    ) -> tuple[dict[str, str], dict[str, int]]:
+        rows = self._run("kv_get_with_counters", _scoped(
+            scope, group=group, keys=TextArray(keys), names=TextArray(counters), now=now))
+        values = {key: value for kind, key, value in rows if kind == "v"}
+        found = {name: int(value) for kind, name, value in rows if kind == "c"}
+        return values, {name: found.get(name, 0) for name in counters}
+
+    def kv_prune(self, scope: Scope, group: str, now: int) -> int:
+        [(count,)] = self._run("kv_prune", _scoped(scope, group=group, now=now))
+        return int(count)
 
     def kv_delete(self, scope: Scope, group: str, keys: Sequence[str]) -> None:
         if keys:

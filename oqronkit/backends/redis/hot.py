@@ -35,6 +35,7 @@ from ..hot_types import MAX_PRIORITY, MIN_PRIORITY, Lease, QueueDepths, Signal
 from ..rate_step import ttl_ms as rate_ttl_ms
 from ..rate_types import Ban, RateAnswer, RateRequest, Tier
 from ..types import Scope
+from .broadcast import RedisBroadcast
 from .connection import (
     CONNECT_TIMEOUT_S,
     READ_RETRIES,
@@ -54,7 +55,8 @@ T = TypeVar("T")
 
 SCRIPTS = (
     "signal", "claim", "extend", "ack", "release", "take_expired", "remove", "promote", "present", "depths",
-    "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete", "rate_hit", "rate_override",
+    "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete", "kv_prune", "rate_hit",
+    "rate_override",
 )
 #: Most due delayed jobs one claim promotes: bounds the script's run time (Redis runs
 #: nothing else meanwhile); the rest are promoted by the next claims.
@@ -68,7 +70,7 @@ GC_GRACE_MS = 60_000
 _KV_DELETE_BATCH = 1000
 
 
-class RedisHotPlane:
+class RedisHotPlane(RedisBroadcast):
     """Hot plane on Redis. Safe to share between threads; building one never touches
     the network (the pool connects on first use)."""
 
@@ -114,6 +116,7 @@ class RedisHotPlane:
             waker, self._waker = self._waker, None
         if waker is not None:
             waker.close()
+        self._close_broadcast()
         # Idle connections only: a call still in flight on another thread finishes (its
         # reply is already on the way) rather than failing under it; its connection is
         # closed when the pool is collected.
@@ -318,6 +321,24 @@ class RedisHotPlane:
                       now: int) -> None:
         packed = ":".join(str(int(limit)) for limit in limits)
         self._script("rate_override", [rate_key(scope, name, key)], [packed, ttl_ms + GC_GRACE_MS], retry=True)
+
+    def kv_get_with_counters(
+        self, scope: Scope, group: str, keys: Sequence[str], counters: Sequence[str], now: int
+    ) -> tuple[dict[str, str], dict[str, int]]:
+        # One pipelined round trip, not one script: the counters and the group live in
+        # different cluster slots (keys.py). Both are reads: safe to retry.
+        calls: list[tuple[str, Sequence[str], Sequence[Any]]] = []
+        if keys:
+            calls.append(("kv_get", list(kv_keys(scope, group)), [now, *keys]))
+        names = [counter_key(scope, name) for name in counters]
+        replies = self._call("kv_get_with_counters", lambda: self._scripts.run_many(calls, mget=names), retry=True)
+        flat, values = (replies[0] if keys else []), replies[-1]
+        found = dict(zip(flat[::2], flat[1::2], strict=True))
+        return found, {name: int(value or 0) for name, value in zip(counters, values, strict=True)}
+
+    def kv_prune(self, scope: Scope, group: str, now: int) -> int:
+        # Dropping what lapsed before a given now twice drops nothing more: safe to retry.
+        return int(self._script("kv_prune", list(kv_keys(scope, group)), [now], retry=True))
 
     # -- calls -----------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ same key text:
 ``kv:{<p>:<e>:kv:<group>}:values`` / ``:expiry``           an ephemeral group
 ``durable:{<p>:<e>:durable}:<part>``                       the durable store (store.py)
 ``rate:<len(name)>:<name>:<key>``                          a rate limiter's state of one key
+``broadcast:<channel>``                                     a pub/sub channel (broadcast.py)
 =========================================================  ==================================
 
 The ``{...}`` hash tag gives every key that one script touches the same Redis Cluster
@@ -66,6 +67,11 @@ def counter_key(scope: Scope, name: str) -> str:
 def kv_keys(scope: Scope, group: str) -> tuple[str, str]:
     base = f"{scope_prefix(scope)}kv:{{{scope.project}:{scope.environment}:kv:{group}}}:"
     return base + "values", base + "expiry"
+
+
+def broadcast_channel(scope: Scope, channel: str) -> str:
+    """A pub/sub channel (not a key) of ``broadcast``/``listen``."""
+    return f"{scope_prefix(scope)}broadcast:{channel}"
 
 
 def durable_base(scope: Scope) -> str:

@@ -52,7 +52,8 @@ class Scripts:
         for script, sha in zip(self._scripts.values(), pipe.execute(), strict=True):
             script.sha = sha
 
-    def run_many(self, calls: Sequence[tuple[str, Sequence[Any], Sequence[Any]]]) -> list[Any]:
+    def run_many(self, calls: Sequence[tuple[str, Sequence[Any], Sequence[Any]]],
+                 *, mget: Sequence[str] | None = None) -> list[Any]:
         """Run several (name, keys, args) calls in one pipelined round trip.
 
         Only for calls that may safely run twice (reads, idempotent writes): when the
@@ -62,13 +63,19 @@ class Scripts:
         trip to every batch instead.
         """
         try:
-            return self._pipelined(calls)
+            return self._pipelined(calls, mget)
         except NoScriptError:
             self.load_all()
-            return self._pipelined(calls)
+            return self._pipelined(calls, mget)
 
-    def _pipelined(self, calls: Sequence[tuple[str, Sequence[Any], Sequence[Any]]]) -> list[Any]:
+    def _pipelined(self, calls: Sequence[tuple[str, Sequence[Any], Sequence[Any]]],
+                   mget: Sequence[str] | None) -> list[Any]:
         pipe = self._client.pipeline(transaction=False)
         for name, keys, args in calls:
             pipe.evalsha(self._scripts[name].sha, len(keys), *keys, *args)
+        if mget is not None:  # a plain read after the scripts, in the same round trip (``mget``)
+            if mget:
+                pipe.mget(mget)
+            else:
+                return [*pipe.execute(), []]
         return pipe.execute()

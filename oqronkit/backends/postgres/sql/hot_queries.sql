@@ -264,6 +264,27 @@ SELECT key, value FROM oqron_hot_kv
 WHERE project = %(project)s AND environment = %(environment)s AND grp = %(group)s
   AND expires_at > %(now)s;
 
+-- name: kv_get_with_counters
+-- kv_get and get_counters in one statement: ('v', key, value) and ('c', name, value) rows.
+SELECT 'v', key, value FROM oqron_hot_kv
+WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
+  AND grp = (SELECT %(group)s::text)
+  AND key = ANY(%(keys)s::text[]) AND expires_at > %(now)s
+UNION ALL
+SELECT 'c', name, value::text FROM oqron_hot_counters
+WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
+  AND name = ANY(%(names)s::text[]);
+
+-- name: kv_prune
+-- The group's lapsed keys (a cache calls it now and then: kv_set does not prune here).
+WITH gone AS (
+    DELETE FROM oqron_hot_kv
+    WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
+      AND grp = (SELECT %(group)s::text) AND expires_at <= %(now)s
+    RETURNING 1
+)
+SELECT count(*) FROM gone;
+
 -- name: kv_delete
 DELETE FROM oqron_hot_kv
 WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)

@@ -195,7 +195,7 @@ SELECT name, value FROM oqron_hot_counters
 WHERE project = ?1 AND environment = ?2 AND name IN (SELECT value FROM json_each(?3));
 
 -- name: kv_prune
--- Expired keys of one group, dropped by the next write to it.
+-- Expired keys of one group, dropped by the next write to it (and by kv_prune).
 DELETE FROM oqron_hot_kv WHERE project = ?1 AND environment = ?2 AND grp = ?3 AND expires_at <= ?4;
 
 -- name: kv_set

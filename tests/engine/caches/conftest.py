@@ -1,0 +1,1 @@
+from tests.engine.queue.conftest import engine, mode  # noqa: F401
