@@ -26,6 +26,7 @@ from .views import (
     webhook_actions,
     webhooks,
 )
+from .views.login import rate_limited_login
 
 urlpatterns = [
     path("", overview.home, name="home"),
@@ -70,7 +71,8 @@ urlpatterns = [
     path("webhooks/<seg:webhook>/endpoints/<seg:endpoint>/disable/", webhook_actions.endpoint_disable,
          name="endpoint-disable"),
     # Only login and logout: no anonymous password-reset pages on an operations board.
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", rate_limited_login(auth_views.LoginView.as_view()), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/login/", rate_limited_login(admin.site.login), name="admin-login"),  # shadows the admin's own
     path("admin/", admin.site.urls),
 ]
