@@ -8,10 +8,10 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from ..backoff import to_ms
 from ..clock import now_ms
+from ..declared import DeclaredByName
 from ..errors import ConfigurationError, InvalidJob
 from ..hot import HotPlaneFacade
 from ..namespaces import CACHE
@@ -35,7 +35,7 @@ from .fetch import Fetcher
 from .local import LocalCache, message
 from .stats import CacheStats
 
-_CACHES: WeakKeyDictionary[Registry, dict[str, Cache]] = WeakKeyDictionary()
+_CACHES: DeclaredByName[Cache] = DeclaredByName()
 #: How often (ms) each process drops its cache's lapsed entries from the hot plane.
 PRUNE_INTERVAL_MS = 60_000
 
@@ -277,15 +277,9 @@ def _positive_ms(cache: str, what: str, value: float | timedelta) -> int:
 
 def caches_for(registry: Registry) -> dict[str, Cache]:
     """The caches declared against ``registry``, by name."""
-    found = _CACHES.get(registry)
-    if found is None:
-        found = _CACHES[registry] = {}
-    return found
+    return _CACHES.of(registry)
 
 
 def cache(name: str, **options: Any) -> Cache:
     """Declare (or look up) a cache on the default engine."""
-    existing = caches_for(default_registry).get(name)
-    if existing is not None and not options:
-        return existing
-    return Cache(name, **options)
+    return _CACHES.declare_or_get(Cache, name, options)

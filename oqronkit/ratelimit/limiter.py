@@ -11,10 +11,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from ..backends.rate_types import RateAnswer, RateRequest
 from ..clock import now_ms
+from ..declared import DeclaredByName
 from ..errors import BackendUnavailable
 from ..namespaces import RATELIMIT
 from ..queue import QueueHost, Registry, default_engine, default_registry
@@ -32,7 +32,7 @@ from .definition import (
 
 logger = logging.getLogger(__name__)
 DEFAULT_OVERRIDE_TTL = timedelta(days=30)
-_LIMITERS: WeakKeyDictionary[Registry, dict[str, RateLimiter]] = WeakKeyDictionary()
+_LIMITERS: DeclaredByName[RateLimiter] = DeclaredByName()
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,15 +173,9 @@ class RateLimiter:
 
 def limiters_for(registry: Registry) -> dict[str, RateLimiter]:
     """The rate limiters declared against ``registry``, by name."""
-    found = _LIMITERS.get(registry)
-    if found is None:
-        found = _LIMITERS[registry] = {}
-    return found
+    return _LIMITERS.of(registry)
 
 
 def rate_limit(name: str, **options: Any) -> RateLimiter:
     """Declare (or look up) a rate limiter on the default engine."""
-    existing = limiters_for(default_registry).get(name)
-    if existing is not None and not options:
-        return existing
-    return RateLimiter(name, **options)
+    return _LIMITERS.declare_or_get(RateLimiter, name, options)

@@ -8,12 +8,12 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, Literal
-from weakref import WeakKeyDictionary
 
 from ..backoff import to_ms
 from ..bounds import MAX_CONCURRENCY
 from ..clock import now_ms
 from ..codec import dumps_compact, storage_problem
+from ..declared import DeclaredByName
 from ..errors import ConfigurationError, InvalidJob
 from ..namespaces import TOPIC, TOPIC_STATE
 from ..queue import Queue, QueueHost, Registry, default_engine, default_registry
@@ -22,7 +22,7 @@ from .log import Draft
 from .subscription import Message, Subscription, check_name, delivery_queue_name, subscribe, subscriptions_for
 
 DEFAULT_RETENTION = timedelta(days=7)
-_TOPICS: WeakKeyDictionary[Registry, dict[str, Topic]] = WeakKeyDictionary()
+_TOPICS: DeclaredByName[Topic] = DeclaredByName()
 
 
 class Topic:
@@ -198,15 +198,9 @@ class Topic:
 
 def topics_for(registry: Registry) -> dict[str, Topic]:
     """The topics declared against ``registry``, by name."""
-    found = _TOPICS.get(registry)
-    if found is None:
-        found = _TOPICS[registry] = {}
-    return found
+    return _TOPICS.of(registry)
 
 
 def topic(name: str, **options: Any) -> Topic:
     """Declare (or look up) a topic on the default engine."""
-    existing = topics_for(default_registry).get(name)
-    if existing is not None and not options:
-        return existing
-    return Topic(name, **options)
+    return _TOPICS.declare_or_get(Topic, name, options)

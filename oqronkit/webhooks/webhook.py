@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from ..clock import now_ms
 from ..codec import text_problem
+from ..declared import DeclaredByName
 from ..errors import ConfigurationError, InvalidJob, JobNotFound
 from ..ids import new_id
 from ..jobs import Job
@@ -36,7 +36,7 @@ from .patterns import check_event, matches_any
 from .policy import check_timeout, schedule_ms, secret_keys
 
 ENDPOINT_CACHE_SECONDS = 1.0  # how stale a worker's view of an endpoint may be (a disable takes this long)
-_WEBHOOKS: WeakKeyDictionary[Registry, dict[str, Webhook]] = WeakKeyDictionary()
+_WEBHOOKS: DeclaredByName[Webhook] = DeclaredByName()
 
 
 def delivery_queue_name(webhook: str) -> str:
@@ -299,15 +299,9 @@ def _run_fields(job: Job) -> dict[str, Any]:
 
 def webhooks_for(registry: Registry) -> dict[str, Webhook]:
     """The webhooks declared against ``registry``, by name."""
-    found = _WEBHOOKS.get(registry)
-    if found is None:
-        found = _WEBHOOKS[registry] = {}
-    return found
+    return _WEBHOOKS.of(registry)
 
 
 def webhook(name: str, **options: Any) -> Webhook:
     """Declare (or look up) a webhook on the default engine."""
-    existing = webhooks_for(default_registry).get(name)
-    if existing is not None and not options:
-        return existing
-    return Webhook(name, **options)
+    return _WEBHOOKS.declare_or_get(Webhook, name, options)

@@ -1,0 +1,31 @@
+"""What a process declared of one module (topics, webhooks, rate limiters, caches), by
+registry and name: each module keeps one table, so an engine's registry knows its own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from .queue import Registry, default_registry
+
+
+class DeclaredByName[T]:
+    """A module's declared objects, per registry (weakly: a dropped engine drops its own)."""
+
+    def __init__(self) -> None:
+        self._tables: WeakKeyDictionary[Registry, dict[str, T]] = WeakKeyDictionary()
+
+    def of(self, registry: Registry) -> dict[str, T]:
+        """The objects declared against ``registry``, by name (a live dict)."""
+        found = self._tables.get(registry)
+        if found is None:
+            found = self._tables[registry] = {}
+        return found
+
+    def declare_or_get(self, build: Callable[..., T], name: str, options: Mapping[str, Any]) -> T:
+        """The default registry's ``name`` when no option is given, else a new declaration."""
+        existing = self.of(default_registry).get(name)
+        if existing is not None and not options:
+            return existing
+        return build(name, **options)
