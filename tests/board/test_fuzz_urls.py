@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from oqronkit.caches import Cache
 from oqronkit.clock import now_ms
 from tests.board.hostile import crafted_cursor, raw_put
 from tests.board.seed import Board, dead_job, error, job_value, put_jobs, put_runs, queue_control, run_value
@@ -78,6 +79,8 @@ def seed(board: Board) -> None:
     for delivery, is_dead in ((fire(hook, "order.paid")[0], True), (fire(hook, "order.sent")[0], False)):
         attempt(board, hook, delivery, status="failed" if is_dead else "completed", http=500 if is_dead else 200)
         settle(board, hook, delivery, dead=is_dead)
+    # A cache called "emails" too, with a tag.
+    Cache("emails", ttl=60, tags=["emails"], engine=board.scope.engine).set("emails:1", {"n": 1})
 
 
 def check(client: Client, method: str, url: str, failures: list[str], **extra: object) -> str:
