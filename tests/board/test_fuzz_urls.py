@@ -17,6 +17,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from oqronkit.caches import Cache
 from oqronkit.clock import now_ms
+from oqronkit.ratelimit import RateLimiter
 from tests.board.hostile import crafted_cursor, raw_put
 from tests.board.seed import Board, dead_job, error, job_value, put_jobs, put_runs, queue_control, run_value
 from tests.board.topic_seed import dead, group, publish
@@ -81,6 +82,7 @@ def seed(board: Board) -> None:
         settle(board, hook, delivery, dead=is_dead)
     # A cache called "emails" too, with a tag.
     Cache("emails", ttl=60, tags=["emails"], engine=board.scope.engine).set("emails:1", {"n": 1})
+    RateLimiter("emails", limit=2, period=60, ban=(1, 60, 60), engine=board.scope.engine).check("emails")
 
 
 def check(client: Client, method: str, url: str, failures: list[str], **extra: object) -> str:
