@@ -13,8 +13,10 @@ from django.urls import include, path
 from .base import urlsafe  # noqa: F401  (registers <seg:...>, used for every engine id)
 from .views import (
     audit,
+    caches,
     definitions,
     jobs,
+    limits,
     logs,
     overview,
     runs,
@@ -33,6 +35,10 @@ urlpatterns = [
     path("scope/", scope.switch_scope, name="switch-scope"),
     path("audit/", audit.audit, name="audit"),
     path("logs/", logs.logs, name="logs"),
+    path("limits/", limits.limits_page, name="limits"),
+    path("limits/<seg:limiter>/<slug:action>/", limits.limiter_action, name="limiter-action"),
+    path("caches/", caches.caches_page, name="caches"),
+    path("caches/<seg:cache>/invalidate/", caches.cache_invalidate, name="cache-invalidate"),
     path("go/", search.jump, name="jump"),
     path("", include("runs.urls")),
     path("runs/<seg:run_id>/", runs.run_detail, name="run"),

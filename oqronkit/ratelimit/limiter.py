@@ -62,7 +62,8 @@ class RateLimiter:
 
     def __init__(self, name: str, *, algorithm: str = "sliding-window", limit: int | None = None,
                  period: float | timedelta | None = None, tiers: Iterable[Any] | None = None, ban: Any = None,
-                 dry_run: bool = False, fail_open: bool = False, engine: QueueHost | None = None) -> None:
+                 dry_run: bool = False, fail_open: bool = False, engine: QueueHost | None = None,
+                 declares: bool = True) -> None:
         name = check_name(name)
         for flag, value in (("dry_run", dry_run), ("fail_open", fail_open)):
             if not isinstance(value, bool):
@@ -70,9 +71,12 @@ class RateLimiter:
         self.definition = Definition(name, build_tiers(name, algorithm, limit, period, tiers),
                                      build_ban(name, ban), dry_run, fail_open)
         self._engine = engine
-        self._declared = False
+        # ``declares=False``: a tool's handle (the board's) on a limiter a process declared:
+        # it checks and steers keys but never rewrites the definition record nor registers.
+        self._declared = not declares
         self._lock = threading.Lock()
-        limiters_for(self.registry)[name] = self
+        if declares:
+            limiters_for(self.registry)[name] = self
 
     def __repr__(self) -> str:
         tiers = ", ".join(f"{tier.limit}/{tier.period_ms}ms" for tier in self.definition.tiers)

@@ -15,7 +15,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from oqronkit.caches import Cache
 from oqronkit.clock import now_ms
+from oqronkit.ratelimit import RateLimiter
 from tests.board.hostile import crafted_cursor, raw_put
 from tests.board.seed import Board, dead_job, error, job_value, put_jobs, put_runs, queue_control, run_value
 from tests.board.topic_seed import dead, group, publish
@@ -78,6 +80,9 @@ def seed(board: Board) -> None:
     for delivery, is_dead in ((fire(hook, "order.paid")[0], True), (fire(hook, "order.sent")[0], False)):
         attempt(board, hook, delivery, status="failed" if is_dead else "completed", http=500 if is_dead else 200)
         settle(board, hook, delivery, dead=is_dead)
+    # A cache called "emails" too, with a tag.
+    Cache("emails", ttl=60, tags=["emails"], engine=board.scope.engine).set("emails:1", {"n": 1})
+    RateLimiter("emails", limit=2, period=60, ban=(1, 60, 60), engine=board.scope.engine).check("emails")
 
 
 def check(client: Client, method: str, url: str, failures: list[str], **extra: object) -> str:

@@ -87,3 +87,17 @@ def test_bad_keys_and_costs_say_what_is_wrong():
         limiter.override("k", [1, 2])
     with pytest.raises(RateLimitConfigError, match="name must be"):
         RateLimiter("", limit=1, period=1, engine=_memory_engine())
+
+
+def test_a_non_declaring_handle_checks_and_steers_keys_but_never_rewrites_the_definition(engine: Engine):
+    declared = RateLimiter("tool", limit=2, period=60, engine=engine)
+    declared.check("k")
+    before = engine.durable.get("ratelimit", "tool").value
+    handle = RateLimiter("tool", limit=2, period=60, engine=engine, declares=False)
+    assert handle.peek("k").remaining == 1  # the declared limiter's count, the peek counting nothing
+    handle.reset("k")
+    assert declared.peek("k").remaining == 2
+    handle.unban("k")
+    assert engine.durable.get("ratelimit", "tool").value == before
+    assert RateLimiter("fresh", limit=1, period=1, engine=engine, declares=False).peek("x").remaining == 1
+    assert engine.durable.get("ratelimit", "fresh") is None
