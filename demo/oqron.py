@@ -22,6 +22,11 @@ A webhook (the board's Webhooks page), ``shop-events``, delivering to the demo's
 receiver (:mod:`demo.receiver`, started by ``bin/demo``): endpoint ``warehouse`` always
 answers, ``crm`` fails about one time in three, ``legacy-erp`` points at a port nobody
 listens on, so its breaker opens (and probes every cool-down).
+
+A cache and a rate limiter (the board's Caches and Limits pages): ``thumbnails`` reads
+each image's metadata through the ``image-meta`` cache (hits, misses, fetches), and
+``payments`` checks the ``card-charges`` limiter per card (5 a minute; a card refused
+three times in five minutes is banned for ten), logging a warning when it would refuse.
 """
 
 from __future__ import annotations
@@ -52,6 +57,9 @@ shop_events = oqronkit.webhook(
                {"id": "crm", "url": receiver.url("/flaky"), "events": ["order.paid", "user.**"]},
                # Port 9 (discard) on loopback: refused at once, so the breaker opens.
                {"id": "legacy-erp", "url": "http://127.0.0.1:9/erp", "events": ["order.**"]}])
+
+image_meta = oqronkit.cache("image-meta", ttl=30, tags=["images"])
+card_charges = oqronkit.rate_limit("card-charges", limit=5, period=60, ban=(3, 300, 600), dry_run=True)
 
 order_events = oqronkit.topic("order-events", partitions=3, retention=timedelta(days=2))
 user_signups = oqronkit.topic("user-signups", retention=timedelta(days=2))
@@ -113,6 +121,8 @@ def charge(ctx: Any) -> dict[str, Any]:
     if "card" not in data:
         raise KeyError("card")
     amount = data.get("amount", 0)
+    if card_charges.check(f"card:{str(data['card'])[-4:]}").limited:  # a dry run: counted, never refused
+        ctx.log("warning", "this card is over 5 charges a minute")
     if amount % 13 == 0:
         raise CardDeclined(f"card ending {data['card'][-4:]} declined for {amount} EUR (do not honour)")
     if random.random() < 0.15:
@@ -140,6 +150,8 @@ def build_report(ctx: Any) -> dict[str, Any]:
 @thumbnails.handler
 def make_thumbnail(ctx: Any) -> dict[str, Any]:
     time.sleep(random.uniform(0.05, 0.3))
+    image = str(ctx.data.get("image") or "unknown")[:200]
+    image_meta.get_or_fetch(image, lambda key: {"image": key, "bytes": random.randint(10_000, 900_000)})
     if random.random() < 0.03:
         raise OSError(f"cannot identify image file {ctx.data.get('image')!r}")
     return {"width": 160, "height": 120}
