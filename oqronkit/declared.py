@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from .queue import Registry, default_registry
+from .queue import QueueHost, Registry, default_engine, default_registry
 
 
 class DeclaredByName[T]:
@@ -29,3 +29,18 @@ class DeclaredByName[T]:
         if existing is not None and not options:
             return existing
         return build(name, **options)
+
+
+class OnEngine:
+    """A module's object (topic, webhook, limiter, cache) on the engine it was given, or
+    else the default one, and that engine's registry."""
+
+    _engine: QueueHost | None
+
+    @property
+    def engine(self) -> QueueHost:
+        return self._engine if self._engine is not None else default_engine()
+
+    @property
+    def registry(self) -> Registry:
+        return self._engine.registry if self._engine is not None else default_registry

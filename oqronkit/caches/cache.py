@@ -11,11 +11,11 @@ from typing import Any
 
 from ..backoff import to_ms
 from ..clock import now_ms
-from ..declared import DeclaredByName
+from ..declared import DeclaredByName, OnEngine
 from ..errors import ConfigurationError, InvalidJob
 from ..hot import HotPlaneFacade
 from ..namespaces import CACHE
-from ..queue import QueueHost, Registry, default_engine, default_registry
+from ..queue import QueueHost, Registry
 from . import fetch
 from .entries import (
     PREFIX_SEPARATOR,
@@ -40,7 +40,7 @@ _CACHES: DeclaredByName[Cache] = DeclaredByName()
 PRUNE_INTERVAL_MS = 60_000
 
 
-class Cache:
+class Cache(OnEngine):
     """A named cache of JSON values (see the README's Caches section)."""
 
     def __init__(self, name: str, *, ttl: float | timedelta, fetcher: Fetcher | None = None,
@@ -88,14 +88,6 @@ class Cache:
 
     def __repr__(self) -> str:
         return f"<Cache {self.name!r} ttl={self.ttl_ms}ms>"
-
-    @property
-    def engine(self) -> QueueHost:
-        return self._engine if self._engine is not None else default_engine()
-
-    @property
-    def registry(self) -> Registry:
-        return self._engine.registry if self._engine is not None else default_registry
 
     @property
     def hot(self) -> HotPlaneFacade:

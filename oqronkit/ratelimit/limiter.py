@@ -14,10 +14,10 @@ from typing import Any
 
 from ..backends.rate_types import RateAnswer, RateRequest
 from ..clock import now_ms
-from ..declared import DeclaredByName
+from ..declared import DeclaredByName, OnEngine
 from ..errors import BackendUnavailable
 from ..namespaces import RATELIMIT
-from ..queue import QueueHost, Registry, default_engine, default_registry
+from ..queue import QueueHost, Registry
 from .definition import (
     Definition,
     RateLimitConfigError,
@@ -56,7 +56,7 @@ class Decision:
         return math.ceil(self.retry_after / 1000)
 
 
-class RateLimiter:
+class RateLimiter(OnEngine):
     """A named limit on how often each key may act: one or more tiers (all must allow, or
     none counts), an optional ban for keys that keep hitting it."""
 
@@ -85,14 +85,6 @@ class RateLimiter:
     @property
     def name(self) -> str:
         return self.definition.name
-
-    @property
-    def engine(self) -> QueueHost:
-        return self._engine if self._engine is not None else default_engine()
-
-    @property
-    def registry(self) -> Registry:
-        return self._engine.registry if self._engine is not None else default_registry
 
     # -- checks ------------------------------------------------------------------------
 

@@ -13,10 +13,10 @@ from ..backoff import to_ms
 from ..bounds import MAX_CONCURRENCY
 from ..clock import now_ms
 from ..codec import dumps_compact, storage_problem
-from ..declared import DeclaredByName
+from ..declared import DeclaredByName, OnEngine
 from ..errors import ConfigurationError, InvalidJob
 from ..namespaces import TOPIC, TOPIC_STATE
-from ..queue import Queue, QueueHost, Registry, default_engine, default_registry
+from ..queue import Queue, QueueHost, Registry
 from . import groups, log, publish
 from .log import Draft
 from .subscription import Message, Subscription, check_name, delivery_queue_name, subscribe, subscriptions_for
@@ -25,7 +25,7 @@ DEFAULT_RETENTION = timedelta(days=7)
 _TOPICS: DeclaredByName[Topic] = DeclaredByName()
 
 
-class Topic:
+class Topic(OnEngine):
     """A named, partitioned, retained message log. Groups subscribe to it; each group
     receives every message, and a group's processes compete for its messages."""
 
@@ -51,14 +51,6 @@ class Topic:
 
     def __repr__(self) -> str:
         return f"<Topic {self.name!r} partitions={self.partitions}>"
-
-    @property
-    def engine(self) -> QueueHost:
-        return self._engine if self._engine is not None else default_engine()
-
-    @property
-    def registry(self) -> Registry:
-        return self._engine.registry if self._engine is not None else default_registry
 
     # -- publishing --------------------------------------------------------------------
 

@@ -21,12 +21,12 @@ from typing import Any
 
 from ..clock import now_ms
 from ..codec import text_problem
-from ..declared import DeclaredByName
+from ..declared import DeclaredByName, OnEngine
 from ..errors import ConfigurationError, InvalidJob, JobNotFound
 from ..ids import new_id
 from ..jobs import Job
 from ..namespaces import WEBHOOK, WEBHOOK_CB, webhook_endpoints_namespace
-from ..queue import Queue, QueueHost, Registry, default_engine, default_registry
+from ..queue import Queue, QueueHost, Registry
 from ..topics.subscription import check_name
 from . import endpoints as records
 from .breaker import Breaker, BreakerSettings
@@ -44,7 +44,7 @@ def delivery_queue_name(webhook: str) -> str:
     return f"webhook/{webhook}"
 
 
-class Webhook:
+class Webhook(OnEngine):
     """Events fired to HTTP endpoints, signed, retried on a schedule, behind a circuit
     breaker per endpoint. See the README's webhooks section."""
 
@@ -84,14 +84,6 @@ class Webhook:
 
     def __repr__(self) -> str:
         return f"<Webhook {self.name!r}>"
-
-    @property
-    def engine(self) -> QueueHost:
-        return self._engine if self._engine is not None else default_engine()
-
-    @property
-    def registry(self) -> Registry:
-        return self._engine.registry if self._engine is not None else default_registry
 
     def breaker(self) -> Breaker:
         """The webhook's circuit breakers (one per endpoint), on this engine's planes."""
