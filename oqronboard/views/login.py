@@ -6,6 +6,7 @@ outage never locks operators out."""
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -13,11 +14,13 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
+from oqronkit import OqronError
 from oqronkit.ratelimit import RateLimiter
 from oqronkit.ratelimit.django_view import client_address, too_many_requests
 
 from .. import engine
 
+logger = logging.getLogger(__name__)
 DEFAULT_LIMIT = (10, 60)  # ten attempts a minute per address and per username
 _limiters: dict[tuple[int, tuple[int, float]], RateLimiter] = {}
 _lock = threading.Lock()
@@ -38,7 +41,11 @@ def login_limiter() -> RateLimiter:
 
 def refused(request: HttpRequest) -> HttpResponse | None:
     """A 429 when this address or the username posted has used up its attempts."""
-    limiter = login_limiter()
+    try:
+        limiter = login_limiter()
+    except OqronError as exc:  # a misconfigured engine: the overview says so; logging in must still work
+        logger.error("login rate limit unavailable: %s", exc, extra={"action": "board.login_limit_unavailable"})
+        return None
     username = str(request.POST.get("username", "")).strip().lower()[:150]
     for key in (f"ip:{client_address(request) or 'unknown'}", f"user:{username}" if username else None):
         if key is None:
