@@ -17,7 +17,7 @@ from ..declared import DeclaredByName, OnEngine
 from ..errors import ConfigurationError, InvalidJob
 from ..namespaces import TOPIC, TOPIC_STATE
 from ..queue import Queue, QueueHost, Registry
-from . import groups, log, publish
+from . import groups, log, publish, wake
 from .log import Draft
 from .subscription import Message, Subscription, check_name, delivery_queue_name, subscribe, subscriptions_for
 
@@ -70,8 +70,11 @@ class Topic(OnEngine):
         by_partition: dict[int, list[Draft]] = defaultdict(list)
         for partition, draft in drafted:
             by_partition[partition].append(draft)
-        for partition, drafts in by_partition.items():
-            log.append(self.engine.durable, self.name, partition, drafts)
+        try:
+            for partition, drafts in by_partition.items():
+                log.append(self.engine.durable, self.name, partition, drafts)
+        finally:
+            wake.request(self.engine, self.name)  # one per call; also for the partitions written before a failure
         return [draft.id for _, draft in drafted]
 
     def publish_on_commit(self, payload: Any = None, *, using: str | None = None, **options: Any) -> None:
