@@ -1,20 +1,16 @@
 """Waking a topic's dispatchers when a publish commits, over the hot plane's broadcast.
 
-A publish asks for a wake of its topic once its appends have committed (one per
-``publish``/``publish_many`` call, never one per message). The wake is sent by one
-daemon thread per process and hot plane, which coalesces the requests of a burst into
-one broadcast per topic: the publisher never waits on it and a failed wake never fails
-a publish. A dispatcher listens on each of its topics' channels and waits on the wake,
-with its poll kept as the fallback: a wake lost (the hot plane down, a process exiting
-before its sender ran, a plane that cannot broadcast such as SQLite's) costs latency,
-never a message, because the poll finds whatever the wake would have announced.
+A publish sends a wake of its topic once its appends have committed (one per
+``publish``/``publish_many`` call, never one per message; a failed wake never fails the
+publish). A dispatcher listens on each of its topics' channels and waits on the wake,
+with its poll kept as the fallback: a wake lost (the hot plane down; SQLite's plane
+cannot broadcast) costs latency, never a message, because the poll finds whatever the
+wake would have announced.
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
-import os
 import threading
 import time
 import weakref
@@ -25,14 +21,13 @@ from ..hot import HotPlaneFacade
 from ..planes import Planes
 
 logger = logging.getLogger(__name__)
-#: A sender thread with nothing to send for this long exits (a new publish restarts it).
-SENDER_IDLE_S = 5.0
+#: After a wake failed, publishes send none for this long (the dispatchers poll meanwhile).
+QUIET_AFTER_FAILURE_S = 5.0
 #: How long a dispatcher waits for its wake subscriptions before its first pass.
 READY_WAIT_S = 2.0
 #: How often a waiting dispatcher looks at its stop event.
 STOP_SLICE_S = 0.1
-_SENDERS: weakref.WeakKeyDictionary[HotPlaneFacade, WakeSender] = weakref.WeakKeyDictionary()
-_SENDERS_LOCK = threading.Lock()
+_QUIET_UNTIL: weakref.WeakKeyDictionary[Planes, float] = weakref.WeakKeyDictionary()  # by engine
 
 
 def channel(topic: str) -> str:
@@ -41,96 +36,21 @@ def channel(topic: str) -> str:
 
 
 def request(planes: Planes, topic: str) -> None:
-    """Wake the dispatchers of ``topic`` soon (after the caller's publish committed);
-    never raises (a hot plane that cannot be opened now only costs latency)."""
+    """Wake the dispatchers of ``topic`` (the caller's publish committed), from the
+    caller's thread: a thread hop per publish cost single publishes more than the
+    broadcast itself. Never raises; after a failure (the hot plane down, or not opening)
+    it sends nothing for :data:`QUIET_AFTER_FAILURE_S`, so an outage slows one publish in
+    that time, not every one."""
+    if _QUIET_UNTIL.get(planes, 0.0) > time.monotonic():
+        return
     try:
         hot = planes.hot
-    except Exception:  # publishing needs only the durable plane: the poll covers this wake
-        logger.debug("no hot plane to wake the dispatchers of %s", topic, exc_info=True,
+        if hot.supports_broadcast:
+            hot.broadcast(channel(topic), "")
+    except Exception:  # best effort: the dispatchers' poll finds the messages anyway
+        _QUIET_UNTIL[planes] = time.monotonic() + QUIET_AFTER_FAILURE_S
+        logger.debug("could not wake the dispatchers of %s", topic, exc_info=True,
                      extra={"action": "topic.wake_failed"})
-        return
-    if not hot.supports_broadcast:
-        return
-    sender = _SENDERS.get(hot)
-    if sender is None:
-        with _SENDERS_LOCK:
-            sender = _SENDERS.get(hot)
-            if sender is None:
-                sender = _SENDERS[hot] = WakeSender(hot)
-    sender.request(topic)
-
-
-class WakeSender:
-    """The topics waiting for a wake, and the thread that broadcasts them."""
-
-    def __init__(self, hot: HotPlaneFacade) -> None:
-        self._hot = hot
-        self._reset()
-
-    def _reset(self) -> None:
-        self._pid = os.getpid()
-        self._cond = threading.Condition()
-        self._pending: set[str] = set()
-        self._thread: threading.Thread | None = None
-
-    def request(self, topic: str) -> None:
-        if self._pid != os.getpid():
-            self._reset()  # a forked child inherits the parent's sender but not its thread
-        with self._cond:
-            self._pending.add(topic)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="oqronkit-topic-wake", daemon=True)
-                self._thread.start()
-                _AT_EXIT.add(self)
-            self._cond.notify()
-
-    def flush(self, timeout: float) -> None:
-        """Wait until the wakes asked for so far are sent (at most ``timeout``)."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while self._pending and self._thread is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return
-                self._cond.wait(min(remaining, 0.05))
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                if not self._cond.wait_for(lambda: self._pending, SENDER_IDLE_S):
-                    self._thread = None
-                    return
-                topics = sorted(self._pending)
-                self._pending.clear()
-            for topic in topics:
-                self._send(topic)
-            with self._cond:
-                self._cond.notify_all()  # flush() waits for an empty set
-
-    def _send(self, topic: str) -> None:
-        try:
-            self._hot.broadcast(channel(topic), "")
-        except Exception:  # best effort: the dispatchers' poll finds the messages anyway
-            logger.debug("could not wake the dispatchers of %s", topic, exc_info=True,
-                         extra={"action": "topic.wake_failed"})
-
-
-class _AtExit:
-    """Send the wakes still pending when the interpreter exits (a publish-and-exit script)."""
-
-    def __init__(self) -> None:
-        self._senders: weakref.WeakSet[WakeSender] = weakref.WeakSet()
-        atexit.register(self.flush)
-
-    def add(self, sender: WakeSender) -> None:
-        self._senders.add(sender)
-
-    def flush(self) -> None:
-        for sender in list(self._senders):
-            sender.flush(1.0)
-
-
-_AT_EXIT = _AtExit()
 
 
 class Wakeup:

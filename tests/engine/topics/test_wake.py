@@ -5,12 +5,14 @@ topic tests show)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
 
-from oqronkit import Engine
-from oqronkit.topics import groups
+from oqronkit import Engine, Registry
+from oqronkit.topics import groups, log
+from tests.engine.queue.conftest import make_config
 
 from .conftest import running, wait_until
 
@@ -40,3 +42,20 @@ def test_a_publish_wakes_the_dispatcher_instead_of_its_poll(engine: Engine):
             assert max(started) - sent < BOUND, f"publish {n}: {max(started) - sent:.2f} s to the last handler"
             time.sleep(0.2)
     assert len(started) == 8
+
+
+def test_a_hot_plane_that_is_down_never_fails_a_publish_and_slows_one_at_most(request, tmp_path, scope_names):
+    """redis-postgres with nothing listening at the Redis address: publishing needs only
+    Postgres; the first wake fails (after the backend wait), then none is tried for a while."""
+    config = dataclasses.replace(make_config("postgres", request, tmp_path, scope_names[0]), mode="redis-postgres",
+                                 redis_url="redis://127.0.0.1:1/0", backend_wait=1.0)
+    engine = Engine(config, registry=Registry())
+    try:
+        t = engine.topic("unwoken")
+        first = t.publish({"n": 0})
+        started = time.monotonic()
+        more = [t.publish({"n": n}) for n in range(1, 20)]
+        assert time.monotonic() - started < 1.0  # no wake tried: no backend wait
+        assert [r.id for r in log.read(engine.durable, "unwoken", 0, after=-1, limit=50)] == [first, *more]
+    finally:
+        engine.close()
