@@ -119,3 +119,7 @@ class LogAppend:
     counter_id: str
     build: Callable[[list[str], int], Iterable[EncodedRow]]  # may be lazy: take each row once
     counter: Callable[[int], EncodedRow]
+    #: A broadcast channel of the hot plane to notify when the append commits, in its
+    #: transaction (None: no notification). Only set where the hot plane broadcasts
+    #: within this store's database (the same transaction domain); other stores ignore it.
+    notify: str | None = None

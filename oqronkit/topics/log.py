@@ -94,9 +94,11 @@ def _prepared_rows(durable: DurablePlane, namespace: str, texts: Iterable[tuple[
         yield EncodedRow(namespace, id, kind, table, text, at, None)
 
 
-def append(durable: DurablePlane, topic: str, partition: int, drafts: Sequence[Draft]) -> dict[str, int]:
+def append(durable: DurablePlane, topic: str, partition: int, drafts: Sequence[Draft], *,
+           notify: str | None = None) -> dict[str, int]:
     """Append ``drafts`` to one partition; every draft id's offset (a draft whose id is
-    already in the log keeps the offset it had: that is how idempotency keys dedupe)."""
+    already in the log keeps the offset it had: that is how idempotency keys dedupe).
+    ``notify``: a hot-plane broadcast channel the store notifies as the append commits."""
     namespace = topic_msg_namespace(topic)
     by_id = {d.id: d for d in drafts}
 
@@ -114,7 +116,8 @@ def append(durable: DurablePlane, topic: str, partition: int, drafts: Sequence[D
     return durable.store.append_log(durable.scope, LogAppend(
         table="runs", namespace=namespace, partition=partition, ids=list(by_id),
         maybe_present=[d.id for d in drafts if d.idempotency_key is not None], counter_table="records",
-        counter_namespace=TOPIC_STATE, counter_id=counter_id(topic, partition), build=build, counter=counter))
+        counter_namespace=TOPIC_STATE, counter_id=counter_id(topic, partition), build=build, counter=counter,
+        notify=notify))
 
 
 def read(durable: DurablePlane, topic: str, partition: int, *, after: int, limit: int) -> list[StoredRecord]:

@@ -71,11 +71,13 @@ class Topic(OnEngine):
         by_partition: dict[int, list[Draft]] = defaultdict(list)
         for partition, draft in drafted:
             by_partition[partition].append(draft)
+        notify = wake.at_commit(self.engine, self.name)
         try:
             for partition, drafts in by_partition.items():
-                log.append(self.engine.durable, self.name, partition, drafts)
+                log.append(self.engine.durable, self.name, partition, drafts, notify=notify)
         finally:
-            wake.request(self.engine, self.name)  # one per call; also for the partitions written before a failure
+            if notify is None:
+                wake.request(self.engine, self.name)  # one per call; also for the partitions written before a failure
         return [draft.id for _, draft in drafted]
 
     def publish_on_commit(self, payload: Any = None, *, using: str | None = None, **options: Any) -> None:

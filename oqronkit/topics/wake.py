@@ -2,7 +2,9 @@
 
 A publish sends a wake of its topic once its appends have committed (one per
 ``publish``/``publish_many`` call, never one per message; a failed wake never fails the
-publish). A dispatcher listens on each of its topics' channels and waits on the wake,
+publish). Where the hot plane broadcasts in the durable plane's database (postgres
+mode), each append's transaction carries its NOTIFY instead, sent by the server at commit.
+A dispatcher listens on each of its topics' channels and waits on the wake,
 with its poll kept as the fallback: a wake lost (the hot plane down; SQLite's plane
 cannot broadcast) costs latency, never a message, because the poll finds whatever the
 wake would have announced.
@@ -35,6 +37,23 @@ def channel(topic: str) -> str:
     return f"topic:{topic}"
 
 
+def at_commit(planes: Planes, topic: str) -> str | None:
+    """The channel for the durable append to notify in its own transaction, where the
+    hot plane broadcasts within the durable plane's database (postgres mode: the wake
+    costs no round trip of its own); None: call :func:`request` after the append."""
+    if _QUIET_UNTIL.get(planes, 0.0) > time.monotonic():
+        return None
+    try:
+        hot = planes.hot
+    except Exception:  # request() will not try again for a while either
+        _quiet(planes, topic)
+        return None
+    domain = hot.plane.transaction_domain
+    if hot.supports_broadcast and domain is not None and domain == planes.durable.store.transaction_domain:
+        return channel(topic)
+    return None
+
+
 def request(planes: Planes, topic: str) -> None:
     """Wake the dispatchers of ``topic`` (the caller's publish committed), from the
     caller's thread: a thread hop per publish cost single publishes more than the
@@ -48,9 +67,12 @@ def request(planes: Planes, topic: str) -> None:
         if hot.supports_broadcast:
             hot.broadcast(channel(topic), "")
     except Exception:  # best effort: the dispatchers' poll finds the messages anyway
-        _QUIET_UNTIL[planes] = time.monotonic() + QUIET_AFTER_FAILURE_S
-        logger.debug("could not wake the dispatchers of %s", topic, exc_info=True,
-                     extra={"action": "topic.wake_failed"})
+        _quiet(planes, topic)
+
+
+def _quiet(planes: Planes, topic: str) -> None:
+    _QUIET_UNTIL[planes] = time.monotonic() + QUIET_AFTER_FAILURE_S
+    logger.debug("could not wake the dispatchers of %s", topic, exc_info=True, extra={"action": "topic.wake_failed"})
 
 
 class Wakeup:
