@@ -7,7 +7,8 @@ up costs one job row per message only while the message is in flight, never a ro
 message per group for the log's whole retention.
 
 One process at a time dispatches a group (a hot-plane lock, renewed every pass); any
-process that consumes the group takes over when the lock lapses. A pass reads past the
+process that consumes the group takes over when the lock lapses. An idle dispatcher
+sleeps until a publish to its topic wakes it (:mod:`.wake`) or its poll comes round. A pass reads past the
 cursor, adds the jobs (their ids are the message ids, so a pass repeated after a crash
 or a lost lock finds them already there while they are in flight), then moves the
 cursor by compare-and-set on the group's version, in two steps: it first claims the
