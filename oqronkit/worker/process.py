@@ -97,10 +97,10 @@ class WorkerProcess:
                 # A few spare slots take over from handlers still stuck after a timeout.
                 for n in range(buffer.concurrency + SPARE_SLOTS):
                     self._spawn(f"oqron-slot-{buffer.name}-{n}", self.slots.slot_loop, buffer)
-        for sub in (s for q in self.queues if (s := subscriptions_for(self.engine.registry).get(q.name))):
-            # A dispatcher per group: a woken topic's groups are handed their messages at once, not in turn.
-            dispatcher = Dispatcher(self.engine, [sub], self.worker_id, idle_wait=self.topic_poll_interval)
-            self._spawn(f"oqron-topics-{sub.queue.name}", dispatcher.loop, self.state.stopping)
+        subscriptions = [s for q in self.queues if (s := subscriptions_for(self.engine.registry).get(q.name))]
+        if subscriptions:
+            dispatcher = Dispatcher(self.engine, subscriptions, self.worker_id, idle_wait=self.topic_poll_interval)
+            self._spawn("oqron-topics", dispatcher.loop, self.state.stopping)
         if self.run_services:
             self.services = Services(self.engine, worker_id=self.worker_id)
             self._spawn("oqron-services", self.services.loop, self._stopped)
