@@ -1,0 +1,59 @@
+"""The handler of every task queue: import the task named in the job, run it, and tell
+Django's ``task_started`` / ``task_finished`` receivers.
+
+The worker records the attempt as it does any handler's (a run with the output or the
+error and its traceback); this module adds the exception's full class path to the run,
+which ``get_result`` turns into ``TaskError.exception_class_path``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import traceback
+from typing import Any
+
+from django.db import close_old_connections
+from django.tasks import TaskContext, TaskResult, TaskResultStatus, task_backends
+from django.tasks.base import TaskError
+from django.tasks.signals import task_finished, task_started
+from django.utils import timezone
+from django.utils.json import normalize_json
+
+from oqronkit.clock import now_ms
+
+from . import results
+
+
+def dispatch(ctx: Any) -> Any:
+    """Run the task of ``ctx.data`` (the payload of :mod:`oqronboard.tasks.payload`)."""
+    data = ctx.data
+    backend = task_backends[data["backend"]]
+    earlier = [r for r in results.runs_of(ctx.job_id) if r.get("id") != ctx.run_id] if ctx.attempt > 1 else []
+    result = results.running_result(data, result_id=ctx.job_id, worker_id=ctx.worker_id, started_ms=now_ms(),
+                                    earlier=earlier)
+    sender = type(backend)
+    task_started.send(sender=sender, task_result=result)
+    close_old_connections()  # as a request starts: a connection past CONN_MAX_AGE is not reused
+    try:
+        task = result.task
+        args, kwargs = result.args, result.kwargs
+        value = task.call(TaskContext(task_result=result), *args, **kwargs) if task.takes_context \
+            else task.call(*args, **kwargs)
+        output = normalize_json(value)
+    except BaseException as exc:
+        path = f"{type(exc).__module__}.{type(exc).__qualname__}"
+        ctx.annotate({results.EXCEPTION_PATH_KEY: path})
+        error = TaskError(exception_class_path=path, traceback="".join(traceback.format_exception(exc)))
+        failed = _finished(result, TaskResultStatus.FAILED, errors=[*result.errors, error])
+        task_finished.send(sender=sender, task_result=failed)  # inside except: receivers see exc_info
+        raise
+    finally:
+        close_old_connections()
+    done = _finished(result, TaskResultStatus.SUCCESSFUL)
+    object.__setattr__(done, "_return_value", output)
+    task_finished.send(sender=sender, task_result=done)
+    return output
+
+
+def _finished(result: TaskResult[..., Any], status: TaskResultStatus, **changes: Any) -> TaskResult[..., Any]:
+    return dataclasses.replace(result, status=status, finished_at=timezone.now(), **changes)
