@@ -82,15 +82,17 @@ class OqronBackend(BaseTaskBackend):
         """Add the task as a job, now (inside ``transaction.atomic()`` too: see
         :func:`oqronboard.tasks.enqueue_on_commit`), and return its READY result."""
         self.validate_task(task)
+        _refuse_inside_sqlite_transaction()
         # TypeError for what JSON cannot hold, as Django's own backends raise.
         plain_args, plain_kwargs = cast(list[Any], normalize_json(args)), cast(dict[str, Any], normalize_json(kwargs))
+        engine.get_engine()  # configured from these settings: the queue adds through the default engine
         queue = self.queue_for(task.queue_name)
         options = task.job_options() if isinstance(task, OqronTask) else {}
         enqueued = now_ms()
         data = payload.build(task, plain_args, plain_kwargs, backend=self.alias, enqueued_ms=enqueued, options=options)
         job = queue.add(data, **_add_options(task, options))
-        if "job_id" in options and job.data.get("enqueuedAt") != enqueued:  # the id was taken: that job's result
-            return cast(TaskResult[_P, _R], self.get_result(job.id))
+        if "job_id" in options and job.data.get("token") != data.get("token"):  # the id was taken: its result
+            return cast("TaskResult[_P, _R]", self.get_result(job.id))
         result: TaskResult[_P, _R] = TaskResult(
             task=task, id=job.id, status=TaskResultStatus.READY, enqueued_at=payload.from_ms(enqueued),
             started_at=None, last_attempted_at=None, finished_at=None, args=plain_args, kwargs=plain_kwargs,
@@ -156,6 +158,22 @@ def _add_options(task: Any, options: dict[str, Any]) -> dict[str, Any]:
         except (TypeError, ValueError) as exc:  # it travels in the payload
             raise InvalidTask(f"A task's backoff must be a number or a dict, got {options['backoff']!r}.") from exc
     return add
+
+
+def _refuse_inside_sqlite_transaction() -> None:
+    """On SQLite a transaction holds the file's write lock (BEGIN IMMEDIATE): the job's
+    insert on the engine's own connection would wait for it, then fail."""
+    if engine.get_config().mode != "sqlite":
+        return
+    from django.db import connections
+
+    from oqronboard.base.records import durable_alias
+
+    if connections[durable_alias()].in_atomic_block:
+        raise InvalidTask(
+            "enqueue inside transaction.atomic() cannot write to the SQLite database this transaction holds "
+            "locked; use oqronboard.tasks.enqueue_on_commit(task, ...) to enqueue once it commits."
+        )
 
 
 def _aware(moment: datetime) -> datetime:

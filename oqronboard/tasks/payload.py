@@ -2,9 +2,10 @@
 
 ``{"task": "app.tasks.send", "args": [...], "kwargs": {...}, "backend": "default",
 "queueName": "default", "priority": 0, "runAfter": "2026-...+00:00" | null,
-"enqueuedAt": <epoch ms>, "options": {...}}`` (``options`` only when the task sets job
-options). A run's ``input`` is this payload, so a finished task is read back from its
-runs after its job has left ``oqron_jobs``.
+"enqueuedAt": <epoch ms>, "options": {...}, "token": "..."}`` (``options`` only when
+the task sets job options, ``token`` only with a ``job_id``). A run's ``input`` is this
+payload, so a finished task is read back from its runs after its job has left
+``oqron_jobs``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 
 from django.tasks import Task
 from django.utils.module_loading import import_string
+
+from oqronkit.ids import new_id
 
 from .task import JOB_OPTION_FIELDS
 
@@ -32,6 +35,8 @@ def build(task: Task[..., Any], args: list[Any], kwargs: dict[str, Any], *, back
     }
     if options:
         data["options"] = dict(options)
+    if "job_id" in options:  # tells this enqueue's job from one already holding the id
+        data["token"] = new_id()
     return data
 
 

@@ -64,3 +64,17 @@ def wait_for(predicate: Callable[[], object], timeout: float = 10.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "condition not met"
         time.sleep(0.02)
+
+
+@contextlib.contextmanager
+def on_database(kind: str, request: Any, django_db_blocker: Any, **options: Any) -> Iterator[str]:
+    """``tasks_on`` the SQLite test database or the private Postgres schema; yields the alias."""
+    if kind == "sqlite":
+        request.getfixturevalue("django_db_setup")
+    url = request.getfixturevalue("board_pg_url") if kind == "postgres" else None
+    with django_db_blocker.unblock():
+        from tests.board.conftest import sqlite_test_url
+
+        alias = "postgres" if kind == "postgres" else "default"
+        with tasks_on(alias, url or sqlite_test_url(), kind, **options):
+            yield alias

@@ -30,7 +30,7 @@ from django.utils.module_loading import import_string
 from oqronboard.tasks import OqronBackend
 
 from . import tasks as t
-from .conftest import backend, burst, tasks_on
+from .conftest import backend, burst, on_database
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 FAILURES = [
@@ -59,17 +59,8 @@ class Signals:
 def world(request: pytest.FixtureRequest, django_db_blocker: Any) -> Any:
     """Every worker case enqueued, one worker run (plus one for the deferred and retried
     ones), every result refreshed."""
-    if request.param == "sqlite":
-        request.getfixturevalue("django_db_setup")
-        from tests.board.conftest import sqlite_test_url
-
-        where = ("default", None, "sqlite")
-    else:
-        where = ("postgres", request.getfixturevalue("board_pg_url"), "postgres")
-    with django_db_blocker.unblock():
-        url = where[1] or sqlite_test_url()
-        with tasks_on(where[0], url, where[2], CONCURRENCY=1, PREFETCH=0):
-            yield _run_world()
+    with on_database(request.param, request, django_db_blocker, CONCURRENCY=1, PREFETCH=0):
+        yield _run_world()
 
 
 def _run_world() -> SimpleNamespace:
