@@ -8,7 +8,6 @@ which ``get_result`` turns into ``TaskError.exception_class_path``.
 
 from __future__ import annotations
 
-import dataclasses
 import traceback
 from typing import Any
 
@@ -27,13 +26,11 @@ from . import results
 def dispatch(ctx: Any) -> Any:
     """Run the task of ``ctx.data`` (the payload of :mod:`oqronboard.tasks.payload`)."""
     data = ctx.data
-    backend = task_backends[data["backend"]]
     earlier = [r for r in results.runs_of(ctx.job_id) if r.get("id") != ctx.run_id] if ctx.attempt > 1 else []
     result = results.running_result(data, result_id=ctx.job_id, worker_id=ctx.worker_id, started_ms=now_ms(),
                                     earlier=earlier)
-    sender = type(backend)
+    sender = type(task_backends[result.backend])
     task_started.send(sender=sender, task_result=result)
-    close_old_connections()  # as a request starts: a connection past CONN_MAX_AGE is not reused
     try:
         task = result.task
         args, kwargs = result.args, result.kwargs
@@ -43,17 +40,19 @@ def dispatch(ctx: Any) -> Any:
     except BaseException as exc:
         path = f"{type(exc).__module__}.{type(exc).__qualname__}"
         ctx.annotate({results.EXCEPTION_PATH_KEY: path})
-        error = TaskError(exception_class_path=path, traceback="".join(traceback.format_exception(exc)))
-        failed = _finished(result, TaskResultStatus.FAILED, errors=[*result.errors, error])
-        task_finished.send(sender=sender, task_result=failed)  # inside except: receivers see exc_info
+        result.errors.append(TaskError(exception_class_path=path, traceback="".join(traceback.format_exception(exc))))
+        _finish(result, TaskResultStatus.FAILED)
+        task_finished.send(sender=sender, task_result=result)  # inside except: receivers see exc_info
         raise
     finally:
-        close_old_connections()
-    done = _finished(result, TaskResultStatus.SUCCESSFUL)
-    object.__setattr__(done, "_return_value", output)
-    task_finished.send(sender=sender, task_result=done)
+        close_old_connections()  # as a request ends: a broken or expired connection is not kept
+    _finish(result, TaskResultStatus.SUCCESSFUL, output)
+    task_finished.send(sender=sender, task_result=result)
     return output
 
 
-def _finished(result: TaskResult[..., Any], status: TaskResultStatus, **changes: Any) -> TaskResult[..., Any]:
-    return dataclasses.replace(result, status=status, finished_at=timezone.now(), **changes)
+def _finish(result: TaskResult[..., Any], status: TaskResultStatus, output: Any = None) -> None:
+    """Settle the started result in place, as Django's ImmediateBackend does."""
+    object.__setattr__(result, "status", status)
+    object.__setattr__(result, "finished_at", timezone.now())
+    object.__setattr__(result, "_return_value", output)

@@ -1,9 +1,9 @@
 """The job payload of a task: the one place its JSON shape is written and read.
 
-``{"task": "app.tasks.send", "args": [...], "kwargs": {...}, "backend": "default",
-"queueName": "default", "priority": 0, "runAfter": "2026-...+00:00" | null,
-"enqueuedAt": <epoch ms>, "options": {...}, "token": "..."}`` (``options`` only when
-the task sets job options, ``token`` only with a ``job_id``). A run's ``input`` is this
+``{"task": "app.tasks.send", "args": [...], "kwargs": {...}, "enqueuedAt": <epoch ms>}``
+plus, only where they differ from the declared task's, ``"backend"``, ``"queueName"``
+and ``"priority"``; ``"runAfter"`` (ISO 8601) when deferred, ``"options"`` when the
+task sets job options, ``"token"`` with a ``job_id``. A run's ``input`` is this
 payload, so a finished task is read back from its runs after its job has left
 ``oqron_jobs``.
 """
@@ -27,17 +27,27 @@ from .task import JOB_OPTION_FIELDS
 def build(task: Task[..., Any], args: list[Any], kwargs: dict[str, Any], *, backend: str, enqueued_ms: int,
           options: Mapping[str, Any]) -> dict[str, Any]:
     """The payload of one enqueue (``args``/``kwargs`` already JSON-normalised)."""
-    data: dict[str, Any] = {
-        "task": task.module_path, "args": args, "kwargs": kwargs, "backend": backend,
-        "queueName": task.queue_name, "priority": task.priority,
-        "runAfter": task.run_after.isoformat() if task.run_after is not None else None,
-        "enqueuedAt": enqueued_ms,
-    }
+    data: dict[str, Any] = {"task": task.module_path, "args": args, "kwargs": kwargs, "enqueuedAt": enqueued_ms}
+    try:
+        declared: Task[..., Any] | None = _task_at(task.module_path)
+    except (ImportError, ValueError):  # not importable here: the worker will say so; keep every field
+        declared = None
+    # Only what differs from the declared task: every run stores the payload as its input.
+    for key, name, value in _routing(task, backend):
+        if declared is None or value != getattr(declared, name):
+            data[key] = value
+    if task.run_after is not None:
+        data["runAfter"] = task.run_after.isoformat()
     if options:
         data["options"] = dict(options)
     if "job_id" in options:  # tells this enqueue's job from one already holding the id
         data["token"] = new_id()
     return data
+
+
+def _routing(task: Task[..., Any], backend: str) -> tuple[tuple[str, str, Any], ...]:
+    return (("backend", "backend", backend), ("queueName", "queue_name", task.queue_name),
+            ("priority", "priority", task.priority))
 
 
 def from_ms(ms: Any) -> datetime | None:
@@ -62,8 +72,9 @@ def task_of(data: Mapping[str, Any]) -> Task[..., Any]:
     task = _task_at(str(data["task"]))
     run_after = datetime.fromisoformat(data["runAfter"]) if data.get("runAfter") else None
     changes: dict[str, Any] = {}
-    for name, value in (("queue_name", data.get("queueName")), ("priority", data.get("priority")),
-                        ("backend", data.get("backend")), ("run_after", run_after)):
+    for name, value in (("queue_name", data.get("queueName", task.queue_name)),
+                        ("priority", data.get("priority", task.priority)),
+                        ("backend", data.get("backend", task.backend)), ("run_after", run_after)):
         if value != getattr(task, name):
             changes[name] = value
     for name, value in (data.get("options") or {}).items():

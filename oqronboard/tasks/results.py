@@ -61,14 +61,15 @@ def build_result(result_id: str, data: Mapping[str, Any], job: Mapping[str, Any]
     finished = None
     if status in (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED):
         finished = payload.from_ms((last or {}).get("endedAt") or (job or {}).get("diedAt"))
+    task = payload.task_of(data)
     result: TaskResult[..., Any] = TaskResult(
-        task=payload.task_of(data), id=result_id, status=status,
+        task=task, id=result_id, status=status,
         enqueued_at=payload.from_ms(data.get("enqueuedAt")),
         started_at=payload.from_ms(runs[0].get("startedAt")) if runs else None,
         finished_at=finished,
         last_attempted_at=payload.from_ms(last.get("startedAt")) if last else None,
         args=list(data.get("args") or []), kwargs=dict(data.get("kwargs") or {}),
-        backend=str(data.get("backend")), errors=task_errors(runs),
+        backend=task.backend, errors=task_errors(runs),
         worker_ids=[str(r.get("workerId")) for r in runs],
     )
     if status == TaskResultStatus.SUCCESSFUL and last is not None:
@@ -112,12 +113,13 @@ def running_result(data: Mapping[str, Any], *, result_id: str, worker_id: str, s
                    earlier: Sequence[Mapping[str, Any]]) -> TaskResult[..., Any]:
     """The RUNNING result a worker hands to ``task_started`` and the task's context;
     ``earlier`` are the previous attempts' runs (read on a retry only), oldest first."""
+    task = payload.task_of(data)
     return TaskResult(
-        task=payload.task_of(data), id=result_id, status=TaskResultStatus.RUNNING,
+        task=task, id=result_id, status=TaskResultStatus.RUNNING,
         enqueued_at=payload.from_ms(data.get("enqueuedAt")),
         started_at=payload.from_ms(earlier[0].get("startedAt") if earlier else started_ms),
         finished_at=None, last_attempted_at=payload.from_ms(started_ms),
         args=list(data.get("args") or []), kwargs=dict(data.get("kwargs") or {}),
-        backend=str(data.get("backend")), errors=task_errors(earlier),
+        backend=task.backend, errors=task_errors(earlier),
         worker_ids=[*(str(r.get("workerId")) for r in earlier), worker_id],
     )
