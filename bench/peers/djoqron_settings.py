@@ -3,6 +3,8 @@ system of ``bench/throughput.py``; the engine reads the harness's ``OQRON_*`` va
 
 from __future__ import annotations
 
+import os
+
 from oqronboard.settings import *  # noqa: F403
 
 TASKS = {"default": {"BACKEND": "oqronboard.tasks.OqronBackend", "QUEUES": ["default"]}}
@@ -11,3 +13,6 @@ LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "W
 # task_started / task_finished receivers still make an INFO record per task (dropped by
 # the console handler's require_debug_true filter), as they do under django-tasks-db.
 DEBUG = False
+# BENCH_DJANGO_TASKS_LOG=WARNING measures without those two INFO records per task.
+if os.environ.get("BENCH_DJANGO_TASKS_LOG"):
+    LOGGING["loggers"] = {"django.tasks": {"level": os.environ["BENCH_DJANGO_TASKS_LOG"]}}

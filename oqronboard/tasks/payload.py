@@ -1,11 +1,11 @@
 """The job payload of a task: the one place its JSON shape is written and read.
 
 ``{"task": "app.tasks.send", "args": [...], "kwargs": {...}, "enqueuedAt": <epoch ms>}``
-plus, only where they differ from the declared task's, ``"backend"``, ``"queueName"``
-and ``"priority"``; ``"runAfter"`` (ISO 8601) when deferred, ``"options"`` when the
-task sets job options, ``"token"`` with a ``job_id``. A run's ``input`` is this
-payload, so a finished task is read back from its runs after its job has left
-``oqron_jobs``.
+(``args`` and ``kwargs`` left out when empty) plus, only where they differ from the
+declared task's, ``"backend"``, ``"queueName"`` and ``"priority"``; ``"runAfter"``
+(ISO 8601) when deferred, ``"options"`` when the task sets job options, ``"token"``
+with a ``job_id``. A run's ``input`` is this payload, so a finished task is read back
+from its runs after its job has left ``oqron_jobs``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,11 @@ from .task import JOB_OPTION_FIELDS
 def build(task: Task[..., Any], args: list[Any], kwargs: dict[str, Any], *, backend: str, enqueued_ms: int,
           options: Mapping[str, Any]) -> dict[str, Any]:
     """The payload of one enqueue (``args``/``kwargs`` already JSON-normalised)."""
-    data: dict[str, Any] = {"task": task.module_path, "args": args, "kwargs": kwargs, "enqueuedAt": enqueued_ms}
+    data: dict[str, Any] = {"task": task.module_path, "enqueuedAt": enqueued_ms}
+    if args:
+        data["args"] = args
+    if kwargs:
+        data["kwargs"] = kwargs
     try:
         declared: Task[..., Any] | None = _task_at(task.module_path)
     except (ImportError, ValueError):  # not importable here: the worker will say so; keep every field

@@ -9,6 +9,7 @@ its runs (one per attempt) by the ``jobId`` index. A completed job has left
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -114,12 +115,29 @@ def running_result(data: Mapping[str, Any], *, result_id: str, worker_id: str, s
     """The RUNNING result a worker hands to ``task_started`` and the task's context;
     ``earlier`` are the previous attempts' runs (read on a retry only), oldest first."""
     task = payload.task_of(data)
-    return TaskResult(
+    started = payload.from_ms(started_ms)
+    return _from_json(
         task=task, id=result_id, status=TaskResultStatus.RUNNING,
         enqueued_at=payload.from_ms(data.get("enqueuedAt")),
-        started_at=payload.from_ms(earlier[0].get("startedAt") if earlier else started_ms),
-        finished_at=None, last_attempted_at=payload.from_ms(started_ms),
+        started_at=payload.from_ms(earlier[0].get("startedAt")) if earlier else started,
+        finished_at=None, last_attempted_at=started,
         args=list(data.get("args") or []), kwargs=dict(data.get("kwargs") or {}),
         backend=task.backend, errors=task_errors(earlier),
         worker_ids=[*(str(r.get("workerId")) for r in earlier), worker_id],
     )
+
+
+_RESULT_FIELDS = frozenset({"task", "id", "status", "enqueued_at", "started_at", "finished_at", "last_attempted_at",
+                            "args", "kwargs", "backend", "errors", "worker_ids", "_return_value"})
+if frozenset(f.name for f in dataclasses.fields(TaskResult)) != _RESULT_FIELDS:  # checked once, at import
+    raise ImportError("django.tasks.TaskResult's fields changed: update oqronboard.tasks.results._from_json.")
+
+
+def _from_json(**values: Any) -> TaskResult[..., Any]:
+    """A TaskResult whose args and kwargs came out of JSON: the per-task hot path skips
+    ``__post_init__``'s normalisation walk, which could change nothing in them."""
+    result: TaskResult[..., Any] = object.__new__(TaskResult)
+    for name, value in values.items():
+        object.__setattr__(result, name, value)
+    object.__setattr__(result, "_return_value", None)
+    return result
