@@ -114,7 +114,7 @@ class OqronBackend(BaseTaskBackend):
             )
         if not isinstance(result_id, str) or not result_id or len(result_id) > 200:
             raise TaskResultDoesNotExist(result_id)
-        return read_result(result_id, self.oqron_queue_names(), alias=self.alias)
+        return read_result(result_id, self.oqron_queue_names())
 
     # -- checks --------------------------------------------------------------------------
 

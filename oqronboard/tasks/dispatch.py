@@ -18,6 +18,7 @@ from django.tasks.signals import task_finished, task_started
 from django.utils import timezone
 from django.utils.json import normalize_json
 
+from oqronboard import engine
 from oqronkit.clock import now_ms
 
 from . import results
@@ -26,9 +27,8 @@ from . import results
 def dispatch(ctx: Any) -> Any:
     """Run the task of ``ctx.data`` (the payload of :mod:`oqronboard.tasks.payload`)."""
     data = ctx.data
-    earlier = [r for r in results.runs_of(ctx.job_id) if r.get("id") != ctx.run_id] if ctx.attempt > 1 else []
     result = results.running_result(data, result_id=ctx.job_id, worker_id=ctx.worker_id, started_ms=now_ms(),
-                                    earlier=earlier)
+                                    earlier=_earlier_runs(ctx))
     sender = type(task_backends[result.backend])
     task_started.send(sender=sender, task_result=result)
     try:
@@ -49,6 +49,16 @@ def dispatch(ctx: Any) -> Any:
     _finish(result, TaskResultStatus.SUCCESSFUL, output)
     task_finished.send(sender=sender, task_result=result)
     return output
+
+
+def _earlier_runs(ctx: Any) -> list[dict[str, Any]]:
+    """The previous attempts' runs, read on a retry only (the first attempt has none);
+    where no SQL holds them (memory and redis modes), stand-ins that keep the count."""
+    if ctx.attempt <= 1:
+        return []
+    if engine.get_config().mode in engine.NON_SQL_MODES:
+        return [{"workerId": ""} for _ in range(ctx.attempt - 1)]
+    return [r for r in results.runs_of(ctx.job_id) if r.get("id") != ctx.run_id]
 
 
 def _finish(result: TaskResult[..., Any], status: TaskResultStatus, output: Any = None) -> None:

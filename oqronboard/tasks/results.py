@@ -31,7 +31,7 @@ MAX_RUNS = 1000
 EXCEPTION_PATH_KEY = "exceptionClassPath"
 
 
-def read_result(result_id: str, queues: Sequence[str], *, alias: str) -> TaskResult[..., Any]:
+def read_result(result_id: str, queues: Sequence[str]) -> TaskResult[..., Any]:
     """The result of task ``result_id`` among the oqronkit ``queues`` (TaskResultDoesNotExist)."""
     config = engine.get_config()
     namespaces = [ns for q in queues for ns in (job_namespace(q), dlq_namespace(q))]
