@@ -42,7 +42,6 @@ class OqronBackend(BaseTaskBackend):
     task_class = OqronTask
     supports_defer = True
     supports_async_task = True
-    supports_get_result = True  # in the SQL modes; memory and redis modes answer NotImplementedError
     supports_priority = True
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
@@ -50,6 +49,14 @@ class OqronBackend(BaseTaskBackend):
         self.settings = read_options(self.options, self.queues)
         self._declared: dict[str, oqronkit.Queue] = {}
         self._lock = threading.Lock()
+
+    @property
+    def supports_get_result(self) -> bool:  # type: ignore[override]
+        """True where results are read from SQL (sqlite, postgres, redis-postgres modes)."""
+        try:
+            return engine.get_config().mode not in engine.NON_SQL_MODES
+        except oqronkit.ConfigurationError:
+            return False
 
     # -- queues --------------------------------------------------------------------------
 

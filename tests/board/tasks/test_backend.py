@@ -47,6 +47,7 @@ def stored_job(result_id: str, queue: str = QUEUE) -> dict[str, Any] | None:
 
 
 def test_a_task_is_a_job_of_its_queue_with_our_priority_and_run_at(db: str) -> None:
+    assert task_backends["default"].supports_get_result is True
     run_after = timezone.now() + timedelta(hours=1)
     result = t.echo.using(priority=7, run_after=run_after).enqueue({"x": 1})
     job = stored_job(result.id)
@@ -123,6 +124,7 @@ def test_memory_mode_enqueues_but_cannot_read_results(settings: Any) -> None:
     try:
         result = t.echo.enqueue(1)
         assert stored_job(result.id) is not None
+        assert task_backends["default"].supports_get_result is False
         with pytest.raises(NotImplementedError, match="memory"):
             task_backends["default"].get_result(result.id)
     finally:
@@ -146,6 +148,7 @@ def test_checks_report_bad_options(settings: Any) -> None:
     with pytest.raises(ImproperlyConfigured, match="RETRIS"):
         t.echo.using(backend="default", queue_name="default").enqueue(1)
     assert OqronBackend.supports_defer and OqronBackend.supports_priority and OqronBackend.supports_async_task
+    assert task_backends["fine"].supports_get_result is False  # the test settings' memory mode
 
 
 def test_tasks_show_on_the_board_like_any_queue(board: Board) -> None:
