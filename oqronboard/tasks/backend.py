@@ -114,7 +114,7 @@ class OqronBackend(BaseTaskBackend):
         """The task's result from its job and runs (TaskResultDoesNotExist if neither is found)."""
         from .results import read_result  # the board's models: loaded once apps are ready
 
-        if engine.get_config().mode in engine.NON_SQL_MODES:
+        if not self.supports_get_result:
             raise NotImplementedError(
                 f"OQRON mode {engine.get_config().mode!r} keeps jobs and runs outside SQL, where "
                 "get_result reads them; use sqlite, postgres or redis-postgres."
