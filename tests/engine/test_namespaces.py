@@ -163,6 +163,20 @@ FAMILIES = [
     (ns.webhook_endpoints_namespace, ns.webhook_of_endpoints, "webhook_endpoints:", "definition"),
     (ns.module_logs_namespace, ns.module_of_logs, "module_logs:", "log"),
 ]
+# Not in the spec's table (README "Layout"): add's uniqueness windows and debounce keys.
+OWN_FAMILIES = [
+    (ns.unique_namespace, "queue_unique:", "control"),
+    (ns.debounce_namespace, "queue_debounce:", "control"),
+]
+
+
+@pytest.mark.parametrize(("build", "prefix", "kind"), OWN_FAMILIES)
+@pytest.mark.parametrize("name", ["emails", "a:b", ""])
+def test_own_families(build, prefix, kind, name):
+    assert build(name) == prefix + name
+    assert classify_namespace(build(name)) == kind
+    assert table_name_for_namespace(build(name)) == "oqron_records"
+    assert classify_namespace(prefix[:-1]) == "record"
 
 
 @pytest.mark.parametrize(("build", "parse", "prefix", "kind"), FAMILIES)
