@@ -81,8 +81,8 @@ _FAMILY_KINDS: Final[tuple[tuple[str, RecordKind], ...]] = (
     (DLQ_PREFIX, "dlq"),
     (TOPIC_MSG_PREFIX, "message"),
     (MODULE_LOGS_PREFIX, "log"),
-    (UNIQUE_PREFIX, "control"),
-    (DEBOUNCE_PREFIX, "control"),
+    (UNIQUE_PREFIX, "state"),
+    (DEBOUNCE_PREFIX, "state"),
 )
 _FAMILIES: Final[dict[str, RecordKind]] = {prefix[:-1]: kind for prefix, kind in _FAMILY_KINDS}
 

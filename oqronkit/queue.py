@@ -32,7 +32,7 @@ from .jobs import Job
 from .namespaces import dlq_namespace, job_namespace
 from .planes import Planes
 from .queue_control import QueueControl
-from .uniqueness import WINDOW_OPTIONS, add_with_windows
+from .windows import WINDOW_OPTIONS, add_with_windows
 
 logger = logging.getLogger(__name__)
 Strategy = Literal["fifo", "lifo", "priority"]
@@ -198,7 +198,7 @@ class Queue(QueueControl):
 
     def _add(self, items: list[tuple[Any, Any]]) -> list[Job]:
         if any(WINDOW_OPTIONS.intersection(options) for _, options in items):
-            return add_with_windows(self, items, self._add)  # uniqueness.py: unique_for, debounce
+            return add_with_windows(self, items, self._add)  # windows.py: unique_for, debounce
         if len(items) > 1 and not any(options for _, options in items):
             return self._add_plain([data for data, _ in items])
         jobs = []

@@ -7,14 +7,14 @@ job (:meth:`~oqronkit.durable.DurablePlane.insert_guarded`), so a crash never le
 without the other, and the insert's uniqueness settles races between processes. An
 expired record counts as absent: it is deleted by a compare-and-set on its ``jobId``
 and ``expiresAt`` (only one racer's delete matters) and the insert is tried again.
-Debounce (:mod:`oqronkit.debounce`) shares the option parsing.
+Debounce (:mod:`oqronkit.debounce`) shares the option parsing; :mod:`oqronkit.windows`
+sends each add to one or the other.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, NamedTuple, cast
@@ -22,7 +22,7 @@ from typing import Any, Literal, NamedTuple, cast
 from .backoff import to_ms
 from .clock import now_ms
 from .durable import RecordWrite
-from .enqueue import BULK_OPTIONS, build_job, check_text, encode_payload
+from .enqueue import build_job, check_text, encode_payload
 from .errors import BackendUnavailable, InvalidJob
 from .jobs import Job, JobStatus
 from .namespaces import dlq_namespace, job_namespace, unique_namespace
@@ -96,37 +96,6 @@ def _window_ms(value: Any, what: str) -> int:
     if ms > MAX_WINDOW_S * 1000:
         raise InvalidJob(f"{what} must be at most {MAX_WINDOW_S:,} seconds (a year), got {value!r}.")
     return ms
-
-
-def add_with_windows(queue: Any, items: list[tuple[Any, Any]],
-                     add_plain: Callable[[list[tuple[Any, Any]]], list[Job]]) -> list[Job]:
-    """``add`` / ``add_bulk`` when some items have a window: those are added one by one
-    (each its own atomic write, in order, so a key repeated in the batch returns the
-    first), the others together through ``add_plain``; the jobs come back in order."""
-    jobs: list[Job | None] = [None] * len(items)
-    plain = [i for i, (_, options) in enumerate(items) if not WINDOW_OPTIONS.intersection(options)]
-    for index, job in zip(plain, add_plain([items[i] for i in plain]) if plain else [], strict=True):
-        jobs[index] = job
-    for index, (data, options) in enumerate(items):
-        if jobs[index] is None:
-            jobs[index] = add_windowed(queue, data, options)
-    return [job for job in jobs if job is not None]
-
-
-def add_windowed(queue: Any, data: Any, given: Mapping[str, Any]) -> Job:
-    """One add with ``unique_for`` or ``debounce``."""
-    unknown = set(given) - BULK_OPTIONS
-    if unknown:
-        raise InvalidJob(f"Unknown add option(s): {', '.join(sorted(unknown))}.")
-    options = dict(given)
-    window = window_of(queue, data, options)
-    if window is None:  # unreachable through add_with_windows; kept for direct callers
-        raise InvalidJob("add_windowed needs unique_for or debounce.")
-    if window.mode == "debounce":
-        from .debounce import add_debounced
-
-        return add_debounced(queue, data, options, window)
-    return add_unique(queue, data, options, window)
 
 
 def add_unique(queue: Any, data: Any, options: dict[str, Any], window: Window) -> Job:

@@ -13,7 +13,7 @@ def test_a_free_guard_writes_itself_and_every_row(durable: DurablePlane):
     assert durable.insert_guarded(guard, [RecordWrite("queue_job:q", "j1", {"status": "waiting"}),
                                           RecordWrite("runs", "r1", {"status": "queued"})])
     stored = durable.get("queue_unique:q", "k")
-    assert stored.value == {"jobId": "j1"} and stored.expires_at == 5_000 and stored.record_kind == "control"
+    assert stored.value == {"jobId": "j1"} and stored.expires_at == 5_000 and stored.record_kind == "state"
     assert durable.get("queue_job:q", "j1").value == {"status": "waiting"}
     assert durable.get("runs", "r1").record_kind == "run"
 

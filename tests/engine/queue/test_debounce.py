@@ -19,7 +19,7 @@ def test_the_latest_payload_runs_once_when_the_window_closes(engine: Engine):
     stored = engine.durable.get("queue_job:db", jobs[0].id).value
     assert stored["data"] == {"v": 4} and stored["status"] == "delayed"
     assert stored["runAt"] == jobs[0].run_at  # a fixed window: later adds do not extend it
-    assert engine.durable.get("queue_debounce:db", "user-1").record_kind == "control"
+    assert engine.durable.get("queue_debounce:db", "user-1").record_kind == "state"
     with running(engine):
         wait_until(lambda: len(ran) == 2)
         time.sleep(0.2)

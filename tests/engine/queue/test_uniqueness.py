@@ -27,7 +27,7 @@ def test_twenty_producers_in_two_processes_share_one_job_per_window(engine: Engi
     assert len(firsts) == 1 and len(seconds) == 1 and firsts != seconds  # a new job once the window closed
     assert engine.durable.count("queue_job:uq") == 2
     record = engine.durable.get("queue_unique:uq", "k")
-    assert record.value["jobId"] in seconds and record.record_kind == "control"
+    assert record.value["jobId"] in seconds and record.record_kind == "state"
     assert record.expires_at == record.value["expiresAt"]
 
 
