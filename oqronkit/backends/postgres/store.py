@@ -146,7 +146,8 @@ class PostgresDurableStore:
             # ON CONFLICT DO NOTHING: a taken guard returns no row and writes nothing.
             if not conn.execute(statement("insert_rows", guard.table), row_columns(scope, [guard])).fetchall():
                 return False
-            _apply(conn, scope, _writes(rows, trust_new=False), {})
+            for query, table, chunk in _writes(rows, trust_new=False):  # not _apply: it may BEGIN/COMMIT itself
+                conn.execute(statement(query, table), row_columns(scope, chunk))
             return True
 
     def insert_new(self, scope: Scope, table: str, rows: Iterable[EncodedRow]) -> None:

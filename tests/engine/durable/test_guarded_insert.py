@@ -54,3 +54,12 @@ def test_racing_guards_let_exactly_one_batch_in(durable: DurablePlane):
     assert len(won) == 1
     assert durable.get("queue_unique:q", "k").value == {"n": won[0]}
     assert durable.count("queue_job:q") == 1
+
+
+def test_many_rows_over_every_table_go_in_together(durable: DurablePlane):
+    rows = [RecordWrite("queue_job:q", f"j{n}", {"n": n}) for n in range(20)]
+    rows += [RecordWrite("runs", f"r{n}", {"n": n}) for n in range(5)] + [RecordWrite("cron", "c", {"n": 0})]
+    assert durable.insert_guarded(RecordWrite("queue_debounce:q", "k", {"n": -1}, expires_at=1), rows)
+    assert (durable.count("queue_job:q"), durable.count("runs"), durable.count("cron")) == (20, 5, 1)
+    assert not durable.insert_guarded(RecordWrite("queue_debounce:q", "k", {}), [RecordWrite("cron", "d", {})])
+    assert durable.get("cron", "d") is None

@@ -8,6 +8,7 @@ import time
 from oqronkit import Engine
 
 from .conftest import running, wait_until
+from .unique_producers import add_in_processes, debounce_in_threads
 
 
 def test_the_latest_payload_runs_once_when_the_window_closes(engine: Engine):
@@ -65,3 +66,18 @@ def test_concurrent_adders_keep_one_job_with_one_of_their_payloads(engine: Engin
     assert len(set(ids)) == 1 and engine.durable.count("queue_job:dr") == 1
     assert engine.durable.get("queue_job:dr", ids[0]).value["data"]["n"] in range(10)
     assert q.counts()["delayed"] == 1  # still signalled once, at its due time
+
+
+def test_producers_in_two_processes_debounce_into_one_job(engine: Engine, mode: str):
+    engine.queue("dp")
+    if mode == "memory":
+        rows = debounce_in_threads(engine, "dp", 10, threading.Barrier(10), 30, 0)
+    else:
+        rows = add_in_processes(engine.config, "dp", processes=2, threads=5, window=30, pause=0, kind="debounce")
+    assert len(rows) == 10 and len({job_id for _, job_id, _ in rows}) == 1
+    [job_id] = {job_id for _, job_id, _ in rows}
+    stored = engine.durable.get("queue_job:dp", job_id).value
+    assert engine.durable.count("queue_job:dp") == 1 and stored["status"] == "delayed"
+    # The stored payload is the one of the add that returned last holding it: some producer's.
+    assert str(stored["data"]["n"]) in {payload for _, _, payload in rows}
+    assert engine.queue("dp").counts()["delayed"] == 1
