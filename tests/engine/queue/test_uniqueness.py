@@ -43,6 +43,19 @@ def test_the_first_job_comes_back_after_it_completed(engine: Engine):
     assert ran == [{"v": 1}] and engine.durable.count("queue_job:uc") == 0
 
 
+def test_a_dead_lettered_first_job_comes_back_as_stored(engine: Engine):
+    def boom(ctx):
+        raise RuntimeError("no")
+
+    q = engine.queue("ux", handler=boom, retries=0)
+    first = q.add({"v": 1}, unique_for=60)
+    with running(engine):
+        wait_until(lambda: engine.durable.get("queue_dlq:ux", first.id) is not None)
+    again = q.add({"v": 1}, unique_for=60)
+    assert again.id == first.id and again.status == "dead" and again.data == {"v": 1}
+    assert not isinstance(again, GoneJob)
+
+
 def test_the_key_defaults_to_a_hash_of_the_payload(engine: Engine):
     q = engine.queue("uh")
     a = q.add({"x": 1, "y": [1, 2]}, unique_for=timedelta(minutes=1))
