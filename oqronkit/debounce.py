@@ -47,6 +47,8 @@ def add_debounced(queue: Any, data: Any, options: dict[str, Any], window: Window
     (due in ``window.ms``) when there is none or its job was claimed."""
     engine = queue.engine
     durable, namespace = engine.durable, debounce_namespace(queue.name)
+    # delay/run_at can only be None here (window_of refused others): the due time is ours.
+    options = {name: value for name, value in options.items() if name not in ("delay", "run_at")}
     with _key_lock(engine.hot, f"debounce:{queue.name}:{window.key}"):
         for _ in range(MAX_ROUNDS):
             found = durable.get(namespace, window.key)

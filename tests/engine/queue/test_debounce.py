@@ -85,7 +85,7 @@ def test_producers_in_two_processes_debounce_into_one_job(engine: Engine, mode: 
 
 def test_add_bulk_debounces_item_by_item(engine: Engine):
     q = engine.queue("dbk")
-    item = {"debounce": 30, "unique_key": "k"}
+    item = {"debounce": 30, "unique_key": "k", "run_at": None, "delay": None}  # None is no option
     jobs = q.add_bulk([{"data": 1, **item}, 2, {"data": 3, **item}])
     assert jobs[0].id == jobs[2].id and [j.data for j in jobs] == [1, 2, 3]
     assert engine.durable.get("queue_job:dbk", jobs[0].id).value["data"] == 3
