@@ -54,6 +54,9 @@ TOPIC_MSG_PREFIX: Final = "topic_msg:"
 TOPIC_GROUPS_PREFIX: Final = "topic_groups:"
 WEBHOOK_ENDPOINTS_PREFIX: Final = "webhook_endpoints:"
 MODULE_LOGS_PREFIX: Final = "module_logs:"
+# Not in the spec's table (README "Layout"): add's uniqueness windows and debounce keys.
+UNIQUE_PREFIX: Final = "queue_unique:"
+DEBOUNCE_PREFIX: Final = "queue_debounce:"
 
 _EXACT: Final[dict[str, RecordKind]] = {
     CRON: "definition",
@@ -78,6 +81,8 @@ _FAMILY_KINDS: Final[tuple[tuple[str, RecordKind], ...]] = (
     (DLQ_PREFIX, "dlq"),
     (TOPIC_MSG_PREFIX, "message"),
     (MODULE_LOGS_PREFIX, "log"),
+    (UNIQUE_PREFIX, "state"),
+    (DEBOUNCE_PREFIX, "state"),
 )
 _FAMILIES: Final[dict[str, RecordKind]] = {prefix[:-1]: kind for prefix, kind in _FAMILY_KINDS}
 
@@ -105,6 +110,16 @@ def queue_of(namespace: str) -> str | None:
 def is_dead_letters(namespace: str) -> bool:
     """Whether ``namespace`` holds dead letters (``queue_dlq:<queue>``)."""
     return namespace.startswith(DLQ_PREFIX)
+
+
+def unique_namespace(queue: str) -> str:
+    """The namespace of ``queue``'s uniqueness windows: ``"queue_unique:emails"``."""
+    return UNIQUE_PREFIX + queue
+
+
+def debounce_namespace(queue: str) -> str:
+    """The namespace of ``queue``'s debounce keys: ``"queue_debounce:emails"``."""
+    return DEBOUNCE_PREFIX + queue
 
 
 def topic_msg_namespace(topic: str) -> str:

@@ -32,6 +32,7 @@ from .jobs import Job
 from .namespaces import dlq_namespace, job_namespace
 from .planes import Planes
 from .queue_control import QueueControl
+from .windows import WINDOW_OPTIONS, add_with_windows
 
 logger = logging.getLogger(__name__)
 Strategy = Literal["fifo", "lifo", "priority"]
@@ -184,7 +185,8 @@ class Queue(QueueControl):
         Options (keyword-only): ``job_id``, ``delay`` (seconds or timedelta),
         ``run_at``, ``priority``, ``attempts``, ``backoff``, ``depends_on``,
         ``parent_failure`` ("block" | "cascade-fail" | "ignore"), ``correlation_id``,
-        ``tags``, ``timeout``.
+        ``tags``, ``timeout``; ``unique_for`` or ``debounce`` with ``unique_key``
+        (README "Uniqueness windows" and "Debounce").
         """
         return self._add([(data, options)])[0]
 
@@ -195,6 +197,8 @@ class Queue(QueueControl):
         return self._add([options_from(item) for item in items])
 
     def _add(self, items: list[tuple[Any, Any]]) -> list[Job]:
+        if any(WINDOW_OPTIONS.intersection(options) for _, options in items):
+            return add_with_windows(self, items, self._add)  # windows.py: unique_for, debounce
         if len(items) > 1 and not any(options for _, options in items):
             return self._add_plain([data for data, _ in items])
         jobs = []

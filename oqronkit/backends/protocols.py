@@ -61,6 +61,11 @@ class DurableStore(Protocol):
         on Postgres). ``rows`` may be lazy; an exception raised while iterating it
         leaves nothing written."""
 
+    def insert_guarded(self, scope: Scope, guard: EncodedRow, rows: Sequence[EncodedRow]) -> bool:
+        """Atomically: if ``guard``'s key is free, insert it and upsert ``rows`` (any
+        tables) and return True; else write nothing and return False. Race-free across
+        processes, and a crash leaves all of it or none (a uniqueness record and its job)."""
+
     def get_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> list[StoredRecord]:
         """The rows among ``ids`` that exist, in no particular order."""
 
