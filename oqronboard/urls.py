@@ -15,6 +15,7 @@ from .views import (
     audit,
     caches,
     definitions,
+    health,
     jobs,
     limits,
     logs,
@@ -32,6 +33,8 @@ from .views.login import rate_limited_login
 
 urlpatterns = [
     path("", overview.home, name="home"),
+    path("health/live", health.live, name="health-live"),
+    path("health/ready", health.ready, name="health-ready"),
     path("scope/", scope.switch_scope, name="switch-scope"),
     path("audit/", audit.audit, name="audit"),
     path("logs/", logs.logs, name="logs"),

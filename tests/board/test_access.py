@@ -12,8 +12,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from oqronkit import classify_namespace
 from tests.board.seed import Board, dead_job, job_value, put_jobs, queue_control
 
-# Open by design: the login form, and logout (which only ends a session).
-PUBLIC = {"login", "logout", "admin-login"}
+# Open by design: the login form, logout (which only ends a session) and the health probes.
+PUBLIC = {"login", "logout", "admin-login", "health-live", "health-ready"}
 SAMPLE = {"queue": "emails", "job_id": "job-1", "run_id": "run-1", "action": "retry", "app_label": "jobs",
           "object_id": "1", "content_type_id": "1", "url": "x", "model_name": "jobrecord", "id": "1",
           "topic": "orders", "group": "billing", "message_id": "m1", "webhook": "billing", "endpoint": "crm",
