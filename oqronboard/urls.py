@@ -35,6 +35,7 @@ urlpatterns = [
     path("", overview.home, name="home"),
     path("health/live", health.live, name="health-live"),
     path("health/ready", health.ready, name="health-ready"),
+    path("api/v1/", include("oqronboard.api.urls")),
     path("scope/", scope.switch_scope, name="switch-scope"),
     path("audit/", audit.audit, name="audit"),
     path("logs/", logs.logs, name="logs"),
