@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from oqronboard import engine
 from oqronkit.clock import now_ms
-from tests.board.hostile import crafted_cursor
+from tests.board.hostile import crafted_cursor, nested, raw_put
 from tests.board.seed import Board, dead_job, error, job_value, put_jobs, put_runs, queue_control, run_value
 
 OPERATOR_TOKEN, VIEWER_TOKEN = "op-" + "o" * 40, "view-" + "v" * 40
@@ -191,3 +191,21 @@ def test_bad_input_is_a_json_refusal_never_html_or_500(api: Board):
     assert is_json_error(wrong, 405) and wrong["Allow"] == "GET, HEAD"
     assert is_json_error(operator.get(reverse("api-dead-retry")), 405)
     assert api.plane.get("queue_dlq:emails", "d1") is not None
+
+
+def test_deep_values_answer_json(api: Board):
+    deep = nested(5000 if api.db.alias == "postgres" else 900)
+    job = job_value("emails", "deep-job")
+    raw_put(api.db, job.namespace, "deep-job", json.dumps(job.to_value()).replace('{"n": 1}', deep))
+    run = run_value("deep-run", job_id="deep-job")
+    raw_put(api.db, "runs", "deep-run", json.dumps(run).replace('{"n": 1}', deep))
+    for url in (reverse("api-job", args=["emails", "deep-job"]), reverse("api-run", args=["deep-run"])):
+        response = api.viewer.get(url)
+        assert response.status_code == 200 and len(response.content) < 1_000_000, url
+
+
+@pytest.mark.django_db
+def test_without_a_sql_durable_plane_the_api_says_so(client: Client):
+    client.force_login(get_user_model().objects.create_user("vera", password="pw"))
+    response = client.get(reverse("api-queues"))  # the test settings' memory mode
+    assert is_json_error(response, 503) and "SQL" in response.json()["error"]
