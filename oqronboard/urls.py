@@ -15,6 +15,7 @@ from .views import (
     audit,
     caches,
     definitions,
+    favicon,
     health,
     jobs,
     limits,
@@ -33,6 +34,7 @@ from .views.login import rate_limited_login
 
 urlpatterns = [
     path("", overview.home, name="home"),
+    path("favicon.ico", favicon.favicon, name="favicon"),
     path("health/live", health.live, name="health-live"),
     path("health/ready", health.ready, name="health-ready"),
     path("api/v1/", include("oqronboard.api.urls")),

@@ -12,8 +12,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from oqronkit import classify_namespace
 from tests.board.seed import Board, dead_job, job_value, put_jobs, queue_control
 
-# Open by design: the login form, logout (which only ends a session) and the health probes.
-PUBLIC = {"login", "logout", "admin-login", "health-live", "health-ready"}
+# Open by design: the login form, logout (which only ends a session), the health probes, the icon.
+PUBLIC = {"login", "logout", "admin-login", "health-live", "health-ready", "favicon"}
 SAMPLE = {"queue": "emails", "job_id": "job-1", "run_id": "run-1", "action": "retry", "app_label": "jobs",
           "object_id": "1", "content_type_id": "1", "url": "x", "model_name": "jobrecord", "id": "1",
           "topic": "orders", "group": "billing", "message_id": "m1", "webhook": "billing", "endpoint": "crm",
@@ -180,3 +180,12 @@ def test_the_login_page_has_no_keyboard_footer(board: Board):
     body = Client().get(reverse("login")).content.decode()
     assert "Keys:" not in body
     assert "Keys:" in board.viewer.get(reverse("home")).content.decode()
+
+
+@pytest.mark.django_db
+def test_the_icon_is_served_on_admin_pages_too(admin_client: Client):
+    response = Client().get("/favicon.ico")
+    assert response.status_code == 301 and response["Location"].endswith("favicon.svg")
+    assert Client().get(response["Location"]).status_code == 200
+    admin = admin_client.get("/admin/").content.decode()
+    assert 'rel="icon"' in admin and "favicon.svg" in admin

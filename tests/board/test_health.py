@@ -94,3 +94,4 @@ def test_hot_plane_down_and_hanging(settings, pg_schema_url: str, silent_port: i
 def test_a_bad_configuration_is_not_ready(settings):
     settings.OQRON = {"MODE": "nonsense"}
     assert ready(503) == {"status": "not ready", "checks": {"config": "invalid"}}
+
