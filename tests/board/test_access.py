@@ -61,7 +61,8 @@ def test_the_walk_covers_every_board_page():
                  "/webhooks/deliveries/resend/", "/webhooks/billing/deliveries/m1-crm/",
                  "/webhooks/billing/deliveries/m1-crm/resend/", "/webhooks/billing/endpoints/crm/enable/",
                  "/webhooks/billing/endpoints/crm/disable/", "/logs/",
-                 "/caches/", "/caches/users/invalidate/", "/limits/", "/limits/api/retry/"):
+                 "/caches/", "/caches/users/invalidate/", "/limits/", "/limits/api/retry/", "/api/v1/queues/",
+                 "/api/v1/runs/run-1/", "/api/v1/dead/retry/", "/api/v1/jobs/emails/job-1/retry/"):
         assert name in urls, name
     assert len(urls) > 25
 
