@@ -75,6 +75,12 @@ def test_durable_plane_down(settings):
     assert "secret" not in str(body) and str(port) not in str(body)
 
 
+def test_durable_plane_hanging(silent_port: int, settings):
+    settings.OQRON = {"MODE": "postgres", "DATABASE_URL": f"postgresql://u@127.0.0.1:{silent_port}/db"}
+    # Postgres holds both planes here: the hot plane waits on the same hung server.
+    assert ready(503)["checks"] == {"durable": "timeout", "hot": "timeout"}
+
+
 def test_hot_plane_down_and_hanging(settings, pg_schema_url: str, silent_port: int):
     require_redis()
     closed = free_port()
