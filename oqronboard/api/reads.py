@@ -33,11 +33,14 @@ def _page(rows: list[dict], cursor: str | None, **more: Any) -> dict[str, Any]:
 def queue_list(request: BoardRequest) -> dict[str, Any]:
     """Every queue of the scope with the overview's numbers, and the live workers."""
     data = overview.build(scope_of(request))
+    internal = overview.internal_queues()
     rows = []
     for row in data.queues:
         fields = asdict(row)
         fields.pop("chart", None)
-        rows.append({**fields, "failure_rate": row.failure_rate, "unattended": row.unattended})
+        # internal: the overview page leaves it out (OQRON_INTERNAL_QUEUES); listed here.
+        rows.append({**fields, "failure_rate": row.failure_rate, "unattended": row.unattended,
+                     "internal": row.name in internal})
     return {"queues": rows, "workers": len(data.workers), "hot_problem": data.hot_problem,
             "status_counts_last_hour": data.status_counts}
 

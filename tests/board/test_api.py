@@ -80,7 +80,7 @@ def test_a_viewer_reads_everything(api: Board):
             assert response.status_code == 200, (name, response.content[:300])
             bodies[name] = response.json()
         emails = next(q for q in bodies["api-queues"]["queues"] if q["name"] == "emails")
-        assert emails["dead"] == 3 and emails["paused"] is False
+        assert emails["dead"] == 3 and emails["paused"] is False and emails["internal"] is False
         queue = bodies["api-queue"]
         assert "waiting" in queue["counts"] and [r["id"] for r in queue["results"]] == ["w1"]
         assert bodies["api-job"]["status"] == "dead" and bodies["api-job"]["runs"][0]["id"] == "r1"
