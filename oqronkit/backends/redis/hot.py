@@ -48,6 +48,7 @@ from .connection import (
     read_retry,
 )
 from .keys import counter_key, kv_keys, lock_key, queue_keys, rate_key
+from .qlimits import RedisQueueLimits
 from .scripts import Scripts
 from .waker import Waker
 
@@ -56,7 +57,7 @@ T = TypeVar("T")
 SCRIPTS = (
     "signal", "claim", "extend", "ack", "release", "take_expired", "remove", "promote", "present", "depths",
     "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete", "kv_prune", "rate_hit",
-    "rate_override",
+    "rate_override", "claim_limited",
 )
 #: Most due delayed jobs one claim promotes: bounds the script's run time (Redis runs
 #: nothing else meanwhile); the rest are promoted by the next claims.
@@ -70,7 +71,7 @@ GC_GRACE_MS = 60_000
 _KV_DELETE_BATCH = 1000
 
 
-class RedisHotPlane(RedisBroadcast):
+class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
     """Hot plane on Redis. Safe to share between threads; building one never touches
     the network (the pool connects on first use)."""
 

@@ -322,3 +322,33 @@ SET state = CASE WHEN r.expires_at > %(now)s THEN r.state ELSE '{}' END || EXCLU
 -- name: rate_prune
 -- Expired rate-limit states.
 DELETE FROM oqron_hot_rates WHERE expires_at <= %(now)s;
+
+-- name: qlimit_lock
+-- A limited claim's first statement: the queue's limit row, created if missing and
+-- locked until the claim's transaction ends (DO UPDATE waits for, then returns, the
+-- state the previous claimer committed).
+INSERT INTO oqron_hot_qlimits AS l (project, environment, queue, state)
+VALUES (%(project)s, %(environment)s, %(queue)s, '')
+ON CONFLICT (project, environment, queue) DO UPDATE SET state = l.state
+RETURNING state;
+
+-- name: qlimit_write
+UPDATE oqron_hot_qlimits SET state = %(state)s
+WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s;
+
+-- name: qlimit_read
+SELECT state FROM oqron_hot_qlimits
+WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s;
+
+-- name: live_leases
+-- A queue's leases still live at now: its global concurrency in use (the lease index).
+SELECT count(*) FROM oqron_hot_jobs
+WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+  AND token IS NOT NULL AND expires_at > %(now)s;
+
+-- name: queue_has_ready
+SELECT EXISTS (
+    SELECT 1 FROM oqron_hot_jobs
+    WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+      AND token IS NULL AND run_at IS NULL
+);
