@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..clock import now_ms
 from ..durable import DurablePlane, RecordWrite
 from ..namespaces import QUEUE, WORKER
+from ..queue_limits import limits_fields
 
 if TYPE_CHECKING:
     from ..queue import Queue
@@ -26,7 +27,8 @@ def publish_queue_definitions(durable: DurablePlane, queues: dict[str, tuple[Que
         writes.append(RecordWrite(QUEUE, name, {
             **current, "name": name, "paused": bool(current.get("paused")),
             "strategy": queue.strategy, "concurrency": queue.concurrency, "retries": queue.retries,
-            "deadLetter": queue.dead_letter, "handler": handler, "updatedAt": now_ms(),
+            "deadLetter": queue.dead_letter, "handler": handler, **limits_fields(queue.limits),
+            "updatedAt": now_ms(),
         }))
         if current.get("paused"):
             paused.add(name)

@@ -1,0 +1,82 @@
+"""Cluster-wide queue limits (issue 22) in one worker: declaration checks, the limits in
+the queue's definition record, and a worker whose own concurrency exceeds the cluster's
+held to it (real workers on two processes: tests/processes/test_queue_limits_processes.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from oqronkit import ConfigurationError, Engine, OqronConfig, Registry
+from oqronkit.backends.claim_limits import ClaimLimits
+from oqronkit.queue_limits import limits_fields, limits_from_record
+
+from .conftest import running, wait_until
+
+BAD = {
+    "rate-not-a-pair": ({"rate_limit": 5}, "rate_limit must be \\(max_starts, window_seconds\\)"),
+    "rate-zero": ({"rate_limit": (0, 1)}, "rate_limit must be"),
+    "rate-bool": ({"rate_limit": (True, 1)}, "rate_limit must be"),
+    "rate-huge": ({"rate_limit": (10_001, 1)}, "an integer from 1 to 10,000"),
+    "rate-nan": ({"rate_limit": (5, float("nan"))}, "a finite window from 0.001 s to 31 days"),
+    "rate-inf": ({"rate_limit": (5, float("inf"))}, "rate_limit must be"),
+    "rate-tiny-window": ({"rate_limit": (5, 0.0001)}, "rate_limit must be"),
+    "rate-long-window": ({"rate_limit": (5, 32 * 86_400)}, "rate_limit must be"),
+    "global-zero": ({"global_concurrency": 0}, "global_concurrency must be an integer from 1 to 100,000"),
+    "global-float": ({"global_concurrency": 2.0}, "global_concurrency must be"),
+    "global-with-prefetch": ({"global_concurrency": 2, "prefetch": 5}, "leave prefetch unset or 0"),
+}
+
+
+@pytest.fixture
+def memory_engine(scope_names):
+    engine = Engine(OqronConfig(mode="memory", database_url=None, project=scope_names[0]), registry=Registry())
+    yield engine
+    engine.close()
+
+
+@pytest.mark.parametrize("case", BAD, ids=list(BAD))
+def test_bad_limits_are_refused_at_declaration(memory_engine: Engine, case: str):
+    options, message = BAD[case]
+    with pytest.raises(ConfigurationError, match=f"Queue 'limited': .*{message}"):
+        memory_engine.queue("limited", **options)
+    assert "limited" not in memory_engine.registry.queues
+
+
+def test_limits_round_trip_through_the_record_fields():
+    limits = ClaimLimits(concurrency=4, rate=(10, 1500))
+    fields = limits_fields(limits)
+    assert fields == {"rateLimit": {"limit": 10, "windowMs": 1500}, "globalConcurrency": 4}
+    assert limits_from_record(fields) == limits
+    assert limits_fields(None) == {"rateLimit": None, "globalConcurrency": None}
+    assert limits_from_record({"rateLimit": {"limit": "x"}, "globalConcurrency": -1}) is None
+
+
+@pytest.mark.parametrize("mode", ["memory", "sqlite"])
+def test_one_worker_is_held_to_the_limits_and_records_them(engine: Engine):
+    lock, running_now, peak, starts = threading.Lock(), [0], [0], []
+
+    def handler(ctx):
+        with lock:
+            running_now[0] += 1
+            peak[0] = max(peak[0], running_now[0])
+            starts.append(time.monotonic())
+        time.sleep(0.05)
+        with lock:
+            running_now[0] -= 1
+
+    q = engine.queue("limited", handler=handler, concurrency=6, global_concurrency=2, rate_limit=(4, 0.4))
+    q.add_bulk([{} for _ in range(10)])
+    with running(engine, poll_interval=0.2):
+        wait_until(lambda: engine.durable.count("queue_job:limited") == 0, timeout=20)
+    assert peak[0] == 2
+    starts.sort()
+    assert all(sum(1 for t in starts[i:] if t - s < 0.3) <= 4 for i, s in enumerate(starts))
+    assert starts[-1] - starts[0] >= 0.7  # 10 starts at 4 per 0.4 s: two full windows at least
+    record = engine.durable.get("queue", "limited").value
+    assert record["globalConcurrency"] == 2 and record["rateLimit"] == {"limit": 4, "windowMs": 400}
+    assert engine.hot.limit_held("limited", int(time.time() * 1000)) >= 1
+    runs = [r.value for r in engine.durable.list("runs", limit=100).records]
+    assert len(runs) == 10 and {r["attempts"] for r in runs} == {1}
