@@ -40,15 +40,20 @@ class SQLiteQueueLimits:
         limits: ClaimLimits,
     ) -> LimitedClaim:
         key = (scope.project, scope.environment, queue)
+        with self._guard("claim_limited") as conn:  # idle pollers never take the write lock
+            if limit <= 0 or not _scalar(conn.execute(_Q["any_claimable"], (*key, now))):
+                return LimitedClaim([])
         with self._write("claim_limited") as conn:
             self._promote(conn, key, now)
-            state = LimitState.loads(_scalar(conn.execute(_Q["qlimit_read"], key)))
+            before = _scalar(conn.execute(_Q["qlimit_read"], key))
+            state = LimitState.loads(before)
             live = int(_scalar(conn.execute(_Q["live_leases"], (*key, now))) or 0)
             allowed = room(state, limits, live=live, limit=limit, now=now)
             leases = self._take(conn, key, allowed, now + lease_ms, worker_id)
             held = allowed < limit and bool(_scalar(conn.execute(_Q["any_ready"], key)))
             retry_at = record(state, limits, claimed=len(leases), held=held, now=now)
-            conn.execute(_Q["qlimit_write"], (*key, state.dumps()))
+            if (after := state.dumps()) != before:
+                conn.execute(_Q["qlimit_write"], (*key, after))
         return LimitedClaim(leases, held, retry_at if held else None)
 
     def limit_held(self, scope: Scope, queue: str, now: int) -> int:

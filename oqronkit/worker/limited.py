@@ -41,8 +41,9 @@ class LimitedClaims:
         got = state.hot.claim_limited(queue.name, worker_id=state.worker_id, limit=limit, lease_ms=queue.lease_ms,
                                       now=now, limits=queue.limits)
         self.held = got.held
-        if not got.held:
+        if got.leases or not got.held:  # progress: a slot was free, so poll soon again
             self._poll = FIRST_POLL
+        if not got.held:
             return got.leases
         if got.retry_at is not None:  # the rate window frees a claim then (never before)
             delay = max(got.retry_at - now, 1) / 1000

@@ -9,10 +9,11 @@ import time
 
 import oqronkit
 
-#: Each process may run 4 at once; the cluster only 3.
-capped = oqronkit.queue("capped", concurrency=4, global_concurrency=3, lease=5)
-#: At most 3 starts in any half second, whatever each process could run.
-paced = oqronkit.queue("paced", concurrency=4, rate_limit=(3, 0.5), lease=5)
+#: Each process may run 2 at once, the cluster only 3: a peak of 3 takes both processes.
+capped = oqronkit.queue("capped", concurrency=2, global_concurrency=3, lease=5)
+#: At most 3 starts in any half second; one process starts at most 2 per 0.4 s, so
+#: the limit binds only on both together.
+paced = oqronkit.queue("paced", concurrency=2, rate_limit=(3, 0.5), lease=5)
 
 
 @capped.handler
@@ -24,4 +25,6 @@ def capped_job(ctx):
 
 @paced.handler
 def paced_job(ctx):
-    return {"pid": os.getpid(), "enter": time.time(), "exit": time.time()}
+    enter = time.time()
+    time.sleep(0.4)
+    return {"pid": os.getpid(), "enter": enter, "exit": time.time()}

@@ -1,6 +1,6 @@
 """The Postgres hot plane's limited claim (``HotPlane.claim_limited``): one transaction
-that first locks the queue's ``oqron_hot_qlimits`` row, then counts live leases, claims
-what the limits leave and writes the start log back. The row lock orders limited claims
+(three round trips) that first locks the queue's ``oqron_hot_qlimits`` row, then counts
+live leases, claims what the limits leave and writes the start log back. The row lock orders limited claims
 of one queue across every process and machine; unlimited claims never take it."""
 
 from __future__ import annotations
@@ -32,10 +32,12 @@ class PostgresQueueLimits:
         keys = {"project": scope.project, "environment": scope.environment, "queue": queue, "now": now}
         with self._connection() as conn, conn.transaction():
             with conn.pipeline():  # one round trip: lock, promote, count
+                conn.execute(QUERIES["qlimit_ensure"], keys)
                 locked = conn.execute(QUERIES["qlimit_lock"], keys)
                 conn.execute(QUERIES["promote_due"], keys)
                 counted = conn.execute(QUERIES["live_leases"], keys)
-            state = LimitState.loads(_first(locked))
+            before = _first(locked)
+            state = LimitState.loads(before)
             allowed = room(state, limits, live=int(_first(counted)), limit=limit, now=now)
             rows: list[tuple[Any, ...]] = []
             with conn.pipeline():  # one round trip: claim, look for what is left
@@ -47,7 +49,9 @@ class PostgresQueueLimits:
                 rows = claimed.fetchall()
             held = allowed < limit and bool(_first(left))
             retry_at = record(state, limits, claimed=len(rows), held=held, now=now)
-            conn.execute(QUERIES["qlimit_write"], {**keys, "state": state.dumps()})
+            after = state.dumps()
+            if after != before:  # an empty poll writes nothing
+                conn.execute(QUERIES["qlimit_write"], {**keys, "state": after})
         rows.sort(key=lambda r: r[1])  # tokens were drawn in claim order
         leases = [Lease(job_id, token, expires_at) for job_id, token, expires_at in rows]
         return LimitedClaim(leases, held, retry_at if held else None)

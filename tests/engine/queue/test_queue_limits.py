@@ -80,3 +80,16 @@ def test_one_worker_is_held_to_the_limits_and_records_them(engine: Engine):
     assert engine.hot.limit_held("limited", int(time.time() * 1000)) >= 1
     runs = [r.value for r in engine.durable.list("runs", limit=100).records]
     assert len(runs) == 10 and {r["attempts"] for r in runs} == {1}
+
+
+def test_a_worker_declaring_other_limits_than_the_record_warns(memory_engine: Engine, caplog):
+    from oqronkit.worker.queue_definitions import publish_queue_definitions
+
+    q = memory_engine.queue("limited", handler=lambda ctx: None, global_concurrency=2)
+    publish_queue_definitions(memory_engine.durable, {"limited": (q, 1)})
+    assert not [r for r in caplog.records if r.__dict__.get("action") == "worker.queue_limits_differ"]
+    q.limits = ClaimLimits(rate=(5, 1000))  # as another process would declare it
+    publish_queue_definitions(memory_engine.durable, {"limited": (q, 1)})
+    [warning] = [r for r in caplog.records if r.__dict__.get("action") == "worker.queue_limits_differ"]
+    assert "every process must declare the same" in warning.getMessage()
+    assert memory_engine.durable.get("queue", "limited").value["rateLimit"] == {"limit": 5, "windowMs": 1000}
