@@ -49,7 +49,7 @@ from .connection import (
 )
 from .keys import counter_key, kv_keys, lock_key, queue_keys, rate_key
 from .qlimits import RedisQueueLimits
-from .scripts import Scripts
+from .scripts import PROMOTE_BATCH, Scripts
 from .waker import Waker
 
 T = TypeVar("T")
@@ -59,9 +59,6 @@ SCRIPTS = (
     "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete", "kv_prune", "rate_hit",
     "rate_override", "claim_limited",
 )
-#: Most due delayed jobs one claim promotes: bounds the script's run time (Redis runs
-#: nothing else meanwhile); the rest are promoted by the next claims.
-PROMOTE_BATCH = 1000
 #: Signals per script call: a bigger batch is split, pipelined in one round trip.
 SIGNAL_BATCH = 5000
 #: Locks and ephemeral groups also get a Redis TTL (ttl + this grace) so keys nobody

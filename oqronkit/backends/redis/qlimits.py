@@ -12,10 +12,9 @@ from ..claim_limits import HELD_BUCKET_MS, HELD_SPAN_MS, ClaimLimits, LimitedCla
 from ..hot_types import Lease
 from ..types import Scope
 from .keys import queue_keys
+from .scripts import PROMOTE_BATCH
 
 T = TypeVar("T")
-#: Most due delayed jobs one claim promotes (as hot.PROMOTE_BATCH).
-_PROMOTE_BATCH = 1000
 
 
 class RedisQueueLimits:
@@ -40,7 +39,7 @@ class RedisQueueLimits:
         # Not retried: a claim whose reply was lost must not run twice.
         held, retry_at, first, *ids = json.loads(self._script(
             "claim_limited", [k.ready, k.delayed, k.meta, k.leases, k.expiry, k.seq, k.token, k.starts, k.held],
-            [now, max(limit, 0), expires_at, worker_id, _PROMOTE_BATCH, limits.concurrency or 0, rate, window,
+            [now, max(limit, 0), expires_at, worker_id, PROMOTE_BATCH, limits.concurrency or 0, rate, window,
              HELD_BUCKET_MS, HELD_SPAN_MS],
         ))
         leases = [Lease(job_id, int(first) + i, expires_at) for i, job_id in enumerate(ids)]
