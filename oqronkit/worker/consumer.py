@@ -29,7 +29,7 @@ class Consumer:
         self.buffer = buffer
         self.queue = buffer.queue
         self._on_held = on_held
-        self._limit = LimitedClaims(state, buffer.queue)
+        self._limit = LimitedClaims(state, buffer.queue, buffer.prefetch)
 
     def loop(self) -> None:
         stopping = self.state.stopping

@@ -2,7 +2,8 @@
 (``queue(..., rate_limit=..., global_concurrency=...)``) by the hot plane, and the wait
 after a claim the limits held back: until the rate window frees a claim, or, for the
 global concurrency (freed by an ack anywhere in the cluster, which wakes no waiter), a
-poll that backs off from 25 to 250 ms. A held-back job was never claimed: it burns no
+poll that backs off from 25 ms to a quarter of the queue's observed handler time (at most
+250 ms): a slot then sits free for a small part of a job at most. A held-back job was never claimed: it burns no
 attempt and no lease, so it can never stall."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ..clock import now_ms
 
 if TYPE_CHECKING:
     from ..queue import Queue
+    from .prefetch import Prefetch
     from .state import WorkerState
 
 #: The first and the longest wait between claims a global concurrency holds back (s).
@@ -23,9 +25,10 @@ LONGEST_POLL = 0.25
 
 
 class LimitedClaims:
-    def __init__(self, state: WorkerState, queue: Queue) -> None:
+    def __init__(self, state: WorkerState, queue: Queue, prefetch: Prefetch) -> None:
         self.state = state
         self.queue = queue
+        self._prefetch = prefetch  # its moving average of the handler time paces the polls
         #: The last claim was cut short by a limit while ready jobs waited.
         self.held = False
         self._resume_at = 0.0  # monotonic time before which a held queue claims nothing
@@ -48,7 +51,9 @@ class LimitedClaims:
         if got.retry_at is not None:  # the rate window frees a claim then (never before)
             delay = max(got.retry_at - now, 1) / 1000
         else:
-            delay, self._poll = self._poll, min(self._poll * 2, LONGEST_POLL)
+            job = self._prefetch.seconds_per_job
+            longest = LONGEST_POLL if job is None else min(LONGEST_POLL, max(FIRST_POLL, job / 4))
+            delay, self._poll = min(self._poll, longest), min(self._poll * 2, longest)
         self._resume_at = time.monotonic() + min(delay, state.poll_interval)
         return got.leases
 

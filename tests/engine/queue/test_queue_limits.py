@@ -93,3 +93,29 @@ def test_a_worker_declaring_other_limits_than_the_record_warns(memory_engine: En
     [warning] = [r for r in caplog.records if r.__dict__.get("action") == "worker.queue_limits_differ"]
     assert "every process must declare the same" in warning.getMessage()
     assert memory_engine.durable.get("queue", "limited").value["rateLimit"] == {"limit": 5, "windowMs": 1000}
+
+
+@pytest.mark.parametrize("limits,handler_s,expected_span", [
+    ({"global_concurrency": 1}, 0.4, 0.8),  # three jobs one at a time: polls back off to 250 ms
+    ({"rate_limit": (1, 0.4)}, 0.0, 0.8),  # one start per 0.4 s: sleeps until the window frees
+])
+def test_a_held_back_queue_waits_instead_of_spinning(memory_engine: Engine, monkeypatch, limits, handler_s,
+                                                     expected_span):
+    claims, starts = [0], []
+    real = memory_engine.hot.claim_limited
+
+    def counting(*args, **kwargs):
+        claims[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(memory_engine.hot, "claim_limited", counting)
+    q = memory_engine.queue("held", handler=lambda ctx: (starts.append(time.monotonic()), time.sleep(handler_s)),
+                            concurrency=3, **limits)
+    q.add_bulk([{} for _ in range(3)])
+    with running(memory_engine, poll_interval=0.2):
+        wait_until(lambda: memory_engine.durable.count("queue_job:held") == 0, timeout=20)
+    assert max(starts) - min(starts) >= expected_span - 0.05
+    print(f"\n{limits}: {claims[0]} claims over {max(starts) - min(starts):.2f} s")
+    assert claims[0] <= 25  # a busy loop would claim thousands of times in a second
+    runs = [r.value for r in memory_engine.durable.list("runs", limit=10).records]
+    assert {r["attempts"] for r in runs} == {1} and len(runs) == 3
