@@ -119,3 +119,27 @@ def test_a_held_back_queue_waits_instead_of_spinning(memory_engine: Engine, monk
     assert claims[0] <= 25  # a busy loop would claim thousands of times in a second
     runs = [r.value for r in memory_engine.durable.list("runs", limit=10).records]
     assert {r["attempts"] for r in runs} == {1} and len(runs) == 3
+
+
+def test_throttle_and_cluster_limits_both_hold(memory_engine: Engine):
+    lock, running_now, peak, starts = threading.Lock(), [0], [0], []
+
+    def handler(ctx):
+        with lock:
+            running_now[0] += 1
+            peak[0] = max(peak[0], running_now[0])
+            starts.append(time.monotonic())
+        time.sleep(0.3)
+        with lock:
+            running_now[0] -= 1
+
+    # The throttle (this process) allows 3 per 0.2 s, the cluster 2 at once and 4 per 0.5 s.
+    q = memory_engine.queue("both", handler=handler, concurrency=5, throttle=(3, 0.2), global_concurrency=2,
+                            rate_limit=(4, 0.5))
+    q.add_bulk([{} for _ in range(6)])
+    with running(memory_engine, poll_interval=0.2):
+        wait_until(lambda: memory_engine.durable.count("queue_job:both") == 0, timeout=20)
+    starts.sort()
+    assert peak[0] == 2
+    assert all(sum(1 for t in starts[i:] if t - s < 0.2) <= 2 for i, s in enumerate(starts))
+    assert all(sum(1 for t in starts[i:] if t - s < 0.45) <= 4 for i, s in enumerate(starts))
