@@ -24,13 +24,16 @@ CAPPED, PACED = 12, 12
 START_SLACK_S = 0.1
 
 
-@pytest.fixture(params=["postgres", "redis-postgres"])
-def config(request, scope_names) -> OqronConfig:
+@pytest.fixture(params=["postgres", "redis-postgres", "redis", "sqlite"])
+def config(request, scope_names, tmp_path) -> OqronConfig:
     from tests.services import require_redis
 
-    redis_url = require_redis() if request.param == "redis-postgres" else None
-    return OqronConfig(mode=request.param, database_url=request.getfixturevalue("pg_schema_url"),
-                       redis_url=redis_url, project=scope_names[0])
+    mode = request.param
+    if mode == "sqlite":
+        return OqronConfig(mode=mode, database_url=f"sqlite:///{tmp_path / 'oqron.sqlite3'}", project=scope_names[0])
+    url = None if mode == "redis" else request.getfixturevalue("pg_schema_url")
+    redis_url = require_redis() if mode.startswith("redis") else None
+    return OqronConfig(mode=mode, database_url=url, redis_url=redis_url, project=scope_names[0])
 
 
 @pytest.fixture
