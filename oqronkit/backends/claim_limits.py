@@ -52,8 +52,11 @@ class LimitState:
     def loads(cls, text: str | None) -> LimitState:
         if not text:
             return cls()
-        raw = json.loads(text)
-        return cls([int(t) for t in raw.get("s", [])], {int(k): int(v) for k, v in raw.get("h", {}).items()})
+        try:
+            raw = json.loads(text)
+            return cls(sorted(int(t) for t in raw.get("s", [])), {int(k): int(v) for k, v in raw.get("h", {}).items()})
+        except (ValueError, TypeError, AttributeError):  # hot state, only ever ours: unreadable means lost
+            return cls()
 
     def dumps(self) -> str:
         return json.dumps({"s": self.starts, "h": {str(k): v for k, v in self.held.items()}}, separators=(",", ":"))

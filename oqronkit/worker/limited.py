@@ -2,9 +2,9 @@
 (``queue(..., rate_limit=..., global_concurrency=...)``) by the hot plane, and the wait
 after a claim the limits held back: until the rate window frees a claim, or, for the
 global concurrency (freed by an ack anywhere in the cluster, which wakes no waiter), a
-poll that backs off from 25 ms to a quarter of the queue's observed handler time (at most
-250 ms): a slot then sits free for a small part of a job at most. A held-back job was never claimed: it burns no
-attempt and no lease, so it can never stall."""
+poll that backs off from 25 ms to a quarter of the queue's observed handler time (at
+most 250 ms), so a freed slot sits idle for a small part of a job at most. A held-back
+job was never claimed: it burns no attempt and holds no lease, so it can never stall."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ LONGEST_POLL = 0.25
 
 
 class LimitedClaims:
+    """The claims of one queue's claim loop (:class:`~oqronkit.worker.consumer.Consumer`)."""
+
     def __init__(self, state: WorkerState, queue: Queue, prefetch: Prefetch) -> None:
         self.state = state
         self.queue = queue

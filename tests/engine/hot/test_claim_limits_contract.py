@@ -148,3 +148,11 @@ def test_twenty_threads_never_exceed_the_rate(hot, scope):
     # Acks free every lease at once: only the rate's log can stop them, exactly at its limit.
     claimed = hammer_from_twenty_threads(hot, scope, ClaimLimits(concurrency=50, rate=(25, 60_000)), ack=True)
     assert len(claimed) == 25
+
+
+def test_an_unreadable_limit_state_counts_as_empty():
+    from oqronkit.backends.claim_limits import LimitState
+
+    assert LimitState.loads('{"s": [3, 1], "h": {"60000": 2}}') == LimitState([1, 3], {60000: 2})
+    for text in ("", None, "not json", "[1, 2]", '{"s": ["x"]}'):
+        assert LimitState.loads(text) == LimitState()
