@@ -167,13 +167,13 @@ def test_the_drain_returns_a_filling_batch_uncounted(engine: Engine):
 
 def test_leases_are_renewed_and_timeouts_apply_per_job(engine: Engine):
     def handle(jobs):
-        deadline = time.monotonic() + (0.6 if jobs[0].data["slow"] else 1.6)
+        deadline = time.monotonic() + (0.6 if jobs[0].data["slow"] else 1.3)
         while time.monotonic() < deadline and not jobs[0].cancelled:
             time.sleep(0.02)
         return [{"cancelled": ctx.cancelled} for ctx in jobs]
 
-    # A 0.5 s lease outlived three times over: the heartbeat renews every lease of the batch.
-    long = engine.queue("long", handler=handle, lease=0.5, batch=Batch(size=5, max_wait=0.1))
+    # A 0.4 s lease outlived three times over: the heartbeat renews every lease of the batch.
+    long = engine.queue("long", handler=handle, lease=0.4, batch=Batch(size=5, max_wait=0.1))
     ids = [j.id for j in long.add_bulk([{"slow": False}] * 5)]
     timed = engine.queue("timed", handler=handle, timeout=0.3, retries=0, batch=Batch(size=5, max_wait=0.1))
     timed_ids = [j.id for j in timed.add_bulk([{"slow": True}] * 3)]
