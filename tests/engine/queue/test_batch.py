@@ -165,6 +165,24 @@ def test_the_drain_returns_a_filling_batch_uncounted(engine: Engine):
     assert not all_runs(engine)
 
 
+@pytest.mark.parametrize("drain", [5.0, 0.2])
+def test_the_drain_finishes_a_running_batch_or_returns_it_uncounted(engine: Engine, drain: float):
+    def handle(jobs):
+        deadline = time.monotonic() + 0.6
+        while time.monotonic() < deadline and not jobs[0].cancelled:
+            time.sleep(0.02)
+
+    q = engine.queue("draining", handler=handle, batch=Batch(size=4, max_wait=0.05))
+    ids = [j.id for j in q.add_bulk([{"i": i} for i in range(4)])]
+    with running(engine, drain_timeout=drain) as worker:
+        wait_until(lambda: worker.buffers["draining"].calls == 1, timeout=5)
+    if drain > 1:  # the batch finished within the drain
+        wait_until(lambda: settled(engine, "draining", ids, {}), timeout=5)
+    else:  # interrupted at the deadline: back in the queue, the attempt not counted
+        stored = [engine.durable.get("queue_job:draining", i).value for i in ids]
+        assert all(s["status"] == "waiting" and s["attempts"] == 0 for s in stored)
+
+
 def test_leases_are_renewed_and_timeouts_apply_per_job(engine: Engine):
     def handle(jobs):
         deadline = time.monotonic() + (0.6 if jobs[0].data["slow"] else 1.3)
