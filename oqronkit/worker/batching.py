@@ -105,8 +105,10 @@ class BatchSlots:
         return None
 
     def _run(self, buffer: BatchBuffer, batch: RunningBatch) -> None:
-        for inflight, error in batch.broken:  # group_by raised for these: failed alone
-            self._settle(Outcome(inflight, "failed", error=error))
+        if batch.broken:  # group_by raised for these: each failed alone, with a run as any attempt
+            self.slots.start([inflight for inflight, _ in batch.broken])
+            for inflight, error in batch.broken:
+                self._settle(Outcome(inflight, "failed", error=error))
         if not batch.attempts:
             return
         runnable = [i for i in self.slots.start(batch.attempts) if not i.settled]

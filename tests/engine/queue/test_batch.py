@@ -3,6 +3,7 @@ failure, the drain and the definition record, in every mode."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections import defaultdict
@@ -79,19 +80,31 @@ def test_group_by_never_mixes_keys_in_one_call(engine: Engine):
         with lock:
             seen.append({(ctx.data["tenant"], ctx.data["n"] % 2) for ctx in jobs})
 
+    async def handle_async(jobs):  # an async def batch handler runs in its slot thread
+        await asyncio.sleep(0)
+        handle(jobs)
+
+    def parity(data):
+        if data["n"] == 19:
+            raise KeyError("no parity for 19")
+        return data["n"] % 2
+
     by_field = engine.queue("tenants", handler=handle, concurrency=2,
                             batch=Batch(size=4, max_wait=0.1, group_by="tenant"))
     items = [{"tenant": t, "n": 0} for t in "abc" for _ in range(6)]
     ids = [j.id for j in by_field.add_bulk(items)]
-    by_fn = engine.queue("parity", handler=handle, batch=Batch(size=50, max_wait=0.1,
-                                                                group_by=lambda d: d["n"] % 2))
+    by_fn = engine.queue("parity", handler=handle_async, retries=0, batch=Batch(size=50, max_wait=0.1,
+                                                                                group_by=parity))
     ids_fn = [j.id for j in by_fn.add_bulk([{"tenant": "z", "n": n} for n in range(20)])]
     with running(engine):
-        wait_until(lambda: settled(engine, "tenants", ids, {}) and settled(engine, "parity", ids_fn, {}), timeout=5)
+        wait_until(lambda: settled(engine, "tenants", ids, {})
+                   and settled(engine, "parity", ids_fn, {ids_fn[19]: ["failed"]}), timeout=5)
     assert all(len(keys) == 1 for keys in seen)
     assert sum(1 for keys in seen if next(iter(keys))[0] == "z") == 2  # one call per parity
+    assert len(seen) >= 8  # per tenant 6 jobs in calls of at most 4; one call per parity
+    assert all_runs(engine)[ids_fn[19]][0]["error"]["message"] == "'no parity for 19'"
     record = engine.durable.get(QUEUE, "parity").value["batch"]
-    assert record["groupBy"].endswith("<lambda>")
+    assert record["groupBy"].endswith("parity")
 
 
 def test_partial_failure_retries_and_dead_letters_only_the_failed_jobs(engine: Engine):
@@ -185,12 +198,12 @@ def test_the_drain_finishes_a_running_batch_or_returns_it_uncounted(engine: Engi
 
 def test_leases_are_renewed_and_timeouts_apply_per_job(engine: Engine):
     def handle(jobs):
-        deadline = time.monotonic() + (0.6 if jobs[0].data["slow"] else 1.3)
+        deadline = time.monotonic() + (0.6 if jobs[0].data["slow"] else 1.0)
         while time.monotonic() < deadline and not jobs[0].cancelled:
             time.sleep(0.02)
         return [{"cancelled": ctx.cancelled} for ctx in jobs]
 
-    # A 0.4 s lease outlived three times over: the heartbeat renews every lease of the batch.
+    # A 0.4 s lease outlived 2.5 times over: the heartbeat renews every lease of the batch.
     long = engine.queue("long", handler=handle, lease=0.4, batch=Batch(size=5, max_wait=0.1))
     ids = [j.id for j in long.add_bulk([{"slow": False}] * 5)]
     timed = engine.queue("timed", handler=handle, timeout=0.3, retries=0, batch=Batch(size=5, max_wait=0.1))
