@@ -208,13 +208,17 @@ def test_leases_are_renewed_and_timeouts_apply_per_job(engine: Engine):
     ids = [j.id for j in long.add_bulk([{"slow": False}] * 5)]
     timed = engine.queue("timed", handler=handle, timeout=0.3, retries=0, batch=Batch(size=5, max_wait=0.1))
     timed_ids = [j.id for j in timed.add_bulk([{"slow": True}] * 3)]
+    # Held while a batch fills (max_wait 1 s): their leases are renewed too.
+    filling = engine.queue("filling", handler=lambda jobs: None, lease=0.4, batch=Batch(size=50, max_wait=1.0))
+    filling_ids = [j.id for j in filling.add_bulk([{"i": i} for i in range(3)])]
     with running(engine) as worker:
         fast_services(worker)  # a lapsed lease would be rescued (a second run) within 0.2 s
-        wait_until(lambda: settled(engine, "long", ids, {})
+        wait_until(lambda: settled(engine, "long", ids, {}) and settled(engine, "filling", filling_ids, {})
                    and settled(engine, "timed", timed_ids, {i: ["failed"] for i in timed_ids}), timeout=6)
     runs = all_runs(engine)
     assert all(runs[i][0]["output"] == {"cancelled": False} for i in ids)
     assert all(runs[i][0]["error"]["type"] == "Timeout" for i in timed_ids)
+    assert all(runs[i][0]["attempts"] == 1 for i in filling_ids)
 
 
 @pytest.mark.parametrize(("options", "message"), [
