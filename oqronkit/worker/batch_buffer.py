@@ -104,11 +104,16 @@ class BatchBuffer(QueueBuffer):
             return None
         size, max_wait = self.batch.size, self.batch.max_wait
         soonest = max_wait
-        for key, entries in self.groups.items():
+        full: list[Hashable] = []  # a list, not a sentinel: None is a key (no group_by)
+        for key, entries in self.groups.items():  # oldest key first
             waited = now - entries[0].since
-            if len(entries) >= size or entries[0].broken is not None or waited >= max_wait:
-                return True, key, 0.0
+            if waited >= max_wait or entries[0].broken is not None:
+                return True, key, 0.0  # overdue goes before full: a busy key never starves the others
+            if not full and len(entries) >= size:
+                full.append(key)
             soonest = min(soonest, max_wait - waited)
+        if full:
+            return True, full[0], 0.0
         return False, None, soonest
 
     def take_batch(self, key: Hashable, batch_id: str) -> RunningBatch:
