@@ -1,6 +1,7 @@
 """A batch worker SIGKILLed mid-batch loses nothing: the leases of its batch (and of
 the batch it held) lapse, the rescuer returns the jobs, and another worker completes
-each of them once. Every mode with a plane another process can reach."""
+each of them once. Every mode with a plane another process can reach (memory mode's
+planes live inside one process). SIGTERM mid-batch gives every job back uncounted."""
 
 from __future__ import annotations
 
@@ -25,13 +26,14 @@ def engine(request, tmp_path, scope_names):
         yield eng
 
 
-def spawn(engine: Engine) -> subprocess.Popen:
+def spawn(engine: Engine, *args: str) -> subprocess.Popen:
     config = engine.config
     env = {**os.environ, "OQRON_MODE": config.mode, "OQRON_DATABASE_URL": config.database_url or "",
            "OQRON_REDIS_URL": config.redis_url or "", "OQRON_PROJECT": config.project,
            "OQRON_ENVIRONMENT": config.environment, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
-        [sys.executable, "-m", "oqronkit", "worker", "--import", "tests.processes.batch_app", "--log-level", "error"],
+        [sys.executable, "-m", "oqronkit", "worker", "--import", "tests.processes.batch_app", "--log-level", "error",
+         *args],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
 
@@ -70,3 +72,27 @@ def test_sigkill_mid_batch_loses_nothing(engine: Engine):
     assert engine.durable.count("queue_dlq:kbatch") == 0
     # The killed batch's jobs were counted a stalled attempt; the held batch's too.
     assert {r["attempts"] for r in completed} == {2}
+
+
+@pytest.mark.parametrize("engine", ["postgres"], indirect=True)
+def test_sigterm_mid_batch_returns_every_job_uncounted(engine: Engine):
+    queue = engine.queue("kbatch")
+    ids = [j.id for j in queue.add_bulk([{"seconds": 30}] * 10)]
+    proc = spawn(engine, "--drain-timeout", "0.5")
+    try:
+        def batch_running():
+            """a batch ran for 0.5 s (its jobs' active state is written)"""
+            rows = [engine.durable.get("queue_job:kbatch", i) for i in ids]
+            return sum(1 for r in rows if r and r.value["status"] == "active") == 5
+
+        wait_until(batch_running, timeout=20)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # The running batch was interrupted at the drain deadline, the filling one given back:
+    # all ten wait again with no attempt counted.
+    stored = [engine.durable.get("queue_job:kbatch", i).value for i in ids]
+    assert all(s["status"] == "waiting" and s["attempts"] == 0 for s in stored)
