@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .backends import open_durable_store
 from .backends.types import ABSENT, StoredRecord
+from .batch import Batch
 from .caches import Cache, FetchTimeout, InvalidCacheKey, InvalidCacheValue, cache
 from .config import OqronConfig, config_from_env, config_from_mapping
 from .declare import queue, worker
@@ -73,6 +74,7 @@ __all__ = [
     "RUNS_TABLE",
     "TABLE_NAMES",
     "BackendUnavailable",
+    "Batch",
     "Cache",
     "ConfigurationError",
     "Cron",

@@ -21,6 +21,7 @@ from typing import Any, Literal, NamedTuple, Protocol
 
 from .backends.hot_types import Signal
 from .backoff import Backoff, make_backoff, to_ms
+from .batch import Batch, check_batch
 from .bounds import MAX_ATTEMPTS, MAX_CONCURRENCY
 from .clock import now_ms
 from .codec import text_problem
@@ -117,6 +118,7 @@ class Queue(QueueControl):
         prefetch: int | None = None,
         rate_limit: tuple[int, float] | None = None,
         global_concurrency: int | None = None,
+        batch: Batch | None = None,
         on_complete: Hook | None = None,
         on_failed: Hook | None = None,
         on_dead: Hook | None = None,
@@ -151,6 +153,7 @@ class Queue(QueueControl):
         #: Cluster-wide limits the hot plane enforces at claim time (queue_limits.py).
         self.limits = limits
         self.hooks = {"complete": on_complete, "failed": on_failed, "dead": on_dead}
+        self.batch = check_batch(name, batch)  # None: one job per handler call
         self._engine = engine
         if handler is not None:
             self._set_handler(handler)
@@ -175,7 +178,8 @@ class Queue(QueueControl):
         if not callable(fn):
             raise ConfigurationError(f"Queue {self.name!r}: the handler must be callable.")
         self.fn = fn
-        self.is_async = inspect.iscoroutinefunction(fn)
+        # A batch handler runs in a slot thread, async or not (worker/batching.py).
+        self.is_async = inspect.iscoroutinefunction(fn) and self.batch is None
 
     def handler(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Decorator setting this queue's handler: ``@emails.handler``."""

@@ -67,6 +67,10 @@ class Slots:
         for inflight in runnable:
             self.executor.submit_async(inflight)
 
+    def start(self, inflights: list[Inflight]) -> list[Inflight]:
+        """Open the runs of attempts given a slot elsewhere (a batch's); the ones to run."""
+        return self._start(inflights)
+
     def _start(self, inflights: list[Inflight]) -> list[Inflight]:
         """Open the runs of attempts just given a slot; the ones to run (a job
         cancelled while held is recorded as cancelled and not run)."""
