@@ -31,7 +31,9 @@ from .errors import (
     UnknownQueue,
     UnknownSchedule,
 )
+from .gates import QueuePaused
 from .jobs import Job
+from .lifecycle import EVENTS, Event, on
 from .namespaces import (
     JOBS_TABLE,
     RECORD_KINDS,
@@ -67,6 +69,7 @@ def open_durable(config: OqronConfig, *, start: bool = True) -> DurablePlane:
 
 __all__ = [
     "ABSENT",
+    "EVENTS",
     "JOBS_TABLE",
     "RECORDS_TABLE",
     "RECORD_KINDS",
@@ -81,6 +84,7 @@ __all__ = [
     "DurablePlane",
     "Endpoint",
     "Engine",
+    "Event",
     "FetchTimeout",
     "InvalidCacheKey",
     "InvalidCacheValue",
@@ -99,6 +103,7 @@ __all__ = [
     "Page",
     "Postpone",
     "Queue",
+    "QueuePaused",
     "RateLimiter",
     "RecordTooLarge",
     "RecordWrite",
@@ -118,6 +123,7 @@ __all__ = [
     "configure",
     "cron",
     "get_engine",
+    "on",
     "open_durable",
     "queue",
     "rate_limit",

@@ -21,6 +21,7 @@ from .durable import DurablePlane
 from .errors import ConfigurationError, UnknownQueue
 from .hot import HotPlaneFacade
 from .ids import node_id
+from .lifecycle import Callback, register
 from .module_logs import ModuleLogHandler, attach, detach
 from .queue import Queue, Registry, default_registry, set_default_engine_lookup
 from .ratelimit import RateLimiter
@@ -129,6 +130,11 @@ class Engine:
     def webhook(self, name: str, **options: Any) -> Webhook:
         """Declare a webhook on this engine (see :func:`oqronkit.webhook`)."""
         return Webhook(name, engine=self, **options)
+
+    def on(self, event: str, fn: Callback | None = None) -> Any:
+        """Call ``fn(event)`` on ``event`` of every queue of this engine (its registry); see
+        :mod:`oqronkit.lifecycle`. Usable as a decorator."""
+        return register(self.registry.listeners, event, fn)
 
     def get_queue(self, name: str) -> Queue:
         try:

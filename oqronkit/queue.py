@@ -28,7 +28,9 @@ from .config import OqronConfig
 from .durable import RecordWrite
 from .enqueue import build_job, check_priority, check_text, check_timeout, options_from, plain_job_rows, reject_cycles
 from .errors import BackendUnavailable, ConfigurationError, DuplicateRecord, InvalidJob
+from .gates import QueueHooks, paused_add
 from .jobs import Job
+from .lifecycle import Listeners, Observable, emit_many
 from .namespaces import dlq_namespace, job_namespace
 from .planes import Planes
 from .queue_control import QueueControl
@@ -45,6 +47,7 @@ class Registry:
 
     def __init__(self) -> None:
         self.queues: dict[str, Queue] = {}
+        self.listeners = Listeners()  # lifecycle callbacks of every queue (oqronkit.on, engine.on)
         self._lock = threading.Lock()
 
     def add_queue(self, queue: Queue) -> None:
@@ -92,7 +95,7 @@ def default_engine() -> QueueHost:
     return _default_engine_lookup()
 
 
-class Queue(QueueControl):
+class Queue(QueueControl, Observable):
     """A named queue of jobs. Give it a ``handler`` to consume it in this process's
     workers, or leave it publisher-only and consume it elsewhere with
     :func:`oqronkit.worker`."""
@@ -120,6 +123,10 @@ class Queue(QueueControl):
         on_complete: Hook | None = None,
         on_failed: Hook | None = None,
         on_dead: Hook | None = None,
+        on: Any = None,
+        condition: Hook | None = None,
+        before_run: Hook | None = None,
+        on_pause: str = "hold",
         engine: QueueHost | None = None,
     ) -> None:
         _check_limits(name, strategy=strategy, concurrency=concurrency, max_stalls=max_stalls, retries=retries,
@@ -150,7 +157,8 @@ class Queue(QueueControl):
         self.prefetch = prefetch  # None: sized from the observed handler time (worker/prefetch.py)
         #: Cluster-wide limits the hot plane enforces at claim time (queue_limits.py).
         self.limits = limits
-        self.hooks = {"complete": on_complete, "failed": on_failed, "dead": on_dead}
+        self.lifecycle = QueueHooks(name, on=on, on_complete=on_complete, on_failed=on_failed, on_dead=on_dead,
+                                    condition=condition, before_run=before_run, on_pause=on_pause)
         self._engine = engine
         if handler is not None:
             self._set_handler(handler)
@@ -204,6 +212,8 @@ class Queue(QueueControl):
         return self._add([options_from(item) for item in items])
 
     def _add(self, items: list[tuple[Any, Any]]) -> list[Job]:
+        if self.lifecycle.on_pause != "hold" and (skipped := paused_add(self, items)) is not None:
+            return skipped
         if any(WINDOW_OPTIONS.intersection(options) for _, options in items):
             return add_with_windows(self, items, self._add)  # windows.py: unique_for, debounce
         if len(items) > 1 and not any(options for _, options in items):
@@ -226,6 +236,7 @@ class Queue(QueueControl):
         fresh = [j for j in jobs if (j.namespace, j.id) in inserted]
         self._register_dependents(fresh)
         self._signal([j for j in fresh if j.status in ("waiting", "delayed")])
+        emit_many(self.registry, self, "enqueued", fresh, inline=True)
         if len(fresh) == len(jobs):
             return jobs
         existing = {r.id: Job.from_value(r.value) for r in engine.durable.get_many(
@@ -240,6 +251,7 @@ class Queue(QueueControl):
         except DuplicateRecord as exc:  # fresh random ids never clash; say so loudly if they did
             raise InvalidJob(f"A new job id of {self.name!r} already existed; no job was added: {exc}") from exc
         self._signal(jobs)
+        emit_many(self.registry, self, "enqueued", jobs, inline=True)
         return jobs
 
     def add_on_commit(self, data: Any = None, *, using: str | None = None, **options: Any) -> None:
