@@ -178,6 +178,7 @@ class ScopedEngine(Engine):
 
     def __init__(self, parent: Engine, config: OqronConfig) -> None:
         super().__init__(config, registry=Registry())
+        self.registry.listeners = parent.registry.listeners  # an action here fires the parent's callbacks
         self.parent = parent
 
     @property
