@@ -9,7 +9,7 @@ from .backends import open_durable_store
 from .backends.types import ABSENT, StoredRecord
 from .caches import Cache, FetchTimeout, InvalidCacheKey, InvalidCacheValue, cache
 from .config import OqronConfig, config_from_env, config_from_mapping
-from .declare import queue, worker
+from .declare import on, queue, worker
 from .durable import DurablePlane, Page, RecordWrite
 from .engine import Engine, configure, get_engine
 from .errors import (
@@ -33,7 +33,7 @@ from .errors import (
 )
 from .gates import QueuePaused
 from .jobs import Job
-from .lifecycle import EVENTS, Event, on
+from .lifecycle import EVENTS, Event
 from .namespaces import (
     JOBS_TABLE,
     RECORD_KINDS,

@@ -18,7 +18,7 @@ import functools
 import inspect
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .clock import now_ms
 from .durable import RecordWrite
@@ -28,9 +28,6 @@ from .jobs import Job
 from .lifecycle import Listeners, emit_many
 from .namespaces import RUNS
 from .runs import finish_run, new_run
-
-if TYPE_CHECKING:
-    from .queue import Queue
 
 PAUSE_POLICIES = ("hold", "skip", "reject")
 #: Seconds a producer trusts the pause state it read (its own pause/resume applies at once).
@@ -88,7 +85,7 @@ class QueueHooks:
     def note_paused(self, paused: bool) -> None:
         self._paused = (time.monotonic(), paused)
 
-    def paused(self, queue: Queue) -> bool:
+    def paused(self, queue: Any) -> bool:
         at, paused = self._paused
         if time.monotonic() - at >= PAUSE_TTL:
             paused = queue.is_paused()
@@ -142,9 +139,10 @@ def skip_reason(reason: str) -> str:
     return f"skipped: {reason}"
 
 
-def paused_add(queue: Queue, items: list[tuple[Any, Any]]) -> list[Job] | None:
-    """Apply the pause policy to an add: None to add as usual (``hold``, or not paused);
-    else raise :class:`QueuePaused` (``reject``) or record the jobs as skipped (``skip``)."""
+def paused_add(queue: Any, items: list[tuple[Any, Any]]) -> list[Job] | None:
+    """Apply the pause policy to an add of ``queue`` (the adding Queue; this module stands
+    below it): None to add as usual (``hold``, or not paused); else raise
+    :class:`QueuePaused` (``reject``) or record the jobs as skipped (``skip``)."""
     hooks = queue.lifecycle
     if hooks.on_pause == "hold" or not hooks.paused(queue):
         return None

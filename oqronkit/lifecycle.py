@@ -26,14 +26,27 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, Protocol, overload
 
 from .errors import ConfigurationError
 from .jobs import Job
 from .runs import ErrorValue
 
-if TYPE_CHECKING:
-    from .queue import Queue, Registry
+
+class Observed(Protocol):
+    """A queue as emitting needs it (:class:`oqronkit.queue.Queue`; this module stands below it)."""
+
+    @property
+    def lifecycle(self) -> Any: ...  # gates.QueueHooks, whose ``listeners`` are the queue's own
+
+
+class RegistryLike(Protocol):
+    """A registry as emitting needs it (:class:`oqronkit.queue.Registry`)."""
+
+    listeners: Listeners
+
+    @property
+    def queues(self) -> Any: ...  # name -> Queue
 
 logger = logging.getLogger(__name__)
 EVENTS = ("enqueued", "started", "retried", "completed", "failed", "dead", "stalled", "cancelled")
@@ -140,18 +153,10 @@ class Observable:
         return register(self.lifecycle.listeners, event, fn)
 
 
-def on(event: str, fn: Callback | None = None) -> Any:
-    """Call ``fn(event)`` on ``event`` of every queue of the default engine (its registry),
-    in the process where the event happens; usable as ``@oqronkit.on("dead")``."""
-    from .queue import default_registry  # the queue module imports this one
-
-    return register(default_registry.listeners, event, fn)
-
-
 # -- emitting ----------------------------------------------------------------------------
 
 
-def emit(registry: Registry, queue: Queue | None, event: str, job: Job, *, output: Any = None,
+def emit(registry: RegistryLike, queue: Observed | None, event: str, job: Job, *, output: Any = None,
          error: ErrorValue | None = None, reason: str | None = None, inline: bool = False) -> None:
     """Fire ``event`` for ``job``: on the caller's thread when ``inline`` (calls a user
     made), else on the signals thread. Costs two attribute reads when nothing listens."""
@@ -168,7 +173,7 @@ def emit(registry: Registry, queue: Queue | None, event: str, job: Job, *, outpu
         _dispatcher.put(callbacks, fired)
 
 
-def emit_many(registry: Registry, queue: Queue | None, event: str, jobs: Iterable[Job], *,
+def emit_many(registry: RegistryLike, queue: Observed | None, event: str, jobs: Iterable[Job], *,
               reason: str | None = None, inline: bool = False) -> None:
     own = queue.lifecycle.listeners if queue is not None else None
     if not registry.listeners.any and (own is None or not own.any):
@@ -177,7 +182,7 @@ def emit_many(registry: Registry, queue: Queue | None, event: str, jobs: Iterabl
         emit(registry, queue, event, job, reason=reason, inline=inline)
 
 
-def emit_by_name(registry: Registry, event: str, job: Job, **details: Any) -> None:
+def emit_by_name(registry: RegistryLike, event: str, job: Job, **details: Any) -> None:
     """Fire from a process that may not declare the queue (the leader's rescuer)."""
     emit(registry, registry.queues.get(job.queue), event, job, **details)
 
@@ -187,7 +192,7 @@ def emit_now(queue: Any, event: str, job: Job, **details: Any) -> None:
     emit(queue.registry, queue, event, job, inline=True, **details)
 
 
-def fire_stalled(registry: Registry, job: Job, why: str, then: str, reason: str) -> None:
+def fire_stalled(registry: RegistryLike, job: Job, why: str, then: str, reason: str) -> None:
     """A lapsed lease counted (rescuer, reconciler): ``stalled``, then ``retried`` or ``dead``."""
     error: ErrorValue | None = job.last_error
     emit_by_name(registry, "stalled", job, error=error, reason=why)
