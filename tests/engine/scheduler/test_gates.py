@@ -4,8 +4,11 @@ cancelled run with the reason (never retried); before_run raising fails the run.
 from __future__ import annotations
 
 import oqronkit
+from tests.engine.queue.conftest import running, wait_until
 
-from .conftest import runs_of, step
+from .conftest import START, leader, ms, runs_of, step
+
+T0 = ms(START)
 
 
 def test_a_refused_tick_is_a_cancelled_run_with_the_reason(mem_engine, clock, sched):
@@ -28,3 +31,20 @@ def test_before_run_raising_fails_the_tick(mem_engine, clock, sched):
     step(sched)
     [run] = runs_of(mem_engine, "guarded")
     assert run["status"] == "failed" and run["error"]["message"] == "dependency down"
+
+
+def test_a_refused_slot_job_settles_its_claim_as_cancelled(mem_engine, clock):
+    oqronkit.cron("jobgate", "* * * * *", as_job=True, retries=3, handler=lambda ctx: "never",
+                  condition=lambda ctx: "maintenance window", engine=mem_engine)
+    scheduler = leader(mem_engine, clock)
+    try:
+        step(scheduler)
+        claim_id = f"cron:jobgate:{T0}"
+        with running(mem_engine, services=False):
+            wait_until(lambda: mem_engine.durable.get("runs", claim_id).value["status"] == "cancelled", timeout=10)
+        claim = mem_engine.durable.get("runs", claim_id).value
+        assert claim["timeline"][-1]["reason"] == "skipped: maintenance window"
+        assert mem_engine.durable.get("queue_job:cron.jobgate", claim_id) is None
+        assert mem_engine.durable.get("queue_dlq:cron.jobgate", claim_id) is None
+    finally:
+        scheduler.shutdown(wait=2)
