@@ -54,7 +54,7 @@ EVENTS = ("enqueued", "started", "retried", "completed", "failed", "dead", "stal
 MAX_PENDING = 100_000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs several times more per event
 class Event:
     """What a callback receives: the event's name, the queue, the job as it stood when
     the event happened, and the attempt's output, error or the reason, where there is one."""
@@ -217,46 +217,53 @@ def drain(timeout: float = 5.0) -> bool:
 
 
 class _Dispatcher:
-    """The process's one signals thread and its FIFO of events."""
+    """The process's one signals thread and its FIFO of events. ``put`` takes no lock unless
+    the thread sleeps: a deque's append is atomic, and the thread drains in batches."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._pending: deque[tuple[tuple[Callback, ...], Event]] = deque()
-        self._busy = False
+        self._idle = False  # the thread waits for work: put must wake it
+        self._busy = False  # a batch is being called back (drain waits for it)
         self._thread: threading.Thread | None = None
         self._dropped = 0
 
     def put(self, callbacks: tuple[Callback, ...], event: Event) -> None:
-        with self._cond:
-            if len(self._pending) >= MAX_PENDING:
-                self._dropped += 1
-                if self._dropped == 1 or self._dropped % 10_000 == 0:
-                    logger.error("lifecycle callbacks are %d events behind; %d event(s) dropped so far (%s of %s)",
-                                 MAX_PENDING, self._dropped, event.name, event.job.id,
-                                 extra={"action": "lifecycle.dropped", "event": event.name})
-                return
-            self._pending.append((callbacks, event))
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="oqron-signals", daemon=True)
-                self._thread.start()
-            self._cond.notify_all()
+        if len(self._pending) >= MAX_PENDING:
+            self._drop(event)
+            return
+        self._pending.append((callbacks, event))
+        # Read after the append; the thread sets _idle before it looks at the deque.
+        if self._idle or self._thread is None:
+            with self._cond:
+                if self._thread is None or not self._thread.is_alive():
+                    self._thread = threading.Thread(target=self._loop, name="oqron-signals", daemon=True)
+                    self._thread.start()
+                self._cond.notify_all()
+
+    def _drop(self, event: Event) -> None:
+        self._dropped += 1
+        if self._dropped == 1 or self._dropped % 10_000 == 0:
+            logger.error("lifecycle callbacks are %d events behind; %d event(s) dropped so far (%s of %s)",
+                         MAX_PENDING, self._dropped, event.name, event.job.id,
+                         extra={"action": "lifecycle.dropped", "event": event.name})
 
     def _loop(self) -> None:
         while True:
             with self._cond:
+                self._idle = True
                 while not self._pending:
-                    self._cond.wait()
-                callbacks, event = self._pending.popleft()
-                self._busy = True
-            try:
-                _call_all(callbacks, event)
-            except BaseException:  # SystemExit in a callback: the thread lives on
-                logger.exception("a %s callback raised a BaseException", event.name,
-                                 extra={"action": "lifecycle.callback_failed", "event": event.name})
-            finally:
-                with self._cond:
                     self._busy = False
-                    self._cond.notify_all()
+                    self._cond.notify_all()  # drain() waiters
+                    self._cond.wait()
+                self._idle, self._busy = False, True
+            while self._pending:
+                callbacks, event = self._pending.popleft()
+                try:
+                    _call_all(callbacks, event)
+                except BaseException:  # SystemExit in a callback: the thread lives on
+                    logger.exception("a %s callback raised a BaseException", event.name,
+                                     extra={"action": "lifecycle.callback_failed", "event": event.name})
 
     def drain(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
