@@ -157,3 +157,27 @@ def test_pause_policies_hold_skip_and_reject(engine: Engine):
     for q in (skipping, rejecting):
         q.resume()
     assert skipping.add({"n": 5}).status == "waiting" and rejecting.add({"n": 6}).status == "waiting"
+
+
+def test_a_blocked_callback_stalls_neither_claiming_nor_settling(scope_names):
+    """Memory mode is enough: the hand-off to the signals thread is the same in every mode."""
+    from oqronkit import OqronConfig, Registry
+
+    engine = Engine(OqronConfig(mode="memory", database_url=None, project=scope_names[0]), registry=Registry())
+    release, calls = threading.Event(), Recorder()
+
+    def blocked(event):
+        calls(event)
+        release.wait(10)
+
+    q = engine.queue("blocked", handler=lambda ctx: None, on={"completed": blocked})
+    q.add_bulk([{"i": i} for i in range(20)])
+    try:
+        with running(engine, services=False):
+            wait_until(lambda: not q.list_jobs()[0])  # every job completed and deleted
+            assert len(calls.seen) <= 1  # the first callback still blocks the rest
+            release.set()
+        assert lifecycle.drain(5) and len(calls.seen) == 20
+    finally:
+        release.set()
+        engine.close()
