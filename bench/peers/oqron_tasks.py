@@ -20,5 +20,5 @@ def handle(ctx: Any) -> None:
 
 
 bench = oqronkit.queue("bench", handler=handle)
-if os.environ.get("BENCH_SIGNAL"):  # throughput.py's "+signal" systems: what one callback costs
+if os.environ.get("BENCH_SIGNAL"):  # throughput.py's "-signal" systems: what one callback costs
     bench.on("completed", lambda event: None)
