@@ -28,6 +28,7 @@ from .jobs import Job
 from .lifecycle import Listeners, emit_many
 from .namespaces import RUNS
 from .runs import finish_run, new_run
+from .uniqueness import WINDOW_OPTIONS
 
 PAUSE_POLICIES = ("hold", "skip", "reject")
 #: Seconds a producer trusts the pause state it read (its own pause/resume applies at once).
@@ -150,7 +151,9 @@ def paused_add(queue: Any, items: list[tuple[Any, Any]]) -> list[Job] | None:
         raise QueuePaused(f"Queue {queue.name!r} is paused and refuses new jobs (on_pause='reject'); "
                           "nothing was added. Resume it, or add later.")
     try:
-        jobs = [build_job(queue, data, **options) for data, options in items]
+        # A skipped job is never stored, so it opens no uniqueness or debounce window.
+        jobs = [build_job(queue, data, **{k: v for k, v in options.items() if k not in WINDOW_OPTIONS})
+                for data, options in items]
     except TypeError as exc:  # an unknown option, as add reports it
         raise InvalidJob(f"Unknown add option: {exc}") from exc
     engine, now = queue.engine, now_ms()

@@ -181,3 +181,19 @@ def test_a_blocked_callback_stalls_neither_claiming_nor_settling(scope_names):
     finally:
         release.set()
         engine.close()
+
+
+def test_windowed_adds_fire_enqueued_once_and_a_skipped_add_opens_no_window(engine: Engine):
+    seen = Recorder()
+    q = engine.queue("windows", on={"enqueued": seen, "cancelled": seen}, on_pause="skip")
+    first = q.add({"x": 1}, unique_for=60, unique_key="k")
+    assert q.add({"x": 2}, unique_for=60, unique_key="k").id == first.id
+    debounced = q.add({"x": 3}, debounce=60, unique_key="d")
+    assert q.add({"x": 4}, debounce=60, unique_key="d").id == debounced.id
+    assert seen.of(first.id) == Counter(enqueued=1) and seen.of(debounced.id) == Counter(enqueued=1)
+    q.pause()
+    skipped = q.add({"x": 5}, unique_for=60, unique_key="k2")
+    assert skipped.status == "dead" and seen.of(skipped.id) == Counter(cancelled=1)
+    q.resume()
+    fresh = q.add({"x": 6}, unique_for=60, unique_key="k2")
+    assert fresh.id != skipped.id and seen.of(fresh.id) == Counter(enqueued=1)
