@@ -18,18 +18,19 @@ import functools
 import inspect
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from .clock import now_ms
 from .durable import RecordWrite
 from .enqueue import build_job
 from .errors import ConfigurationError, InvalidJob, InvalidState, OqronError
 from .jobs import Job
-from .lifecycle import Listeners, emit_many
+from .lifecycle import CallbackMap, Listeners, emit_many
 from .namespaces import RUNS
 from .runs import finish_run, new_run
 from .uniqueness import WINDOW_OPTIONS
 
+PausePolicy = Literal["hold", "skip", "reject"]
 PAUSE_POLICIES = ("hold", "skip", "reject")
 #: Seconds a producer trusts the pause state it read (its own pause/resume applies at once).
 PAUSE_TTL = 1.0
@@ -54,9 +55,9 @@ class QueueHooks:
     ``on_dead``, which are callbacks of completed/failed/dead taking ``(job, output|error)``),
     its gates and its pause policy."""
 
-    def __init__(self, name: str, *, on: Any = None, on_complete: Hook | None = None,
+    def __init__(self, name: str, *, on: CallbackMap | None = None, on_complete: Hook | None = None,
                  on_failed: Hook | None = None, on_dead: Hook | None = None, condition: Hook | None = None,
-                 before_run: Hook | None = None, on_pause: str = "hold") -> None:
+                 before_run: Hook | None = None, on_pause: PausePolicy = "hold") -> None:
         if on_pause not in PAUSE_POLICIES:
             raise ConfigurationError(f"Queue {name!r}: on_pause must be hold, skip or reject, got {on_pause!r}.")
         for label, fn in (("condition", condition), ("before_run", before_run)):
@@ -70,7 +71,7 @@ class QueueHooks:
                 self.listeners.add(event, _legacy(hook, part))
         self.condition = condition
         self.before_run = before_run
-        self.on_pause = on_pause
+        self.on_pause: PausePolicy = on_pause
         self._gated: tuple[Hook, Hook] | None = None  # (handler, its gated wrapper)
         self._paused: tuple[float, bool] = (-PAUSE_TTL, False)
 

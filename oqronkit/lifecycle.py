@@ -24,7 +24,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, overload
 
@@ -76,6 +76,8 @@ class Event:
 
 
 Callback = Callable[[Event], object]
+#: ``on=``: event name to one callback or several.
+CallbackMap = Mapping[str, Callback | Sequence[Callback]]
 
 
 def check_event(event: Any) -> str:
@@ -114,7 +116,7 @@ class Listeners:
     def of(self, event: str) -> tuple[Callback, ...]:
         return self._by_event.get(event, ())
 
-    def add_all(self, on: Any) -> None:
+    def add_all(self, on: CallbackMap | None) -> None:
         """``on``: a mapping of event to a callable or a list of callables."""
         if on is None:
             return

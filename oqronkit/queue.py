@@ -28,9 +28,9 @@ from .config import OqronConfig
 from .durable import RecordWrite
 from .enqueue import build_job, check_priority, check_text, check_timeout, options_from, plain_job_rows, reject_cycles
 from .errors import BackendUnavailable, ConfigurationError, DuplicateRecord, InvalidJob
-from .gates import QueueHooks, paused_add
+from .gates import PausePolicy, QueueHooks, paused_add
 from .jobs import Job
-from .lifecycle import Listeners, Observable, emit_many
+from .lifecycle import CallbackMap, Listeners, Observable, emit_many
 from .namespaces import dlq_namespace, job_namespace
 from .planes import Planes
 from .queue_control import QueueControl
@@ -123,10 +123,10 @@ class Queue(QueueControl, Observable):
         on_complete: Hook | None = None,
         on_failed: Hook | None = None,
         on_dead: Hook | None = None,
-        on: Any = None,
+        on: CallbackMap | None = None,
         condition: Hook | None = None,
         before_run: Hook | None = None,
-        on_pause: str = "hold",
+        on_pause: PausePolicy = "hold",
         engine: QueueHost | None = None,
     ) -> None:
         _check_limits(name, strategy=strategy, concurrency=concurrency, max_stalls=max_stalls, retries=retries,
