@@ -31,7 +31,6 @@ from .errors import BackendUnavailable, ConfigurationError, DuplicateRecord, Inv
 from .gates import PausePolicy, QueueHooks, paused_add
 from .jobs import Job
 from .lifecycle import CallbackMap, Listeners, Observable, emit_many
-from .namespaces import dlq_namespace, job_namespace
 from .planes import Planes
 from .queue_control import QueueControl
 from .queue_limits import check_queue_limits
@@ -276,43 +275,11 @@ class Queue(QueueControl, Observable):
             )
 
     def _resolve_dependencies(self, jobs: list[Job]) -> None:
-        """Drop parents that completed; apply the failure policy to dead ones; refuse
-        the batch (InvalidJob, nothing written) if a parent is nowhere: neither waiting
-        nor running, dead-lettered, nor found among its queue's completed runs."""
-        from . import dependencies
+        """Drop parents that completed, apply the failure policy to dead ones, refuse the
+        batch if a parent is nowhere (:func:`oqronkit.dependencies.resolve_dependencies`)."""
+        from .dependencies import resolve_dependencies
 
-        in_batch = {(j.queue, j.id) for j in jobs}
-        durable = self.engine.durable
-        missing: list[str] = []
-        for job in jobs:
-            if not job.pending:
-                continue
-            still, dead = [], []
-            for queue, parent_id in job.pending:
-                if (queue, parent_id) in in_batch or durable.get(job_namespace(queue), parent_id):
-                    still.append([queue, parent_id])
-                elif durable.get(dlq_namespace(queue), parent_id):
-                    dead.append(f"{queue}/{parent_id}")
-                    if job.parent_failure == "block":  # a retried parent can still release it
-                        still.append([queue, parent_id])
-                elif not dependencies.has_completed_run(durable, queue, parent_id):
-                    missing.append(f"{queue}/{parent_id}")
-            if missing:
-                continue
-            job.pending = still
-            if dead and job.parent_failure == "cascade-fail":
-                job.die(f"parent failed: {', '.join(dead)}", now_ms())
-            elif dead and job.parent_failure == "block":
-                job.status, job.blocked_by = "blocked", dead
-            elif job.pending:
-                job.status = "waiting-dependencies"
-        if missing:
-            raise InvalidJob(
-                f"depends_on names job(s) that do not exist: {', '.join(dict.fromkeys(missing))} (not waiting, "
-                "running or dead-lettered, and no completed run among their queue's latest "
-                f"{dependencies.COMPLETED_RUN_SCAN:,}). "
-                "Nothing was added; drop a parent that completed long ago from depends_on."
-            )
+        resolve_dependencies(self.engine.durable, jobs)
 
     def _register_dependents(self, jobs: Sequence[Job]) -> None:
         """Record each new child on its parents so completing a parent releases it at
