@@ -20,7 +20,9 @@ harness polls. Per system and repeat, with clean state before every phase:
 Systems: ``--systems`` takes names or the groups ``postgres`` (the default), ``redis`` and
 ``all``; ``oqron-<mode>@N`` runs our worker with ``--processes N`` (``--oqron-processes``
 sets N for the names without ``@``), so ``oqron-redis-postgres,oqron-redis-postgres@2``
-measures the scaling of a second process. Redis peers use the ``--redis-url`` server,
+measures the scaling of a second process; ``oqron-<mode>-signal`` is the same row with a
+no-op ``completed`` lifecycle callback on the queue (``oqron-postgres,oqron-postgres-signal``:
+what a registered callback costs the worker). Redis peers use the ``--redis-url`` server,
 each phase under its own key namespace, deleted afterwards (nothing is flushed).
 
 The peers run in their own virtualenv (``bench/.peers-venv``, created on first use from
@@ -279,15 +281,16 @@ class OqronSystem(System):
     recording on or off, with ``--processes N`` (name suffix ``@N`` when N > 1)."""
 
     def __init__(self, mode: str, *, record_runs: bool = True, concurrency: int | None = None,
-                 services: bool = True, processes: int = 1, batch: int = 0) -> None:
+                 services: bool = True, processes: int = 1, batch: int = 0, signal: bool = False) -> None:
         self.mode = mode
         self.batch = batch
+        self.signal = signal  # "-signal": a no-op completed callback on the queue (lifecycle overhead)
         self.record_runs = record_runs
         self.concurrency = concurrency
         self.services = services
         self.processes = processes
         self.name = (f"oqron-{mode}" + ("" if record_runs else "-norec") + ("-batch" if batch else "")
-                     + (f"@{processes}" if processes != 1 else ""))
+                     + ("-signal" if signal else "") + (f"@{processes}" if processes != 1 else ""))
         self.driver = str(PEERS / "oqron_driver.py")
         conc = f"--concurrency {concurrency}" if concurrency else "concurrency 5 (the Queue default)"
         procs = "1 process" if processes == 1 else f"--processes {processes}"
@@ -314,6 +317,8 @@ class OqronSystem(System):
         env["PYTHONPATH"] = f"{PEERS}{os.pathsep}{ROOT}"
         env.update({"OQRON_MODE": self.mode, "OQRON_PROJECT": f"bench-{tag}", "OQRON_ENVIRONMENT": "bench",
                     "OQRON_BENCH_BATCH": str(self.batch)})
+        if self.signal:
+            env["BENCH_SIGNAL"] = "1"  # oqron_tasks.py registers the no-op callback
         phase = Phase(tag, env, project=env["OQRON_PROJECT"])
         if self.uses_redis:
             env["OQRON_REDIS_URL"] = bench.redis_url
@@ -545,10 +550,11 @@ def build_systems(names: list[str], concurrency: int | None, services: bool = Tr
         if base in peers:
             out.append(peers[base]())
             continue
+        signal, base = base.endswith("-signal"), base.removesuffix("-signal")
         batch = BENCH_BATCH if base.endswith("-batch") else 0
         norec = base.removesuffix("-batch").endswith("-norec")
         mode = base.removeprefix("oqron-").removesuffix("-batch").removesuffix("-norec")
-        out.append(OqronSystem(mode, record_runs=not norec, processes=count or 1, batch=batch, **ours))
+        out.append(OqronSystem(mode, record_runs=not norec, processes=count or 1, batch=batch, signal=signal, **ours))
     return out
 
 
@@ -1056,15 +1062,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                 base, count = parse_system_name(name)
             except ValueError as exc:
                 parser.error(str(exc))
-            if base not in ALL_SYSTEMS:
+            if base.removesuffix("-signal") not in ALL_SYSTEMS or (base.endswith("-signal")
+                                                                    and not base.startswith("oqron-")):
                 parser.error(f"unknown system {name!r}; choose from {', '.join(ALL_SYSTEMS)} (oqron-<mode>@N), "
                              f"or a group: {', '.join(SYSTEM_GROUPS)}")
             if count and not base.startswith("oqron-"):
                 parser.error(f"{name}: @N (processes) applies to our engine's systems only")
             processes = 1
             if base.startswith("oqron-"):  # --oqron-processes: where the CLI worker runs (not -norec)
-                processes = count or (1 if base.endswith("-norec") else args.oqron_processes)
-            if processes != 1 and (base.endswith("-norec") or args.oqron_no_services):
+                processes = count or (1 if base.removesuffix("-signal").endswith("-norec") else args.oqron_processes)
+            if processes != 1 and (base.removesuffix("-signal").endswith("-norec") or args.oqron_no_services):
                 parser.error(f"{name}: several processes need the CLI worker (no -norec, no --oqron-no-services)")
             canonical = base if processes == 1 else f"{base}@{processes}"
             if canonical not in names:

@@ -10,7 +10,7 @@ from .backends.types import ABSENT, StoredRecord
 from .batch import Batch
 from .caches import Cache, FetchTimeout, InvalidCacheKey, InvalidCacheValue, cache
 from .config import OqronConfig, config_from_env, config_from_mapping
-from .declare import queue, worker
+from .declare import on, queue, worker
 from .durable import DurablePlane, Page, RecordWrite
 from .engine import Engine, configure, get_engine
 from .errors import (
@@ -32,7 +32,9 @@ from .errors import (
     UnknownQueue,
     UnknownSchedule,
 )
+from .gates import QueuePaused
 from .jobs import Job
+from .lifecycle import EVENTS, Event
 from .namespaces import (
     JOBS_TABLE,
     RECORD_KINDS,
@@ -68,6 +70,7 @@ def open_durable(config: OqronConfig, *, start: bool = True) -> DurablePlane:
 
 __all__ = [
     "ABSENT",
+    "EVENTS",
     "JOBS_TABLE",
     "RECORDS_TABLE",
     "RECORD_KINDS",
@@ -83,6 +86,7 @@ __all__ = [
     "DurablePlane",
     "Endpoint",
     "Engine",
+    "Event",
     "FetchTimeout",
     "InvalidCacheKey",
     "InvalidCacheValue",
@@ -101,6 +105,7 @@ __all__ = [
     "Page",
     "Postpone",
     "Queue",
+    "QueuePaused",
     "RateLimiter",
     "RecordTooLarge",
     "RecordWrite",
@@ -120,6 +125,7 @@ __all__ = [
     "configure",
     "cron",
     "get_engine",
+    "on",
     "open_durable",
     "queue",
     "rate_limit",

@@ -17,6 +17,7 @@ from typing import Any
 from .backends.hot_types import Signal
 from .clock import now_ms
 from .durable import DurablePlane, RecordWrite
+from .errors import InvalidJob
 from .hot import HotPlaneFacade
 from .jobs import Job
 from .namespaces import RUNS, dlq_namespace, job_namespace
@@ -151,3 +152,40 @@ def _sweep_child(durable: DurablePlane, hot: HotPlaneFacade, queue: str, value: 
         resolve_child(durable, hot, queue, child.id, [parent_queue, parent_id], outcome)
         resolved += 1
     return resolved
+
+
+def resolve_dependencies(durable: DurablePlane, jobs: list[Job]) -> None:
+    """For jobs being added: drop parents that completed; apply the failure policy to
+    dead ones; refuse the batch (InvalidJob, nothing written) if a parent is nowhere:
+    neither waiting nor running, dead-lettered, nor found among its queue's completed runs."""
+    in_batch = {(j.queue, j.id) for j in jobs}
+    missing: list[str] = []
+    for job in jobs:
+        if not job.pending:
+            continue
+        still, dead = [], []
+        for queue, parent_id in job.pending:
+            if (queue, parent_id) in in_batch or durable.get(job_namespace(queue), parent_id):
+                still.append([queue, parent_id])
+            elif durable.get(dlq_namespace(queue), parent_id):
+                dead.append(f"{queue}/{parent_id}")
+                if job.parent_failure == "block":  # a retried parent can still release it
+                    still.append([queue, parent_id])
+            elif not has_completed_run(durable, queue, parent_id):
+                missing.append(f"{queue}/{parent_id}")
+        if missing:
+            continue
+        job.pending = still
+        if dead and job.parent_failure == "cascade-fail":
+            job.die(f"parent failed: {', '.join(dead)}", now_ms())
+        elif dead and job.parent_failure == "block":
+            job.status, job.blocked_by = "blocked", dead
+        elif job.pending:
+            job.status = "waiting-dependencies"
+    if missing:
+        raise InvalidJob(
+            f"depends_on names job(s) that do not exist: {', '.join(dict.fromkeys(missing))} (not waiting, "
+            "running or dead-lettered, and no completed run among their queue's latest "
+            f"{COMPLETED_RUN_SCAN:,}). "
+            "Nothing was added; drop a parent that completed long ago from depends_on."
+        )

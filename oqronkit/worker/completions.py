@@ -114,7 +114,8 @@ class Completions:
                 except Exception as exc:  # the dependency sweep resolves them later
                     logger.warning("could not resolve the dependents of %s/%s: %s", job.queue, job.id, exc,
                                    exc_info=not isinstance(exc, OqronError), extra={"action": "finisher.after"})
-            self.state.hook(o.inflight, "complete", o.output)
+            if (job.queue, job.id) in deleted:  # a lost lease's job completes (and fires) elsewhere
+                self.state.hook(o.inflight, "completed", output=o.output)
 
     def _settles_in_one_transaction(self) -> bool:
         if self._one_transaction is None:

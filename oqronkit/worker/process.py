@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .. import lifecycle
 from ..clock import now_ms
 from ..errors import ConfigurationError, OqronError
 from ..live import WorkerInfo, forget_worker
@@ -145,6 +146,7 @@ class WorkerProcess:
         deadline = time.monotonic() + (self.drain_timeout if drain_timeout is None else drain_timeout)
         self._drain(deadline)
         self._stop_finisher(deadline)
+        lifecycle.drain(max(deadline - time.monotonic(), 0) + 5)  # callbacks of settled jobs run before exit
         self._report_unrecorded()
         self._stopped.set()
         for thread in self.supervisor.threads:

@@ -84,6 +84,7 @@ class Slots:
                 self._settle(Outcome(inflight, "cancelled"))
             else:
                 runnable.append(inflight)
+                self.state.hook(inflight, "started")
         return runnable
 
     def _begin(self, inflight: Inflight, now: int) -> None:
