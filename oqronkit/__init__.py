@@ -31,6 +31,9 @@ from .errors import (
     UnknownQueue,
     UnknownSchedule,
 )
+from .group_api import get_group, group, group_results
+from .group_records import GroupInfo, GroupNotFound, MemberResult
+from .groups import JobSpec, job_spec
 from .jobs import Job
 from .namespaces import (
     JOBS_TABLE,
@@ -82,6 +85,8 @@ __all__ = [
     "Endpoint",
     "Engine",
     "FetchTimeout",
+    "GroupInfo",
+    "GroupNotFound",
     "InvalidCacheKey",
     "InvalidCacheValue",
     "InvalidJob",
@@ -91,7 +96,9 @@ __all__ = [
     "InvalidState",
     "Job",
     "JobNotFound",
+    "JobSpec",
     "LegacyLayoutDetected",
+    "MemberResult",
     "Message",
     "MissingDependency",
     "OqronConfig",
@@ -118,6 +125,10 @@ __all__ = [
     "configure",
     "cron",
     "get_engine",
+    "get_group",
+    "group",
+    "group_results",
+    "job_spec",
     "open_durable",
     "queue",
     "rate_limit",

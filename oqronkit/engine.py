@@ -130,6 +130,12 @@ class Engine:
         """Declare a webhook on this engine (see :func:`oqronkit.webhook`)."""
         return Webhook(name, engine=self, **options)
 
+    def group(self, members: Any, **options: Any) -> str:
+        """Add a group of jobs with a callback; its id (see :func:`oqronkit.group`)."""
+        from .groups import create_group
+
+        return create_group(self, members, **options)
+
     def get_queue(self, name: str) -> Queue:
         try:
             return self.registry.queues[name]

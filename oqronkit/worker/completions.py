@@ -108,9 +108,9 @@ class Completions:
             self._done(o)
         for o in outcomes:
             job = o.inflight.job
-            if (job.queue, job.id) in deleted and job.dependents:
+            if (job.queue, job.id) in deleted and (job.dependents or job.group):
                 try:
-                    on_parent_done(self.state.durable, self.state.hot, job, "completed")
+                    on_parent_done(self.state.durable, self.state.hot, job, "completed", output=o.output)
                 except Exception as exc:  # the dependency sweep resolves them later
                     logger.warning("could not resolve the dependents of %s/%s: %s", job.queue, job.id, exc,
                                    exc_info=not isinstance(exc, OqronError), extra={"action": "finisher.after"})

@@ -214,3 +214,14 @@ def test_audit_namespaces_are_plain_records():
     assert ns.job_audit_namespace("a:b", "j:1") == "audit:job:a:b:j:1"
     assert classify_namespace(ns.AUDIT) == "record"
     assert classify_namespace(ns.job_audit_namespace("emails", "j1")) == "record"
+
+
+@pytest.mark.parametrize(
+    ("namespace", "kind"),
+    [("queue_groups", "control"), ("queue_group_members:01abc", "control"), ("queue_group_members", "record"),
+     ("queue_groups:x", "record")],
+)
+def test_group_namespaces_beyond_the_spec(namespace, kind):
+    """Groups (README "Layout", a deviation): control state in oqron_records, like topic_groups."""
+    assert classify_namespace(namespace) == kind
+    assert ns.group_members_namespace("g1") == "queue_group_members:g1"
