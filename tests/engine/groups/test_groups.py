@@ -36,7 +36,7 @@ def test_the_callback_fires_once_with_every_output(engine: Engine):
     with running(engine) as process:
         fast_services(process)
         wait_until(lambda: calls)
-        time.sleep(0.8)  # a sweep or two: nothing fires again
+        time.sleep(0.5)  # a sweep or two: nothing fires again
     assert calls == [("done", gid, [("completed", {"double": i * 2}) for i in range(7)])]
     info = get_group(gid, engine=engine)
     assert (info.status, info.outcome, info.name, info.total) == ("completed", "completed", "<b>x</b>", 7)
@@ -70,7 +70,7 @@ def test_on_failure_fires_once_per_policy(engine: Engine, policy):
             wait_until(lambda: calls)
             assert sorted(s for s, _ in calls[0][2]) == ["completed", "completed", "dead"]
         wait_until(lambda: get_group(gid, engine=engine).status == "failed")
-        time.sleep(0.6)
+        time.sleep(0.4)
     assert [c[0] for c in calls] == ["failed"]
     dead = [m for m in group_results(gid, engine=engine) if m.status == "dead"]
     assert len(dead) == 1 and "no good" in str(dead[0].error)
