@@ -17,7 +17,7 @@ PUBLIC = {"login", "logout", "admin-login"}
 SAMPLE = {"queue": "emails", "job_id": "job-1", "run_id": "run-1", "action": "retry", "app_label": "jobs",
           "object_id": "1", "content_type_id": "1", "url": "x", "model_name": "jobrecord", "id": "1",
           "topic": "orders", "group": "billing", "message_id": "m1", "webhook": "billing", "endpoint": "crm",
-          "delivery_id": "m1-crm", "cache": "users", "limiter": "api"}
+          "delivery_id": "m1-crm", "cache": "users", "limiter": "api", "group_id": "g1"}
 
 
 def walk(patterns, namespace: str = "", prefix: str = "") -> list[tuple[str, str, URLPattern]]:
@@ -61,7 +61,7 @@ def test_the_walk_covers_every_board_page():
                  "/webhooks/deliveries/resend/", "/webhooks/billing/deliveries/m1-crm/",
                  "/webhooks/billing/deliveries/m1-crm/resend/", "/webhooks/billing/endpoints/crm/enable/",
                  "/webhooks/billing/endpoints/crm/disable/", "/logs/",
-                 "/caches/", "/caches/users/invalidate/", "/limits/", "/limits/api/retry/"):
+                 "/caches/", "/caches/users/invalidate/", "/limits/", "/limits/api/retry/", "/groups/", "/groups/g1/"):
         assert name in urls, name
     assert len(urls) > 25
 

@@ -1,0 +1,100 @@
+"""Groups (issue 26): the list of the scope's groups and one group's page: progress
+(members by state, the pending ones by their job's live status), the callback's state
+and every member linked to its job and run. Read through the engine's group data API
+(:mod:`oqronkit.group_records`) on the board's scoped engine; groups have no action."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+
+from oqronkit.group_records import GroupInfo, GroupNotFound, MemberResult, member_counts, read_group, read_members
+from oqronkit.namespaces import QUEUE_GROUPS, dlq_namespace, job_namespace
+from runs.queries import job_runs
+
+from ..base.pages import BoardRequest, board_view, scope_of
+from ..base.scope import BoardScope
+
+NO_GROUP = "No group with that id in this project and environment."
+#: Members listed on the page (the counts cover every member).
+SHOWN = 200
+LISTED = 100
+
+
+@board_view
+def groups_page(request: BoardRequest) -> HttpResponse:
+    """The scope's latest groups, newest first."""
+    page = scope_of(request).engine.durable.list(QUEUE_GROUPS, order="inserted", descending=True, limit=LISTED)
+    groups = [dict(r.value, id=r.id) for r in page.records]
+    return render(request, "oqronboard/groups.html", {"groups": groups, "more": page.next_cursor is not None})
+
+
+@board_view
+def group_detail(request: BoardRequest, group_id: str) -> HttpResponse:
+    """One group: its record, progress by state, callback, members."""
+    scope = scope_of(request)
+    try:
+        info = read_group(scope.engine.durable, group_id)
+    except GroupNotFound as exc:
+        raise Http404(NO_GROUP) from exc
+    members = read_members(scope.engine.durable, group_id)
+    counts = member_counts(members)
+    live = live_states(scope, [m for m in members if m.status == "pending"])
+    total = info.total or len(members)
+    context = {
+        "group": info, "counts": counts, "live": sorted(live.items()), "total": total,
+        "settled_pct": round(100 * (counts["completed"] + counts["dead"]) / total) if total else 0,
+        "callbacks": [callback_state(scope, info, role, ref) for role, ref in
+                      (("on_complete", info.on_complete), ("on_failure", info.on_failure)) if ref],
+        "members": [member_row(m) for m in members[:SHOWN]], "hidden": max(0, len(members) - SHOWN),
+    }
+    return render(request, "oqronboard/group.html", context)
+
+
+def live_states(scope: BoardScope, pending: list[MemberResult]) -> dict[str, int]:
+    """Pending members counted by their job's status now (waiting, active, delayed ...;
+    ``dead`` for one dead-lettered but not yet settled, ``gone`` for one left unnoticed)."""
+    by_queue: dict[str, list[str]] = defaultdict(list)
+    for m in pending:
+        by_queue[m.queue].append(m.job_id)
+    states: Counter[str] = Counter()
+    for queue, ids in by_queue.items():
+        for start in range(0, len(ids), 1000):
+            chunk = ids[start:start + 1000]
+            found = {r.id: str((r.value or {}).get("status")) for r in
+                     scope.engine.durable.get_many(job_namespace(queue), chunk)}
+            dead = {r.id for r in scope.engine.durable.get_many(dlq_namespace(queue), [i for i in chunk
+                                                                                         if i not in found])}
+            states.update(found.get(i) or ("dead" if i in dead else "gone") for i in chunk)
+    return dict(states)
+
+
+def callback_state(scope: BoardScope, info: GroupInfo, role: str, ref: tuple[str, str]) -> dict[str, Any]:
+    """Where a callback stands: waiting for the group, enqueued (its job's status and
+    latest run), not needed (the group took the other outcome), or dead-lettered."""
+    queue, job_id = ref
+    record = scope.engine.durable.get(job_namespace(queue), job_id)
+    dead = scope.engine.durable.get(dlq_namespace(queue), job_id) if record is None else None
+    runs = job_runs(scope, job_id, limit=5)
+    fired = info.callback == ref
+    if record is not None:
+        status = str((record.value or {}).get("status"))
+        state = "waiting for the group" if status == "waiting-dependencies" else status
+    elif dead is not None:
+        state = "dead"
+    elif runs:
+        state = str(runs[0].get("status"))
+    elif info.outcome is not None and not fired:
+        state = "not needed"
+    else:
+        state = "gone"
+    return {"role": role, "queue": queue, "job_id": job_id, "state": state, "fired": fired,
+            "in_queue": record is not None or dead is not None, "runs": runs}
+
+
+def member_row(m: MemberResult) -> dict[str, Any]:
+    return {"index": m.index, "queue": m.queue, "job_id": m.job_id, "status": m.status, "run_id": m.run_id,
+            "output": m.output, "error": m.error, "too_large": m.output_too_large}
