@@ -242,10 +242,8 @@ def fire(durable: DurablePlane, hot: HotPlaneFacade, gid: str) -> None:
     if group.get(other):
         queue, job_id = group[other]
         durable.compare_and_set(job_namespace(queue), job_id, expect={"status": "waiting-dependencies"}, value=None)
-    now = now_ms()
-    final = {**group, "status": group["outcome"], "firedAt": now}
-    durable.compare_and_set(QUEUE_GROUPS, gid, expect={"status": "firing"}, value=final,
-                            expires_at=now + KEEP_SETTLED_MS)
+    final = {**group, "status": group["outcome"], "firedAt": now_ms()}
+    durable.compare_and_set(QUEUE_GROUPS, gid, expect={"status": "firing"}, value=final)
 
 
 def _release(durable: DurablePlane, hot: HotPlaneFacade, ref: list[str]) -> None:
@@ -272,7 +270,25 @@ def sweep_groups(durable: DurablePlane, hot: HotPlaneFacade, *, limit: int = 200
             break
         visited += 1
         guarded("group sweep", QUEUE_GROUPS, gid, partial(_sweep_group, durable, hot, gid))
+    prune_settled(durable)
     return visited
+
+
+def prune_settled(durable: DurablePlane, *, now: int | None = None, limit: int = 20) -> int:
+    """Delete the oldest groups settled more than :data:`KEEP_SETTLED_MS` ago, ledger
+    first (a crash in between leaves the record, pruned next time); returns how many."""
+    cutoff = (now_ms() if now is None else now) - KEEP_SETTLED_MS
+    pruned = 0
+    for record in durable.list(QUEUE_GROUPS, order="inserted", limit=limit).records:
+        fired = record.value.get("firedAt")
+        if record.value.get("status") not in ("completed", "failed") or not isinstance(fired, int) or fired > cutoff:
+            continue
+        ledger = group_members_namespace(record.id)
+        while ids := [r.id for r in durable.list(ledger, limit=_PAGE).records]:
+            durable.delete_many(ledger, ids)
+        durable.delete(QUEUE_GROUPS, record.id)
+        pruned += 1
+    return pruned
 
 
 def _sweep_group(durable: DurablePlane, hot: HotPlaneFacade, gid: str) -> None:

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from oqronkit import Engine, GroupNotFound, InvalidJob, get_group, group_results, job_spec
-from oqronkit.groups import sweep_groups
+from oqronkit.clock import now_ms
+from oqronkit.groups import KEEP_SETTLED_MS, prune_settled, sweep_groups
 from tests.engine.queue.conftest import fast_services, running, wait_until
 
 
@@ -115,6 +116,15 @@ def test_the_sweep_finishes_a_group_a_crash_left(engine: Engine):
         wait_until(lambda: len(calls) == 2)
         time.sleep(0.3)
     assert sorted(c[1] for c in calls) == sorted([gid, gid2])
+    # A week after firing, the sweep deletes a settled group, its ledger first.
+    open_gid = engine.group([("work", 4)])
+    assert prune_settled(engine.durable) == 0
+    assert prune_settled(engine.durable, now=now_ms() + KEEP_SETTLED_MS + 1000) == 2
+    for pruned in (gid, gid2):
+        assert engine.durable.count(f"queue_group_members:{pruned}") == 0
+        with pytest.raises(GroupNotFound):
+            get_group(pruned, engine=engine)
+    assert get_group(open_gid, engine=engine).status == "open"
 
 
 def test_bad_groups_are_refused(engine: Engine):
