@@ -44,7 +44,8 @@ WEBHOOK: Final = "webhook"
 WEBHOOK_CB: Final = "webhook_cb"
 # The board's operator actions, written through the engine; not in the spec's table.
 AUDIT: Final = "audit"
-# Group records (oqronkit.groups); not in the spec's table: control state like topic_groups.
+# Group records (oqronkit.groups); not in the spec's table: kind state, kept off the
+# definitions (definition and control kinds) the board lists.
 QUEUE_GROUPS: Final = "queue_groups"
 # A schedule kind's definitions namespace -> its durable control (pointer) namespace.
 SCHEDULER_CONTROL: Final[dict[str, str]] = {CRON: CRON_DURABLE, SCHEDULE: SCHEDULE_DURABLE}
@@ -56,7 +57,8 @@ TOPIC_MSG_PREFIX: Final = "topic_msg:"
 TOPIC_GROUPS_PREFIX: Final = "topic_groups:"
 WEBHOOK_ENDPOINTS_PREFIX: Final = "webhook_endpoints:"
 MODULE_LOGS_PREFIX: Final = "module_logs:"
-# One group's member ledger (status and output per member); not in the spec's table.
+# One group's member ledger (status and output per member); not in the spec's table:
+# kind record (unregistered), so thousands of rows never crowd the state kind's lists.
 GROUP_MEMBERS_PREFIX: Final = "queue_group_members:"
 
 _EXACT: Final[dict[str, RecordKind]] = {
@@ -71,7 +73,7 @@ _EXACT: Final[dict[str, RecordKind]] = {
     TOPIC_STATE: "control",
     CRON_DURABLE: "control",
     SCHEDULE_DURABLE: "control",
-    QUEUE_GROUPS: "control",
+    QUEUE_GROUPS: "state",
     RUNS: "run",
     WEBHOOK_CB: "state",
 }
@@ -79,7 +81,6 @@ _EXACT: Final[dict[str, RecordKind]] = {
 _FAMILY_KINDS: Final[tuple[tuple[str, RecordKind], ...]] = (
     (WEBHOOK_ENDPOINTS_PREFIX, "definition"),
     (TOPIC_GROUPS_PREFIX, "control"),
-    (GROUP_MEMBERS_PREFIX, "control"),
     (JOB_PREFIX, "job"),
     (DLQ_PREFIX, "dlq"),
     (TOPIC_MSG_PREFIX, "message"),

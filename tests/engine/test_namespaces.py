@@ -145,11 +145,11 @@ def test_table_name_for_namespace(namespace, table):
 def test_sole_namespace_of_kind_names_the_only_namespace_a_kind_can_have(kind):
     # A kind filter may add this namespace (an index serves it): it must never drop a row.
     namespace = sole_namespace_of_kind(kind)
-    expected = {"run": "runs", "state": "webhook_cb"}.get(kind)
+    expected = {"run": "runs"}.get(kind)  # state spans webhook_cb and queue_groups
     assert namespace == expected
     if namespace is not None:
         assert classify_namespace(namespace) == kind
-        others = [ns for ns, _ in SPEC_ROWS] + ["x", "x:y", "runs:x", "webhook_cb:x"]
+        others = [ns for ns, _ in SPEC_ROWS] + ["x", "x:y", "runs:x", "webhook_cb:x", "queue_groups"]
         assert all(classify_namespace(other) != kind or other == namespace for other in others)
 
 
@@ -218,10 +218,9 @@ def test_audit_namespaces_are_plain_records():
 
 @pytest.mark.parametrize(
     ("namespace", "kind"),
-    [("queue_groups", "control"), ("queue_group_members:01abc", "control"), ("queue_group_members", "record"),
-     ("queue_groups:x", "record")],
+    [("queue_groups", "state"), ("queue_group_members:01abc", "record"), ("queue_groups:x", "record")],
 )
 def test_group_namespaces_beyond_the_spec(namespace, kind):
-    """Groups (README "Layout", a deviation): control state in oqron_records, like topic_groups."""
+    """Groups (README "Layout", a deviation): in oqron_records, off the definitions page."""
     assert classify_namespace(namespace) == kind
     assert ns.group_members_namespace("g1") == "queue_group_members:g1"
