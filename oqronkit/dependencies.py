@@ -53,16 +53,15 @@ def has_completed_run(durable: DurablePlane, queue: str, job_id: str, *, scan: i
     return find_completed_run(durable, queue, job_id, scan=COMPLETED_RUN_SCAN if scan is None else scan) is not None
 
 
-def on_parent_done(durable: DurablePlane, hot: HotPlaneFacade, parent: Job, outcome: str, *,
-                   output: Any = None) -> None:
+def on_parent_done(durable: DurablePlane, hot: HotPlaneFacade, parent: Job, outcome: str) -> None:
     """Resolve ``parent``'s dependents after it ``completed`` or went ``dead``, and settle
-    it in its group (``output``: what a completed job returned)."""
+    it in its group (the finisher settles completed members in batches first)."""
     for queue, child_id in parent.dependents:
         resolve_child(durable, hot, queue, child_id, [parent.queue, parent.id], outcome)
     if parent.group:
         from .groups import member_settled  # groups stands above this module
 
-        member_settled(durable, hot, parent, outcome, output=output)
+        member_settled(durable, hot, parent, outcome)
 
 
 def resolve_child(

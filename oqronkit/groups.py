@@ -9,12 +9,14 @@ A group is three kinds of durable rows, written in one atomic ``apply``:
 - the callback jobs themselves, stored up front as ``waiting-dependencies`` (no parent):
   a job nothing releases but this module.
 
-Exactly once: deciding is a compare-and-set of the group record from ``open`` (one
-process wins), and firing is a compare-and-set of the callback job from
-``waiting-dependencies`` to ``waiting``, which can succeed only once whoever retries it.
-Every step is durable and idempotent, so the leader's sweep (:func:`sweep_groups`)
-finishes what a crashed process left: members that left their queue without being
-settled, and groups decided but not yet fired.
+Exactly once: whoever settles a member (the finisher, a batch at a time) writes its
+ledger row, then walks the ledger's statuses; finding none pending, it decides the group
+by a compare-and-set of its record from ``open`` (one process wins, however many race),
+and fires: a compare-and-set of the callback job from ``waiting-dependencies`` to
+``waiting``, which can succeed only once whoever retries it. Every step is durable and
+idempotent, so the leader's sweep (:func:`sweep_groups`) finishes what a crashed process
+left: members that left their queue unsettled, groups settled but not decided, groups
+decided but not fired.
 """
 
 from __future__ import annotations
@@ -166,26 +168,51 @@ def member_settled(durable: DurablePlane, hot: HotPlaneFacade, job: Job, outcome
     gid = job.group
     if not gid:
         return
-    record = durable.get(QUEUE_GROUPS, gid)
-    if record is None or [job.queue, job.id] in (record.value.get("onComplete"), record.value.get("onFailure")):
-        return  # a callback is no member; a pruned group has nothing left to decide
     error = job.last_error or ({"type": "DeadLetter", "message": job.dead_reason} if job.dead_reason else None)
-    if not _mark(durable, gid, job.queue, job.id, outcome, output=output, error=error, run_id=job.run_id):
-        return
-    decide(durable, hot, gid, check_dead=outcome == "dead")
+    if _mark(durable, gid, job.queue, job.id, outcome, output=output, error=error, run_id=job.run_id):
+        decide(durable, hot, gid)
+
+
+def members_completed(durable: DurablePlane, hot: HotPlaneFacade, completed: Sequence[tuple[Job, Any]]) -> None:
+    """The finisher's batch of completed jobs that belong to groups (with their outputs):
+    one read and one write of ledger rows per group, then one decision per group. A
+    completion is final, so the rows are written without a compare-and-set."""
+    by_group: dict[str, list[tuple[Job, Any]]] = defaultdict(list)
+    for job, output in completed:
+        if job.group:
+            by_group[job.group].append((job, output))
+    for gid, items in by_group.items():
+        ledger = group_members_namespace(gid)
+        rows = {r.id: r.value for r in durable.get_many(ledger, [member_key(j.queue, j.id) for j, _ in items])}
+        writes = []
+        for job, output in items:
+            row = rows.get(member_key(job.queue, job.id))  # None: a callback, or a pruned group
+            if row is not None and row.get("status") != "completed":
+                writes.append(RecordWrite(ledger, member_key(job.queue, job.id), {
+                    **row, "status": "completed", "settledAt": now_ms(), "output": output, "error": None,
+                    "runId": job.run_id or row.get("runId")}))
+        if not writes:
+            continue
+        try:
+            durable.put_many(writes)
+        except RecordTooLarge:  # one output too large beside the ledger's fields: row by row
+            for job, output in items:
+                _mark(durable, gid, job.queue, job.id, "completed", output=output, error=None, run_id=job.run_id)
+        decide(durable, hot, gid)
 
 
 def _mark(durable: DurablePlane, gid: str, queue: str, job_id: str, outcome: str, *, output: Any,
           error: Any, run_id: str | None) -> bool:
-    """Move a member's ledger row to ``outcome``; False when it is no member of the group."""
+    """Move a member's ledger row to ``outcome``; False when nothing changed (a repeat,
+    an outcome already final, no such member: a callback, or a pruned group)."""
     namespace, key = group_members_namespace(gid), member_key(queue, job_id)
     for _ in range(_CAS_TRIES):
         row = durable.get(namespace, key)
         if row is None:
             return False
         status = row.value.get("status")
-        if status == outcome or status == "completed":  # repeated, or already final
-            return True
+        if status == outcome or status == "completed":
+            return False
         value = {**row.value, "status": outcome, "settledAt": now_ms(), "runId": run_id or row.value.get("runId"),
                  "output": output if outcome == "completed" else None,
                  "error": error if outcome == "dead" else None}
@@ -205,9 +232,10 @@ def _any(durable: DurablePlane, gid: str, status: str) -> bool:
     return next(iter(durable.scan_statuses(group_members_namespace(gid), [status], page=_PAGE)), None) is not None
 
 
-def decide(durable: DurablePlane, hot: HotPlaneFacade, gid: str, *, check_dead: bool) -> None:
-    """Decide an open group whose members have settled (or, policy ``first``, one died:
-    ``check_dead``), and fire its callback; finish firing a decided one."""
+def decide(durable: DurablePlane, hot: HotPlaneFacade, gid: str) -> None:
+    """Decide an open group from its ledger: ``failed`` once a member is dead (policy
+    ``first``) or when none is pending and one is dead, ``completed`` when all completed;
+    one compare-and-set from ``open`` wins. Fire a group decided but not fired."""
     record = durable.get(QUEUE_GROUPS, gid)
     if record is None:
         return
@@ -217,7 +245,7 @@ def decide(durable: DurablePlane, hot: HotPlaneFacade, gid: str, *, check_dead: 
         return
     if group.get("status") != "open":
         return
-    if check_dead and group.get("policy") == "first" and _any(durable, gid, "dead"):
+    if group.get("policy") == "first" and _any(durable, gid, "dead"):
         outcome = "failed"
     elif _any(durable, gid, "pending"):
         return
@@ -300,7 +328,7 @@ def _sweep_group(durable: DurablePlane, hot: HotPlaneFacade, gid: str) -> None:
     for queue, ids in pending.items():
         for start in range(0, len(ids), _PAGE):
             _settle_gone(durable, gid, queue, ids[start:start + _PAGE])
-    decide(durable, hot, gid, check_dead=True)
+    decide(durable, hot, gid)
 
 
 def _settle_gone(durable: DurablePlane, gid: str, queue: str, ids: list[str]) -> None:

@@ -7,7 +7,7 @@ import threading
 import time
 
 from oqronkit import Engine, OqronConfig, Registry, get_group, group_results
-from oqronkit.groups import member_settled
+from oqronkit.groups import member_settled, members_completed
 from oqronkit.jobs import Job
 from tests.engine.queue.conftest import running, wait_until
 
@@ -15,17 +15,22 @@ MEMBERS = 60
 
 
 def settle_all(config: OqronConfig | None, engine: Engine | None, gid: str, start: float, reverse: bool) -> None:
-    """Settle every member of ``gid`` as completed, as the finisher does, from ``start``
-    on (a shared instant, so both sides overlap); a process of its own when ``config``."""
+    """Settle every member of ``gid`` as completed from ``start`` on (a shared instant, so
+    both sides overlap): in the finisher's batches, or (``reverse``) one by one from the
+    last member; a process of its own when ``config``."""
     own = Engine(config, registry=Registry()) if config is not None else None
     eng = own or engine
     assert eng is not None
     try:
         members = group_results(gid, engine=eng)
         time.sleep(max(0.0, start - time.time()))
-        for m in reversed(members) if reverse else members:
-            job = Job(id=m.job_id, queue=m.queue, data=None, group=gid)
-            member_settled(eng.durable, eng.hot, job, "completed", output={"i": m.index})
+        jobs = [(Job(id=m.job_id, queue=m.queue, data=None, group=gid), {"i": m.index}) for m in members]
+        if reverse:  # one by one, as a death (or a dependency hook) settles a member
+            for job, output in reversed(jobs):
+                member_settled(eng.durable, eng.hot, job, "completed", output=output)
+        else:  # in batches, as the finisher settles completions
+            for start in range(0, len(jobs), 7):
+                members_completed(eng.durable, eng.hot, jobs[start:start + 7])
     finally:
         if own is not None:
             own.close()
