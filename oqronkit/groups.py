@@ -31,7 +31,7 @@ from .backends.hot_types import Signal
 from .clock import now_ms
 from .completed_runs import find_completed_run
 from .durable import DurablePlane, RecordWrite
-from .enqueue import build_job, check_text
+from .enqueue import BULK_OPTIONS, build_job, check_text
 from .errors import BackendUnavailable, InvalidJob, RecordTooLarge
 from .hot import HotPlaneFacade
 from .ids import new_id
@@ -123,9 +123,14 @@ def create_group(
 
 def _build(engine: Any, spec: Any, gid: str, *, what: str, job_id: str | None = None) -> Job:
     queue, data, options = _unpack(spec, what)
-    refused = _REFUSED_OPTIONS & set(options)
+    unknown = set(options) - BULK_OPTIONS
+    if unknown:
+        raise InvalidJob(f"{what}: unknown add option(s): {', '.join(sorted(unknown))}.")
+    # A callback is due when the group settles: a delay counted from the group's creation would mislead.
+    refused = _REFUSED_OPTIONS & set(options) | ({"delay", "run_at"} & set(options) if job_id else set())
     if refused:
-        raise InvalidJob(f"{what}: {', '.join(sorted(refused))} cannot be set on a group's jobs.")
+        raise InvalidJob(f"{what}: {', '.join(sorted(refused))} cannot be set on a group's "
+                         f"{'callbacks' if job_id else 'jobs'}.")
     queue = engine.controller(queue) if isinstance(queue, str) else queue
     job = build_job(queue, data, job_id=job_id, **options)
     job.group = gid

@@ -133,6 +133,10 @@ def test_bad_groups_are_refused(engine: Engine):
         engine.group([])
     with pytest.raises(InvalidJob, match="job_id"):
         engine.group([("work", 1, {"job_id": "x"})])
+    with pytest.raises(InvalidJob, match="unknown add option"):
+        engine.group([job_spec("work", 1, prioirty=3)])
+    with pytest.raises(InvalidJob, match="delay"):
+        engine.group([("work", 1)], on_complete=job_spec("work", 2, delay=5))
     with pytest.raises(InvalidJob, match="job_spec"):
         engine.group(["work"])
     with pytest.raises(InvalidJob, match="on_failure_policy"):
