@@ -59,6 +59,7 @@ def test_the_group_page_after_the_group_settled(board: Board):
     assert 'data-testid="callback-state-on_complete">not needed<' in body
     listing = board.viewer.get(reverse("groups")).content.decode()
     assert "weekly" in listing and reverse("group", args=[gid]) in listing
+    assert 'data-testid="nav-groups" href="/groups/" aria-current="page"' in listing
 
 
 def test_member_job_and_run_pages_link_to_the_group(board: Board):
