@@ -22,6 +22,7 @@ decided but not fired.
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
@@ -46,6 +47,8 @@ FAILURE_POLICIES = ("first", "after_all")
 MAX_GROUP_MEMBERS = 10_000
 #: How long a settled group's record and ledger stay readable (group_results, the board).
 KEEP_SETTLED_MS = 7 * 24 * 3600 * 1000
+PRUNE_EVERY_S = 60.0
+_last_prune = float("-inf")
 _CAS_TRIES = 20
 #: Completed runs of a queue the sweep reads looking for an unnoticed member's output.
 RUN_SCAN = 10_000
@@ -303,7 +306,10 @@ def sweep_groups(durable: DurablePlane, hot: HotPlaneFacade, *, limit: int = 200
             break
         visited += 1
         guarded("group sweep", QUEUE_GROUPS, gid, partial(_sweep_group, durable, hot, gid))
-    prune_settled(durable)
+    global _last_prune
+    if time.monotonic() - _last_prune >= PRUNE_EVERY_S:  # a sorted read: not on every 5 s sweep
+        _last_prune = time.monotonic()
+        prune_settled(durable)
     return visited
 
 
