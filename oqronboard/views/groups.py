@@ -10,6 +10,8 @@ from typing import Any
 
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
+from django_htmx.http import HttpResponseStopPolling
 
 from oqronkit.group_records import GroupInfo, GroupNotFound, MemberResult, member_counts, read_group, read_members
 from oqronkit.namespaces import QUEUE_GROUPS, dlq_namespace, job_namespace
@@ -21,6 +23,7 @@ from ..base.scope import BoardScope
 NO_GROUP = "No group with that id in this project and environment."
 #: Members listed on the page (the counts cover every member).
 SHOWN = 200
+UNFINISHED = ("waiting for the group", "waiting", "delayed", "active")
 LISTED = 100
 
 
@@ -34,7 +37,8 @@ def groups_page(request: BoardRequest) -> HttpResponse:
 
 @board_view
 def group_detail(request: BoardRequest, group_id: str) -> HttpResponse:
-    """One group: its record, progress by state, callback, members."""
+    """One group: its record, progress by state, callback, members; ``?panel=live``
+    renders the progress and callbacks for htmx, 286 (stop polling) once all is done."""
     scope = scope_of(request)
     try:
         info = read_group(scope.engine.durable, group_id)
@@ -44,13 +48,20 @@ def group_detail(request: BoardRequest, group_id: str) -> HttpResponse:
     counts = member_counts(members)
     live = live_states(scope, [m for m in members if m.status == "pending"])
     total = info.total or len(members)
+    callbacks = [callback_state(scope, info, role, ref) for role, ref in
+                 (("on_complete", info.on_complete), ("on_failure", info.on_failure)) if ref]
     context = {
         "group": info, "counts": counts, "live": sorted(live.items()), "total": total,
         "settled_pct": round(100 * (counts["completed"] + counts["dead"]) / total) if total else 0,
-        "callbacks": [callback_state(scope, info, role, ref) for role, ref in
-                      (("on_complete", info.on_complete), ("on_failure", info.on_failure)) if ref],
-        "members": [member_row(m) for m in members[:SHOWN]], "hidden": max(0, len(members) - SHOWN),
+        "callbacks": callbacks, "members": [member_row(m) for m in members[:SHOWN]],
+        "hidden": max(0, len(members) - SHOWN),
+        # Polled until the group is decided and its callback has run (or there is none to run).
+        "polling": info.status in ("open", "firing") or any(c["state"] in UNFINISHED for c in callbacks),
     }
+    if request.htmx and request.GET.get("panel") == "live":
+        if context["polling"]:
+            return render(request, "oqronboard/group.html#live", context)
+        return HttpResponseStopPolling(render_to_string("oqronboard/group.html#live", context, request))
     return render(request, "oqronboard/group.html", context)
 
 

@@ -57,6 +57,13 @@ def test_the_group_page_after_the_group_settled(board: Board):
     assert 'data-testid="group-status">failed<' in body  # after_all, one dead
     assert 'data-testid="callback-state-on_failure">waiting<' in body
     assert 'data-testid="callback-state-on_complete">not needed<' in body
+    live = board.viewer.get(reverse("group", args=[gid]) + "?panel=live", HTTP_HX_REQUEST="true")
+    assert live.status_code == 200 and 'data-testid="group-status">failed<' in live.content.decode()  # callback waits
+    engine.durable.delete("queue_job:alerts", f"{gid}:onFailure")  # ran and completed
+    put_runs(engine.durable, [run_value("run-cb", name="alerts", job_id=f"{gid}:onFailure")])
+    done = board.viewer.get(reverse("group", args=[gid]) + "?panel=live", HTTP_HX_REQUEST="true")
+    assert done.status_code == 286 and "<html" not in done.content.decode()
+    assert 'data-testid="callback-state-on_failure">completed<' in done.content.decode()
     listing = board.viewer.get(reverse("groups")).content.decode()
     assert "weekly" in listing and reverse("group", args=[gid]) in listing
     assert 'data-testid="nav-groups" href="/groups/" aria-current="page"' in listing
