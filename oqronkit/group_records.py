@@ -7,6 +7,7 @@ shows; the writes are :mod:`oqronkit.groups`.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,9 +90,23 @@ def read_members(durable: DurablePlane, group_id: str) -> list[MemberResult]:
     return sorted(members, key=lambda m: m.index)
 
 
-def member_counts(members: list[MemberResult]) -> dict[str, int]:
+def member_statuses(durable: DurablePlane, group_id: str) -> dict[tuple[str, str], str]:
+    """Every member's ledger status by ``(queue, job id)``, read without the outputs (a
+    walk of ids and statuses, 1,000 a round trip): what progress needs."""
+    found = durable.scan_statuses(group_members_namespace(group_id), ["pending", "completed", "dead"], page=_PAGE)
+    return {(key.partition(":")[0], key.partition(":")[2]): status for key, status in found}
+
+
+def first_members(durable: DurablePlane, group_id: str, *, limit: int) -> list[MemberResult]:
+    """Up to ``limit`` members with their outputs (one page, in ledger order: by queue,
+    then by creation), sorted as given."""
+    page = durable.list(group_members_namespace(group_id), limit=limit)
+    return sorted((_member(r.value) for r in page.records), key=lambda m: m.index)
+
+
+def member_counts(statuses: Iterable[str]) -> dict[str, int]:
     """Members per ledger status, every status present (0 when none)."""
-    counts = Counter(m.status for m in members)
+    counts = Counter(statuses)
     return {status: counts.get(status, 0) for status in ("pending", "completed", "dead")}
 
 

@@ -13,7 +13,15 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django_htmx.http import HttpResponseStopPolling
 
-from oqronkit.group_records import GroupInfo, GroupNotFound, MemberResult, member_counts, read_group, read_members
+from oqronkit.group_records import (
+    GroupInfo,
+    GroupNotFound,
+    MemberResult,
+    first_members,
+    member_counts,
+    member_statuses,
+    read_group,
+)
 from oqronkit.namespaces import QUEUE_GROUPS, dlq_namespace, job_namespace
 from runs.queries import job_runs
 
@@ -44,17 +52,16 @@ def group_detail(request: BoardRequest, group_id: str) -> HttpResponse:
         info = read_group(scope.engine.durable, group_id)
     except GroupNotFound as exc:
         raise Http404(NO_GROUP) from exc
-    members = read_members(scope.engine.durable, group_id)
-    counts = member_counts(members)
-    live = live_states(scope, [m for m in members if m.status == "pending"])
-    total = info.total or len(members)
+    statuses = member_statuses(scope.engine.durable, group_id)
+    counts = member_counts(statuses.values())
+    live = live_states(scope, [member for member, status in statuses.items() if status == "pending"])
+    total = info.total or len(statuses)
     callbacks = [callback_state(scope, info, role, ref) for role, ref in
                  (("on_complete", info.on_complete), ("on_failure", info.on_failure)) if ref]
     context = {
         "group": info, "counts": counts, "live": sorted(live.items()), "total": total,
         "settled_pct": round(100 * (counts["completed"] + counts["dead"]) / total) if total else 0,
-        "callbacks": callbacks, "members": [member_row(m) for m in members[:SHOWN]],
-        "hidden": max(0, len(members) - SHOWN),
+        "callbacks": callbacks, "hidden": max(0, len(statuses) - SHOWN),
         # Polled until the group is decided and its callback has run (or there is none to run).
         "polling": info.status in ("open", "firing") or any(c["state"] in UNFINISHED for c in callbacks),
     }
@@ -62,15 +69,17 @@ def group_detail(request: BoardRequest, group_id: str) -> HttpResponse:
         if context["polling"]:
             return render(request, "oqronboard/group.html#live", context)
         return HttpResponseStopPolling(render_to_string("oqronboard/group.html#live", context, request))
+    context["members"] = [member_row(m) for m in first_members(scope.engine.durable, group_id, limit=SHOWN)]
     return render(request, "oqronboard/group.html", context)
 
 
-def live_states(scope: BoardScope, pending: list[MemberResult]) -> dict[str, int]:
-    """Pending members counted by their job's status now (waiting, active, delayed ...;
-    ``dead`` for one dead-lettered but not yet settled, ``gone`` for one left unnoticed)."""
+def live_states(scope: BoardScope, pending: list[tuple[str, str]]) -> dict[str, int]:
+    """Pending members (``(queue, job id)``) counted by their job's status now (waiting,
+    active, delayed ...; ``dead`` for one dead-lettered but not yet settled, ``gone`` for
+    one that left unnoticed: the sweep settles both)."""
     by_queue: dict[str, list[str]] = defaultdict(list)
-    for m in pending:
-        by_queue[m.queue].append(m.job_id)
+    for queue, job_id in pending:
+        by_queue[queue].append(job_id)
     states: Counter[str] = Counter()
     for queue, ids in by_queue.items():
         for start in range(0, len(ids), 1000):

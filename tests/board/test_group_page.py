@@ -85,3 +85,12 @@ def test_another_scopes_group_is_a_404_and_not_listed(board: Board):
     assert board.viewer.get(reverse("group", args=["never"])).status_code == 404
     listing = board.viewer.get(reverse("groups")).content.decode()
     assert "secret-group" not in listing and 'data-testid="no-groups"' in listing
+
+
+def test_a_large_group_lists_its_first_members(board: Board, monkeypatch):
+    from oqronboard.views import groups as view
+
+    monkeypatch.setattr(view, "SHOWN", 2)
+    gid = make_group(board.scope)
+    body = board.viewer.get(reverse("group", args=[gid])).content.decode()
+    assert body.count('data-testid="member-') == 2 and 'data-testid="members-hidden"' in body and "1 more" in body
