@@ -42,6 +42,8 @@ def test_the_callback_fires_once_with_every_output(engine: Engine):
     info = get_group(gid, engine=engine)
     assert (info.status, info.outcome, info.name, info.total) == ("completed", "completed", "<b>x</b>", 7)
     assert engine.durable.get("queue_job:failed", f"{gid}:onFailure") is None  # the other callback dropped
+    member = group_results(gid, engine=engine)[0]
+    assert engine.durable.get("runs", member.run_id).value["groupId"] == gid  # the board links the run
 
 
 @pytest.mark.parametrize("policy", ["first", "after_all"])
