@@ -149,3 +149,15 @@ def test_bad_groups_are_refused(engine: Engine):
     gid = engine.group([("work", 1)], group_id="g1")
     assert engine.group([("work", 1), ("work", 2)], group_id="g1") == gid  # idempotent
     assert engine.durable.count("queue_job:work") == 1
+
+
+def test_a_cancelled_member_fails_the_group(engine: Engine):
+    engine.queue("work")
+    engine.queue("failed")
+    gid = engine.group([("work", 1), ("work", 2)], on_complete=("work", "never"), on_failure=("failed", None))
+    first = group_results(gid, engine=engine)[0]
+    assert engine.get_queue("work").cancel(first.job_id)
+    assert get_group(gid, engine=engine).status == "failed"
+    assert engine.durable.get("queue_job:failed", f"{gid}:onFailure").value["status"] == "waiting"
+    assert engine.durable.get("queue_job:work", f"{gid}:onComplete") is None
+    assert [m.status for m in group_results(gid, engine=engine)] == ["dead", "pending"]
