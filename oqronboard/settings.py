@@ -187,3 +187,11 @@ OQRON_IMPORTS = [m.strip() for m in os.environ.get("OQRON_IMPORTS", "").split(",
 OQRON_INTERNAL_QUEUES = [
     q.strip() for q in os.environ.get("OQRON_INTERNAL_QUEUES", "demo-ticker").split(",") if q.strip()
 ]
+
+# The JSON API's bearer tokens, {token: username} (README, "JSON API"); from the
+# environment as OQRON_API_TOKENS="<token>=alice,<token>=bob". A token under 20 characters never works.
+OQRON_API_TOKENS: dict[str, str] = {
+    token.strip(): user.strip()
+    for token, _, user in (p.partition("=") for p in os.environ.get("OQRON_API_TOKENS", "").split(","))
+    if token.strip() and user.strip()
+}

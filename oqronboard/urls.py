@@ -15,7 +15,9 @@ from .views import (
     audit,
     caches,
     definitions,
+    favicon,
     groups,
+    health,
     jobs,
     limits,
     logs,
@@ -33,6 +35,10 @@ from .views.login import rate_limited_login
 
 urlpatterns = [
     path("", overview.home, name="home"),
+    path("favicon.ico", favicon.favicon, name="favicon"),
+    path("health/live", health.live, name="health-live"),
+    path("health/ready", health.ready, name="health-ready"),
+    path("api/v1/", include("oqronboard.api.urls")),
     path("scope/", scope.switch_scope, name="switch-scope"),
     path("audit/", audit.audit, name="audit"),
     path("logs/", logs.logs, name="logs"),

@@ -75,7 +75,7 @@ def resolve_child(
         child = Job.from_value(record.value)
         if parent not in child.pending or child.status not in ("waiting-dependencies", "blocked"):
             return
-        expect = {"pending": record.value.get("pending"), "status": child.status,
+        expect = {"pendingDependencies": record.value.get("pendingDependencies"), "status": child.status,
                   "blockedBy": record.value.get("blockedBy")}
         label = f"{parent[0]}/{parent[1]}"
         child.updated_at = now_ms()

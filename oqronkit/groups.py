@@ -53,12 +53,13 @@ _CAS_TRIES = 20
 #: Completed runs of a queue the sweep reads looking for an unnoticed member's output.
 RUN_SCAN = 10_000
 _PAGE = 1000
-_REFUSED_OPTIONS = frozenset({"job_id", "depends_on", "parent_failure"})
+# A member is a fresh job the group alone tracks: no id of the caller's, no parents, no windows.
+_REFUSED_OPTIONS = frozenset({"job_id", "depends_on", "parent_failure", "unique_for", "unique_key", "debounce"})
 
 
 class JobSpec(NamedTuple):
     """A job to add as part of a group: a queue (a Queue or its name), a payload and the
-    options of ``Queue.add`` (all but ``job_id``, ``depends_on`` and ``parent_failure``)."""
+    options of ``Queue.add`` (not those naming or relating jobs: README, "Groups")."""
 
     queue: Any
     data: Any = None

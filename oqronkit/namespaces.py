@@ -60,6 +60,9 @@ MODULE_LOGS_PREFIX: Final = "module_logs:"
 # One group's member ledger (status and output per member); not in the spec's table:
 # kind record (unregistered), so thousands of rows never crowd the state kind's lists.
 GROUP_MEMBERS_PREFIX: Final = "queue_group_members:"
+# Not in the spec's table (README "Layout"): add's uniqueness windows and debounce keys.
+UNIQUE_PREFIX: Final = "queue_unique:"
+DEBOUNCE_PREFIX: Final = "queue_debounce:"
 
 _EXACT: Final[dict[str, RecordKind]] = {
     CRON: "definition",
@@ -85,6 +88,8 @@ _FAMILY_KINDS: Final[tuple[tuple[str, RecordKind], ...]] = (
     (DLQ_PREFIX, "dlq"),
     (TOPIC_MSG_PREFIX, "message"),
     (MODULE_LOGS_PREFIX, "log"),
+    (UNIQUE_PREFIX, "state"),
+    (DEBOUNCE_PREFIX, "state"),
 )
 _FAMILIES: Final[dict[str, RecordKind]] = {prefix[:-1]: kind for prefix, kind in _FAMILY_KINDS}
 
@@ -112,6 +117,16 @@ def queue_of(namespace: str) -> str | None:
 def is_dead_letters(namespace: str) -> bool:
     """Whether ``namespace`` holds dead letters (``queue_dlq:<queue>``)."""
     return namespace.startswith(DLQ_PREFIX)
+
+
+def unique_namespace(queue: str) -> str:
+    """The namespace of ``queue``'s uniqueness windows: ``"queue_unique:emails"``."""
+    return UNIQUE_PREFIX + queue
+
+
+def debounce_namespace(queue: str) -> str:
+    """The namespace of ``queue``'s debounce keys: ``"queue_debounce:emails"``."""
+    return DEBOUNCE_PREFIX + queue
 
 
 def topic_msg_namespace(topic: str) -> str:

@@ -32,6 +32,8 @@ from .jobs import Job
 from .namespaces import dlq_namespace, job_namespace
 from .planes import Planes
 from .queue_control import QueueControl
+from .queue_limits import check_queue_limits
+from .windows import WINDOW_OPTIONS, add_with_windows
 
 logger = logging.getLogger(__name__)
 Strategy = Literal["fifo", "lifo", "priority"]
@@ -113,6 +115,8 @@ class Queue(QueueControl):
         lease: float | timedelta = 30,
         throttle: tuple[int, float] | None = None,
         prefetch: int | None = None,
+        rate_limit: tuple[int, float] | None = None,
+        global_concurrency: int | None = None,
         on_complete: Hook | None = None,
         on_failed: Hook | None = None,
         on_dead: Hook | None = None,
@@ -120,6 +124,8 @@ class Queue(QueueControl):
     ) -> None:
         _check_limits(name, strategy=strategy, concurrency=concurrency, max_stalls=max_stalls, retries=retries,
                       prefetch=prefetch, throttle=throttle)
+        limits = check_queue_limits(name, rate_limit=rate_limit, global_concurrency=global_concurrency,
+                                    prefetch=prefetch)
         defaults = _job_defaults(name, timeout=timeout, remove_on_complete=remove_on_complete, lease=lease,
                                  backoff=backoff, priority=priority, tags=tags)
         self.name = name
@@ -142,6 +148,8 @@ class Queue(QueueControl):
         self.lease_ms = defaults.lease_ms
         self.throttle = throttle
         self.prefetch = prefetch  # None: sized from the observed handler time (worker/prefetch.py)
+        #: Cluster-wide limits the hot plane enforces at claim time (queue_limits.py).
+        self.limits = limits
         self.hooks = {"complete": on_complete, "failed": on_failed, "dead": on_dead}
         self._engine = engine
         if handler is not None:
@@ -184,7 +192,8 @@ class Queue(QueueControl):
         Options (keyword-only): ``job_id``, ``delay`` (seconds or timedelta),
         ``run_at``, ``priority``, ``attempts``, ``backoff``, ``depends_on``,
         ``parent_failure`` ("block" | "cascade-fail" | "ignore"), ``correlation_id``,
-        ``tags``, ``timeout``.
+        ``tags``, ``timeout``; ``unique_for`` or ``debounce`` with ``unique_key``
+        (README "Uniqueness windows" and "Debounce").
         """
         return self._add([(data, options)])[0]
 
@@ -195,6 +204,8 @@ class Queue(QueueControl):
         return self._add([options_from(item) for item in items])
 
     def _add(self, items: list[tuple[Any, Any]]) -> list[Job]:
+        if any(WINDOW_OPTIONS.intersection(options) for _, options in items):
+            return add_with_windows(self, items, self._add)  # windows.py: unique_for, debounce
         if len(items) > 1 and not any(options for _, options in items):
             return self._add_plain([data for data, _ in items])
         jobs = []

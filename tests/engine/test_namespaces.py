@@ -145,7 +145,7 @@ def test_table_name_for_namespace(namespace, table):
 def test_sole_namespace_of_kind_names_the_only_namespace_a_kind_can_have(kind):
     # A kind filter may add this namespace (an index serves it): it must never drop a row.
     namespace = sole_namespace_of_kind(kind)
-    expected = {"run": "runs"}.get(kind)  # state spans webhook_cb and queue_groups
+    expected = {"run": "runs"}.get(kind)  # state: webhook_cb, queue_groups and the queue_unique/debounce families
     assert namespace == expected
     if namespace is not None:
         assert classify_namespace(namespace) == kind
@@ -163,6 +163,20 @@ FAMILIES = [
     (ns.webhook_endpoints_namespace, ns.webhook_of_endpoints, "webhook_endpoints:", "definition"),
     (ns.module_logs_namespace, ns.module_of_logs, "module_logs:", "log"),
 ]
+# Not in the spec's table (README "Layout"): add's uniqueness windows and debounce keys.
+OWN_FAMILIES = [
+    (ns.unique_namespace, "queue_unique:", "state"),
+    (ns.debounce_namespace, "queue_debounce:", "state"),
+]
+
+
+@pytest.mark.parametrize(("build", "prefix", "kind"), OWN_FAMILIES)
+@pytest.mark.parametrize("name", ["emails", "a:b", ""])
+def test_own_families(build, prefix, kind, name):
+    assert build(name) == prefix + name
+    assert classify_namespace(build(name)) == kind
+    assert table_name_for_namespace(build(name)) == "oqron_records"
+    assert classify_namespace(prefix[:-1]) == "record"
 
 
 @pytest.mark.parametrize(("build", "parse", "prefix", "kind"), FAMILIES)

@@ -135,6 +135,8 @@ def test_bad_groups_are_refused(engine: Engine):
         engine.group([])
     with pytest.raises(InvalidJob, match="job_id"):
         engine.group([("work", 1, {"job_id": "x"})])
+    with pytest.raises(InvalidJob, match="debounce"):
+        engine.group([("work", 1, {"debounce": 5, "unique_key": "k"})])
     with pytest.raises(InvalidJob, match="unknown add option"):
         engine.group([job_spec("work", 1, prioirty=3)])
     with pytest.raises(InvalidJob, match="delay"):
