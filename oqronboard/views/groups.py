@@ -48,6 +48,18 @@ def group_detail(request: BoardRequest, group_id: str) -> HttpResponse:
     """One group: its record, progress by state, callback, members; ``?panel=live``
     renders the progress and callbacks for htmx, 286 (stop polling) once all is done."""
     scope = scope_of(request)
+    context = group_context(scope, group_id)
+    if request.htmx and request.GET.get("panel") == "live":
+        if context["polling"]:
+            return render(request, "oqronboard/group.html#live", context)
+        return HttpResponseStopPolling(render_to_string("oqronboard/group.html#live", context, request))
+    context["members"] = first_member_rows(scope, group_id)
+    return render(request, "oqronboard/group.html", context)
+
+
+def group_context(scope: BoardScope, group_id: str) -> dict[str, Any]:
+    """The group's record, progress and callbacks (the page's live panel; the API's
+    group); 404 for a group this scope does not hold."""
     try:
         info = read_group(scope.engine.durable, group_id)
     except GroupNotFound as exc:
@@ -58,19 +70,17 @@ def group_detail(request: BoardRequest, group_id: str) -> HttpResponse:
     total = info.total or len(statuses)
     callbacks = [callback_state(scope, info, role, ref) for role, ref in
                  (("on_complete", info.on_complete), ("on_failure", info.on_failure)) if ref]
-    context = {
+    return {
         "group": info, "counts": counts, "live": sorted(live.items()), "total": total,
         "settled_pct": round(100 * (counts["completed"] + counts["dead"]) / total) if total else 0,
         "callbacks": callbacks, "hidden": max(0, len(statuses) - SHOWN),
         # Polled until the group is decided and its callback has run (or there is none to run).
         "polling": info.status in ("open", "firing") or any(c["state"] in UNFINISHED for c in callbacks),
     }
-    if request.htmx and request.GET.get("panel") == "live":
-        if context["polling"]:
-            return render(request, "oqronboard/group.html#live", context)
-        return HttpResponseStopPolling(render_to_string("oqronboard/group.html#live", context, request))
-    context["members"] = [member_row(m) for m in first_members(scope.engine.durable, group_id, limit=SHOWN)]
-    return render(request, "oqronboard/group.html", context)
+
+
+def first_member_rows(scope: BoardScope, group_id: str) -> list[dict[str, Any]]:
+    return [member_row(m) for m in first_members(scope.engine.durable, group_id, limit=SHOWN)]
 
 
 def live_states(scope: BoardScope, pending: list[tuple[str, str]]) -> dict[str, int]:

@@ -94,3 +94,15 @@ def test_a_large_group_lists_its_first_members(board: Board, monkeypatch):
     gid = make_group(board.scope)
     body = board.viewer.get(reverse("group", args=[gid])).content.decode()
     assert body.count('data-testid="member-') == 2 and 'data-testid="members-hidden"' in body and "1 more" in body
+
+
+def test_the_api_answers_a_group_as_json(board: Board):
+    gid = make_group(board.scope)
+    body = board.viewer.get(reverse("api-group", args=[gid])).json()
+    assert body["group"]["name"] == HOSTILE and body["group"]["status"] == "open"
+    assert body["counts"] == {"pending": 1, "completed": 1, "dead": 1} and body["pending_now"] == {"waiting": 1}
+    assert [c["state"] for c in body["callbacks"]] == ["waiting for the group"] * 2
+    assert [m["status"] for m in body["members"]] == ["completed", "dead", "pending"]
+    assert body["members"][0]["output"] == {"html": HOSTILE} and body["more_members"] == 0
+    other = BoardScope(board.db.project + "-other", board.db.environment)
+    assert board.viewer.get(reverse("api-group", args=[make_group(other)])).status_code == 404
