@@ -33,6 +33,9 @@ from .errors import (
     UnknownSchedule,
 )
 from .gates import QueuePaused
+from .group_api import get_group, group, group_results
+from .group_records import GroupInfo, GroupNotFound, MemberResult
+from .groups import JobSpec, job_spec
 from .jobs import Job
 from .lifecycle import EVENTS, Event
 from .namespaces import (
@@ -88,6 +91,8 @@ __all__ = [
     "Engine",
     "Event",
     "FetchTimeout",
+    "GroupInfo",
+    "GroupNotFound",
     "InvalidCacheKey",
     "InvalidCacheValue",
     "InvalidJob",
@@ -97,7 +102,9 @@ __all__ = [
     "InvalidState",
     "Job",
     "JobNotFound",
+    "JobSpec",
     "LegacyLayoutDetected",
+    "MemberResult",
     "Message",
     "MissingDependency",
     "OqronConfig",
@@ -125,6 +132,10 @@ __all__ = [
     "configure",
     "cron",
     "get_engine",
+    "get_group",
+    "group",
+    "group_results",
+    "job_spec",
     "on",
     "open_durable",
     "queue",

@@ -136,6 +136,12 @@ class Engine:
         :mod:`oqronkit.lifecycle`. Usable as a decorator."""
         return register(self.registry.listeners, event, fn)
 
+    def group(self, members: Any, **options: Any) -> str:
+        """Add a group of jobs with a callback; its id (see :func:`oqronkit.group`)."""
+        from .groups import create_group
+
+        return create_group(self, members, **options)
+
     def get_queue(self, name: str) -> Queue:
         try:
             return self.registry.queues[name]

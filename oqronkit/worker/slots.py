@@ -91,11 +91,14 @@ class Slots:
         """Open the attempt's run record and start its clocks."""
         job, queue, config = inflight.job, inflight.queue, self.state.config
         job.started_at = job.updated_at = now
+        extra = queue.run_fields(job) if queue.run_fields is not None else None
+        if job.group:  # the board links a group member's runs to its group page
+            extra = {**(extra or {}), "groupId": job.group}
         run = new_run(
             name=queue.name, module=queue.module, trigger=queue.trigger, input=job.data, attempts=job.attempts,
             app=config.project, environment=config.environment, worker_id=self.state.worker_id,
             job_id=job.id, correlation_id=job.correlation_id, started_at=now,
-            extra=queue.run_fields(job) if queue.run_fields is not None else None,
+            extra=extra,
         )
         job.run_id = run["id"]
         with inflight.lock:
