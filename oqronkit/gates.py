@@ -103,16 +103,21 @@ def _legacy(hook: Hook, part: str) -> Callable[[Any], object]:
     return call
 
 
+def check_gates(ctx: Any, condition: Hook | None, before_run: Hook | None) -> None:
+    """Raise Skip when ``condition`` refuses ``ctx``; then run ``before_run`` (it may raise)."""
+    if condition is not None:
+        verdict = condition(ctx)
+        if isinstance(verdict, str) or not verdict:
+            raise Skip(verdict if isinstance(verdict, str) and verdict else "condition returned False")
+    if before_run is not None:
+        before_run(ctx)
+
+
 def gate(fn: Hook, *, condition: Hook | None, before_run: Hook | None) -> Hook:
     """``fn`` wrapped so ``condition`` and ``before_run`` run first (an ``async def``
     handler stays one: the gates are called, sync, inside it)."""
     def check(ctx: Any) -> None:
-        if condition is not None:
-            verdict = condition(ctx)
-            if isinstance(verdict, str) or not verdict:
-                raise Skip(verdict if isinstance(verdict, str) and verdict else "condition returned False")
-        if before_run is not None:
-            before_run(ctx)
+        check_gates(ctx, condition, before_run)
 
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)

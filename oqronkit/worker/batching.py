@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..gates import check_gates
 from ..ids import new_id
 from ..runs import describe_error
 from .batch_buffer import BatchBuffer, RunningBatch
@@ -118,7 +119,9 @@ class BatchSlots:
             with inflight.lock:
                 assert inflight.run is not None
                 inflight.run["batch"] = {"id": batch.id, "size": len(runnable)}
-        contexts = [BatchJobContext(i, self.state) for i in runnable]
+        contexts = self._gated([BatchJobContext(i, self.state) for i in runnable], buffer.queue.lifecycle)
+        if not contexts:
+            return
         fn = buffer.queue.fn
         assert fn is not None, "a worker consumes only queues with a handler"
         try:
@@ -129,6 +132,22 @@ class BatchSlots:
             outcomes = _spread(contexts, result)
         for outcome in outcomes:
             self._settle(outcome)
+
+
+    def _gated(self, contexts: list[BatchJobContext], hooks: Any) -> list[BatchJobContext]:
+        """The jobs the queue's condition and before_run let through; each refused one is
+        settled alone (a skip, or a failed attempt), as a single job's would be."""
+        if hooks.condition is None and hooks.before_run is None:
+            return contexts
+        passed = []
+        for ctx in contexts:
+            try:
+                check_gates(ctx, hooks.condition, hooks.before_run)
+            except Exception as exc:
+                self._settle(classify(ctx.attempt_of, exc=exc))
+            else:
+                passed.append(ctx)
+        return passed
 
 
 def _spread(contexts: list[BatchJobContext], result: Any) -> list[Outcome]:

@@ -239,3 +239,23 @@ def test_batch_must_be_a_batch():
 
     with pytest.raises(ConfigurationError, match=r"Queue 'q': batch must be oqronkit\.Batch"):
         Queue("q", batch={"size": 3})  # checked before the queue joins any registry
+
+
+def test_condition_and_before_run_gate_each_job_of_a_batch(engine: Engine):
+    calls: list[list[int]] = []
+
+    def before_run(ctx):
+        if ctx.data["i"] == 3:
+            raise RuntimeError("not ready")
+
+    q = engine.queue("gated", handler=lambda jobs: calls.append([c.data["i"] for c in jobs]), concurrency=1,
+                     batch=Batch(size=6, max_wait=0.2), retries=0,
+                     condition=lambda ctx: "odd one" if ctx.data["i"] == 1 else True, before_run=before_run)
+    ids = [j.id for j in q.add_bulk([{"i": i} for i in range(6)])]
+    with running(engine):
+        wait_until(lambda: engine.durable.count("queue_job:gated") == 0 and len(all_runs(engine)) == 6)
+    assert sorted(i for c in calls for i in c) == [0, 2, 4, 5]  # the gated ones never reach the handler
+    runs = all_runs(engine)
+    skipped, failed = runs[ids[1]][0], runs[ids[3]][0]
+    assert skipped["status"] == "cancelled" and "odd one" in str(skipped.get("error") or skipped)
+    assert failed["status"] == "failed" and "not ready" in str(failed["error"])
