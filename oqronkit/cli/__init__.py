@@ -10,6 +10,7 @@ destructive command without ``--yes`` where nobody can confirm it).
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -72,6 +73,7 @@ def execute(args: argparse.Namespace, engine: Engine, console: Console) -> int:
 
 def fail(console: Console, args: argparse.Namespace, message: str, code: int) -> int:
     """An error: one line on stderr; with ``--json`` also ``{"ok": false, "error": ...}`` on stdout."""
+    message = " ".join(message.split())  # a driver's message spans lines; an error is one line
     console.stderr.write(f"error: {message}\n")
     if getattr(args, "json", False):
         render_json(Result(args.command, ok=False, extra={"error": message, "exit_code": code}), console.stdout)
@@ -100,6 +102,10 @@ def run(args: argparse.Namespace, console: Console, engine: Engine | None = None
     """Run parsed arguments; ``engine`` is built from the environment when not given
     (and then closed)."""
     own = engine is None
+    # Only errors by default: a driver's connection warnings would repeat our one error line.
+    level = getattr(args, "log_level", "error").upper()
+    logging.basicConfig(level=level, stream=console.stderr, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("psycopg").setLevel(level)  # psycopg sets its own WARNING level
     try:
         engine = engine if engine is not None else engine_from(args)
     except ConfigurationError as exc:

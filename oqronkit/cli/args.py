@@ -75,6 +75,8 @@ def common_options(*, connection_options: bool) -> argparse.ArgumentParser:
         where.add_argument("--mode", choices=MODES, help="OQRON_MODE")
         where.add_argument("--database-url", help="OQRON_DATABASE_URL (prefer the variable: argv is visible in ps)")
         where.add_argument("--redis-url", help="OQRON_REDIS_URL")
+        parent.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="error",
+                            help="the engine's log lines on stderr (default: errors only)")
     return parent
 
 

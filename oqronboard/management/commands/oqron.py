@@ -37,6 +37,7 @@ class Command(BaseCommand):
         if options.get("verbosity", 1) in (0, 1):
             # The engine's INFO lines would mix with the table on a terminal; -v 2 shows them.
             logging.getLogger("oqronkit").setLevel(logging.WARNING)
+            logging.getLogger("psycopg").setLevel(logging.ERROR)  # a down server: our one error line says it
         # Our writes end their own lines: Django's OutputWrapper would add a second newline.
         console = oqron_cli.Console(stdout=cast(TextIO, self.stdout._out), stderr=cast(TextIO, self.stderr._out))
         try:
