@@ -87,7 +87,12 @@ def engine_from(args: argparse.Namespace) -> Engine:
     if overrides.get("mode") in ("memory", "redis") and "database_url" not in overrides:
         overrides["database_url"] = None
     base = config_from_env()
-    return Engine(config_from_mapping(overrides, base=base) if overrides else base)
+    config = config_from_mapping(overrides, base=base) if overrides else base
+    if config.mode == "memory":
+        raise ConfigurationError("OQRON mode 'memory' keeps jobs inside one process: a command run from another "
+                                 "process sees none. Use the sqlite, postgres or redis-postgres settings of the "
+                                 "workers.")
+    return Engine(config)
 
 
 def main(argv: Sequence[str] | None = None, *, console: Console | None = None,

@@ -52,7 +52,11 @@ class Console:
             raise UsageProblem(f"{question} Nobody can answer here (no terminal): add --yes to go on.")
         self.stderr.write(f"{question} [y/N] ")
         self.stderr.flush()
-        answer = self.stdin.readline().strip().lower()
+        try:
+            answer = self.stdin.readline().strip().lower()
+        except KeyboardInterrupt:  # Ctrl-C at the question is a no, not a traceback
+            answer = ""
+            self.stderr.write("\n")
         if answer not in ("y", "yes"):
             raise NotConfirmed("Nothing done: not confirmed.")
 

@@ -87,6 +87,8 @@ def test_a_down_database_is_one_line_and_exit_1(tmp_path):
     bad_config = run(["-m", "oqronkit", "queues"], {"OQRON_MODE": "postgres", "OQRON_DATABASE_URL": "sqlite:///x"},
                      tmp_path)
     assert bad_config.returncode == 2 and "bad configuration" in bad_config.stderr
+    memory = run(["-m", "oqronkit", "dead", "--mode", "memory"], {}, tmp_path)
+    assert memory.returncode == 2 and "keeps jobs inside one process" in memory.stderr
 
 
 def test_redis_postgres_mode(tmp_path):
