@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .codec import text_problem
@@ -68,3 +69,11 @@ def save_audit(engine: Planes, entry: dict[str, Any], targets: Sequence[tuple[st
                      extra={"action": "audit.write_failed"})
         return False
     return True
+
+
+def by_queue(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """``(queue, job id)`` targets grouped by queue: one engine call per queue."""
+    grouped: dict[str, list[str]] = defaultdict(list)
+    for queue, job_id in pairs:
+        grouped[queue].append(job_id)
+    return grouped

@@ -6,12 +6,11 @@ the JSON API takes becomes one record shaped and written by :mod:`oqronkit.audit
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from oqronkit.audit import ACTION_CAP, MAX_IDS_KEPT, MAX_JOB_LINKS, audit_entry, new_audit_id, save_audit
+from oqronkit.audit import ACTION_CAP, MAX_IDS_KEPT, MAX_JOB_LINKS, audit_entry, by_queue, new_audit_id, save_audit
 from oqronkit.clock import now_ms
 
 from .scope import BoardScope
@@ -49,14 +48,6 @@ class Action:
 
 def targets(queue: str, ids: Iterable[str]) -> list[tuple[str, str]]:
     return [(queue, i) for i in ids]
-
-
-def by_queue(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
-    """``(queue, job id)`` targets grouped by queue: one engine call per queue."""
-    grouped: dict[str, list[str]] = defaultdict(list)
-    for queue, job_id in pairs:
-        grouped[queue].append(job_id)
-    return grouped
 
 
 def summarise(ids: Sequence[str], limit: int = 5) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -92,6 +93,10 @@ def engine_from(args: argparse.Namespace) -> Engine:
         raise ConfigurationError("OQRON mode 'memory' keeps jobs inside one process: a command run from another "
                                  "process sees none. Use the sqlite, postgres or redis-postgres settings of the "
                                  "workers.")
+    if config.mode == "sqlite" and not os.path.exists(config.sqlite_path):
+        # Opening would create an empty database: an operator in the wrong directory would see "(none)".
+        raise BackendUnavailable(f"no SQLite database at {os.path.abspath(config.sqlite_path)} "
+                                 "(check OQRON_DATABASE_URL or --database-url, and the working directory).")
     return Engine(config)
 
 
@@ -115,6 +120,8 @@ def run(args: argparse.Namespace, console: Console, engine: Engine | None = None
         engine = engine if engine is not None else engine_from(args)
     except ConfigurationError as exc:
         return fail(console, args, f"bad configuration: {exc}", 2)
+    except BackendUnavailable as exc:
+        return fail(console, args, f"cannot reach the database: {exc}", 1)
     try:
         return execute(args, engine, console)
     finally:

@@ -7,11 +7,10 @@ from __future__ import annotations
 import argparse
 import logging
 import socket
-from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from ..audit import ACTION_CAP, audit_entry, save_audit
+from ..audit import ACTION_CAP, audit_entry, by_queue, save_audit
 from ..engine import Engine
 from ..errors import ConfigurationError, InvalidState, JobNotFound, OqronError, UnknownSchedule
 from ..namespaces import SCHEDULER_CONTROL, dlq_namespace, job_namespace
@@ -216,13 +215,6 @@ def require_queue(engine: Engine, queue: str) -> None:
     if not known:
         raise UsageProblem(f"No queue named {queue!r} in {engine.config.project}/{engine.config.environment}: "
                            "no queue record, job or dead letter.")
-
-
-def by_queue(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
-    grouped: dict[str, list[str]] = defaultdict(list)
-    for queue, job_id in pairs:
-        grouped[queue].append(job_id)
-    return grouped
 
 
 def _row(queue: str, job_id: str, ok: bool, message: str) -> dict[str, Any]:

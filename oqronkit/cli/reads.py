@@ -118,6 +118,8 @@ def dead_letters(engine: Engine, *, queue: str | None, fingerprint: str | None, 
         except InvalidNamespace:
             return found, False
         for record in page.records:
+            if since is not None and record.inserted_at < since:
+                return found, False  # newest written first, and a letter is written when it dies: none left
             job = Job.from_value(record.value)
             if since is not None and (job.died_at or 0) < since:
                 continue

@@ -11,6 +11,8 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
+
 from oqronkit import Engine, OqronConfig, Registry
 from tests.dedicated import free_port
 from tests.services import drop_redis_project, require_postgres, require_redis
@@ -53,9 +55,15 @@ def test_engine_cli_without_django(tmp_path):
         engine.close()
 
 
-def test_manage_py_oqron(tmp_path):
-    env = sqlite_env(tmp_path, "board")
-    engine = Engine(OqronConfig(mode="sqlite", database_url=env["OQRON_DATABASE_URL"], project="board"),
+@pytest.mark.parametrize("mode", ["sqlite", "postgres"])
+def test_manage_py_oqron(tmp_path, mode, request):
+    if mode == "sqlite":
+        env = sqlite_env(tmp_path, "board")
+    else:
+        project = f"board-{uuid.uuid4().hex[:8]}"
+        env = {"OQRON_MODE": "postgres", "OQRON_DATABASE_URL": request.getfixturevalue("pg_schema_url"),
+               "OQRON_PROJECT": project}
+    engine = Engine(OqronConfig(mode=mode, database_url=env["OQRON_DATABASE_URL"], project=env["OQRON_PROJECT"]),
                     registry=Registry())
     try:
         seed(engine)
@@ -87,6 +95,9 @@ def test_a_down_database_is_one_line_and_exit_1(tmp_path):
     bad_config = run(["-m", "oqronkit", "queues"], {"OQRON_MODE": "postgres", "OQRON_DATABASE_URL": "sqlite:///x"},
                      tmp_path)
     assert bad_config.returncode == 2 and "bad configuration" in bad_config.stderr
+    stray = run(["-m", "oqronkit", "queues"], {"OQRON_MODE": "sqlite"}, tmp_path)  # the default relative file
+    assert stray.returncode == 1 and "no SQLite database at" in stray.stderr
+    assert not (tmp_path / "oqron.sqlite3").exists()  # not created empty by looking
     memory = run(["-m", "oqronkit", "dead", "--mode", "memory"], {}, tmp_path)
     assert memory.returncode == 2 and "keeps jobs inside one process" in memory.stderr
 
