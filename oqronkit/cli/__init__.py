@@ -60,7 +60,7 @@ def execute(args: argparse.Namespace, engine: Engine, console: Console) -> int:
     except NotConfirmed as exc:
         return fail(console, args, str(exc), 1)
     except BackendUnavailable as exc:
-        return fail(console, args, f"cannot reach the database: {exc}", 1)
+        return fail(console, args, f"cannot reach a backend: {exc}", 1)
     except ConfigurationError as exc:
         return fail(console, args, str(exc), 2)
     except OqronError as exc:
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace, console: Console, engine: Engine | None = None
     except ConfigurationError as exc:
         return fail(console, args, f"bad configuration: {exc}", 2)
     except BackendUnavailable as exc:
-        return fail(console, args, f"cannot reach the database: {exc}", 1)
+        return fail(console, args, f"cannot reach a backend: {exc}", 1)
     try:
         return execute(args, engine, console)
     finally:

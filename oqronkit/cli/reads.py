@@ -9,7 +9,8 @@ from typing import Any
 from ..engine import Engine
 from ..errors import InvalidNamespace
 from ..jobs import Job
-from ..namespaces import CRON, QUEUE, RUNS, SCHEDULE, SCHEDULER_CONTROL, WORKER, dlq_namespace, queue_of
+from ..live import live_workers
+from ..namespaces import CRON, QUEUE, RUNS, SCHEDULE, SCHEDULER_CONTROL, dlq_namespace, queue_of
 from .output import Result
 
 #: The most queue records, schedules or rows a listing reads (the board's pages stop there too).
@@ -37,31 +38,37 @@ def queue_names(engine: Engine) -> tuple[list[str], bool]:
 
 
 def queues(engine: Engine, args: argparse.Namespace) -> Result:
+    """The overview's numbers: depths from the hot plane in one call, live workers from
+    their heartbeats, dead letters counted per queue, pause state from the queue record."""
     names, capped = queue_names(engine)
     if args.queue:
         names = [n for n in names if n == args.queue]
     records = {r.id: r.value for r in engine.durable.get_many(QUEUE, names)} if names else {}
     dead = {queue_of(ns): n for ns, n in engine.durable.count_by_namespace("dlq").items()}
-    workers: dict[str, int] = {}
-    for worker in engine.durable.list(WORKER, limit=MAX_QUEUES).records:
-        consumed = str(worker.value.get("queue"))
-        workers[consumed] = workers.get(consumed, 0) + 1
+    now = now_of(args)
+    depths = engine.hot.depths_many(names, now) if names else {}
+    consumers: dict[str, int] = {}
+    for worker in live_workers(engine.hot, now=now):
+        for name in worker.get("queues") or {}:
+            consumers[name] = consumers.get(name, 0) + 1
     rows = []
     for name in names:
-        depths = engine.hot.depths(name, now_of(args))
+        depth = depths.get(name)
         record: dict[str, Any] = records.get(name) or {}
         rows.append({
-            "name": name, "paused": bool(record.get("paused")), "waiting": depths.ready, "delayed": depths.delayed,
-            "active": depths.active, "dead": dead.get(name, 0), "workers": workers.get(name, 0),
+            "name": name, "paused": bool(record.get("paused")), "waiting": depth.ready if depth else None,
+            "delayed": depth.delayed if depth else None, "active": depth.active if depth else None,
+            "dead": dead.get(name, 0), "workers": consumers.get(name, 0),
             "handler": record.get("handler"), "concurrency": record.get("concurrency"),
             "has_record": bool(record),
         })
     result = Result("queues", rows, QUEUE_COLUMNS)
     if capped:
         result.notes.append(f"only the first {MAX_QUEUES} queues are listed")
-    unconsumed = [str(r["name"]) for r in rows if not r["has_record"] and r["waiting"]]
-    if unconsumed:
-        result.notes.append(f"no worker consumes {', '.join(unconsumed)} yet (jobs wait, no queue record)")
+    unattended = [str(r["name"]) for r in rows
+                  if not r["workers"] and not r["paused"] and (r["waiting"] or r["delayed"] or r["active"])]
+    if unattended:
+        result.notes.append(f"no worker consumes {', '.join(unattended)}: its jobs wait")
     return result
 
 

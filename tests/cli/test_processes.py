@@ -87,10 +87,10 @@ def test_a_down_database_is_one_line_and_exit_1(tmp_path):
            "OQRON_BACKEND_WAIT": "1"}
     done = run(["-m", "oqronkit", "queues", "--json"], env, tmp_path)
     assert done.returncode == 1, done.stderr
-    assert done.stderr.startswith("error: cannot reach the database") and "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: cannot reach a backend") and "Traceback" not in done.stderr
     assert json.loads(done.stdout)["ok"] is False
     django = run([str(ROOT / "manage.py"), "oqron", "dead"], env, tmp_path)
-    assert django.returncode == 1 and django.stderr.startswith("error: cannot reach the database")
+    assert django.returncode == 1 and django.stderr.startswith("error: cannot reach a backend")
     assert len(django.stderr.splitlines()) == 1
     bad_config = run(["-m", "oqronkit", "queues"], {"OQRON_MODE": "postgres", "OQRON_DATABASE_URL": "sqlite:///x"},
                      tmp_path)
@@ -115,6 +115,9 @@ def test_redis_postgres_mode(tmp_path):
         assert done.returncode == 0, done.stderr
         emails = json.loads(done.stdout)["items"][0]
         assert (emails["name"], emails["waiting"], emails["delayed"], emails["dead"]) == ("emails", 2, 1, 3)
+        down = run(["-m", "oqronkit", "queues"], {**env, "OQRON_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",
+                                                  "OQRON_BACKEND_WAIT": "1"}, tmp_path)
+        assert down.returncode == 1 and down.stderr.startswith("error: cannot reach a backend: Redis at")
     finally:
         for namespace in ("queue_job:emails", "queue_dlq:emails", "queue_dlq:reports", "runs", "queue", "cron",
                           "cron_durable"):

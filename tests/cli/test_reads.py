@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 from oqronkit.cli.output import MAX_CELL, relative, truncate
+from oqronkit.clock import now_ms
+from oqronkit.live import publish_worker
 
 from .conftest import Seeded, cli
 
@@ -23,8 +25,19 @@ def test_queues_table_and_json(engine, seeded: Seeded):
     assert doc["items"][0] == {"name": "emails", "paused": False, "waiting": 2, "delayed": 1, "active": 0,
                                "dead": 3, "workers": 0, "handler": "shop.jobs.send_email", "concurrency": 5,
                                "has_record": True}
+    assert doc["notes"] == ["no worker consumes emails: its jobs wait"]
     only = json.loads(cli(engine, "queues", "--queue", "reports", "--json").out)
     assert [q["name"] for q in only["items"]] == ["reports"]
+
+
+def test_queues_count_live_workers(engine, seeded: Seeded):
+    publish_worker(engine.hot, {"id": "w-1", "host": "box", "pid": 1, "queues": {"emails": 5}, "inflight": 0,
+                                "startedAt": now_ms(), "heartbeatAt": now_ms()})
+    doc = json.loads(cli(engine, "queues", "--json").out)
+    assert [(q["name"], q["workers"]) for q in doc["items"]] == [("emails", 1), ("reports", 0)]
+    assert "notes" not in doc
+    human = cli(engine, "queues")
+    assert "note:" not in human.out and human.out.splitlines()[1].split()[6] == "1"
 
 
 def test_runs_newest_first_with_filters(engine, seeded: Seeded):
