@@ -50,10 +50,10 @@ def execute(args: argparse.Namespace, engine: Engine, console: Console) -> int:
     Every engine error becomes one line on stderr, never a traceback."""
     args.now = now_ms()
     args.limit_cap = LIMIT_CAP
-    if args.project or args.environment:
-        engine = engine.scoped(project=args.project or engine.config.project,
-                               environment=args.environment or engine.config.environment)
     try:
+        if args.project or args.environment:
+            engine = engine.scoped(project=args.project or engine.config.project,
+                                   environment=args.environment or engine.config.environment)
         result = COMMANDS[args.command](engine, args, console)
     except UsageProblem as exc:
         return fail(console, args, str(exc), 2)

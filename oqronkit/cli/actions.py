@@ -49,7 +49,7 @@ class Audited:
         logger.info("%s by %s on %d job(s): %s", self.action, self.console.user, len(self.targets), message,
                     extra={"action": f"cli.{self.action}"})
         result = Result(self.action, rows or [], TARGET_COLUMNS if rows is not None else (), message=message, ok=ok,
-                        extra={"audit_id": entry["id"] if saved else None, **(counts or {})})
+                        extra={"audit_id": entry["id"] if saved else None, **(counts or {})}, shown=SHOWN_TARGETS)
         if not saved:
             result.notes.append("the audit record could not be written (see the log)")
         return result

@@ -31,6 +31,8 @@ class Result:
     ok: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: A table shows at most this many rows (an action's per-job outcomes); --json has them all.
+    shown: int | None = None
 
     def document(self) -> dict[str, Any]:
         """The ``--json`` document: ``command``, ``ok``, then ``items``/``count`` for a
@@ -53,7 +55,10 @@ def render_json(result: Result, out: TextIO) -> None:
 
 def render_human(result: Result, out: TextIO, *, now: int) -> None:
     if result.columns:
-        out.write(table(result.rows, result.columns, now=now))
+        rows = result.rows if result.shown is None else result.rows[: result.shown]
+        out.write(table(rows, result.columns, now=now))
+        if len(rows) < len(result.rows):
+            out.write(f"... and {len(result.rows) - len(rows):,} more (--json lists every one)\n")
     if result.message is not None:
         out.write(result.message + "\n")
     for note in result.notes:

@@ -65,6 +65,9 @@ def test_delete_all_is_capped(engine, seeded: Seeded, monkeypatch):
     doc = json.loads(cli(engine, "delete", "--all", "--yes", "--json").out)
     assert (doc["matched"], doc["deleted"]) == (2, 2) and "at most 2; more may match" in doc["message"]
     assert engine.durable.count(kind="dlq") == 2
+    monkeypatch.setattr(actions, "SHOWN_TARGETS", 1)
+    human = cli(engine, "delete", "--all", "--yes").out.splitlines()
+    assert len(human) == 4 and human[2] == "... and 1 more (--json lists every one)"
     too_many = cli(engine, "retry", "emails:a", "emails:b", "emails:c")
     assert too_many.code == 2 and "at most 2" in too_many.err
 
@@ -134,3 +137,5 @@ def test_purge_is_confirmed_capped_and_audited(engine, seeded: Seeded, monkeypat
 def test_other_scope_by_flag(engine, seeded: Seeded, command):
     doc = json.loads(cli(engine, command, "--project", "elsewhere", "--json").out)
     assert doc["count"] == 0
+    bad = cli(engine, command, "--project", "no spaces")
+    assert bad.code == 2 and "project" in bad.err
