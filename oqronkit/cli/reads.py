@@ -26,25 +26,25 @@ DEAD_COLUMNS = ("died_at", "queue", "id", "attempts", "error", "fingerprint")
 SCHEDULE_COLUMNS = ("kind", "name", "paused", "done", "next_run_at", "last_fired_at", "queue", "timing")
 
 
-def queue_names(engine: Engine) -> tuple[list[str], bool]:
+def queue_names(engine: Engine) -> tuple[list[str], bool, dict[str, int]]:
     """Every queue this scope knows: a control record, a job or a dead letter (a queue
-    with waiting jobs and no worker yet is listed too); and whether the list was capped."""
+    with waiting jobs and no worker yet is listed too); whether the list was capped; and
+    the dead letters per queue, counted on the way."""
     durable = engine.durable
     names = {r.id for r in durable.list(QUEUE, limit=MAX_QUEUES).records}
-    for kind in ("job", "dlq"):
-        names |= {q for ns in durable.count_by_namespace(kind) if (q := queue_of(ns)) is not None}
-    ordered = sorted(names)
-    return ordered[:MAX_QUEUES], len(ordered) > MAX_QUEUES
+    names |= {q for ns in durable.count_by_namespace("job") if (q := queue_of(ns)) is not None}
+    dead = {q: n for ns, n in durable.count_by_namespace("dlq").items() if (q := queue_of(ns)) is not None}
+    ordered = sorted(names | set(dead))
+    return ordered[:MAX_QUEUES], len(ordered) > MAX_QUEUES, dead
 
 
 def queues(engine: Engine, args: argparse.Namespace) -> Result:
     """The overview's numbers: depths from the hot plane in one call, live workers from
     their heartbeats, dead letters counted per queue, pause state from the queue record."""
-    names, capped = queue_names(engine)
+    names, capped, dead = queue_names(engine)
     if args.queue:
         names = [n for n in names if n == args.queue]
     records = {r.id: r.value for r in engine.durable.get_many(QUEUE, names)} if names else {}
-    dead = {queue_of(ns): n for ns, n in engine.durable.count_by_namespace("dlq").items()}
     now = now_of(args)
     depths = engine.hot.depths_many(names, now) if names else {}
     consumers: dict[str, int] = {}

@@ -29,6 +29,9 @@ def test_retry_named_dead_letters_is_audited(engine, seeded: Seeded):
     assert entry["project"] == engine.config.project and entry["host"]
     # the job's own audit trail, which its board page lists
     assert engine.durable.get("audit:job:emails:d-boom-1", entry["id"]) is not None
+    human = cli(engine, "retry", "emails:d-boom-2")
+    assert human.code == 0 and human.out.splitlines() == [
+        "QUEUE   ID        OK   MESSAGE", "emails  d-boom-2  yes  retried", "Retried 1 of 1 dead letter(s)."]
 
 
 def test_retry_all_needs_yes_without_a_terminal(engine, seeded: Seeded):
@@ -88,12 +91,14 @@ def test_cancel_and_promote(engine, seeded: Seeded):
     dead = engine.durable.get(dlq_namespace("emails"), seeded.waiting[0]).value
     assert dead["deadReason"] == "cancelled by alice from the CLI"
     assert audit_entries(engine)[0]["queue"] == "emails"
+    human = cli(engine, "cancel", f"emails:{seeded.waiting[1]}", "--yes").out.splitlines()
+    assert human[1].split()[1:3] == [seeded.waiting[1], "yes"] and human[-1] == "Cancelled 1 of 1 job(s)."
     promoted = cli(engine, "promote", f"emails:{seeded.delayed}")
     assert promoted.code == 0 and "promoted: it runs now" in promoted.out
     assert engine.durable.get(job_namespace("emails"), seeded.delayed).value["status"] == "waiting"
     again = cli(engine, "promote", f"emails:{seeded.delayed}", "--json")
     assert again.code == 1 and json.loads(again.out)["items"][0]["message"] == "not promoted: the job is not delayed"
-    assert [e["action"] for e in audit_entries(engine)] == ["promote", "promote", "cancel"]
+    assert [e["action"] for e in audit_entries(engine)] == ["promote", "promote", "cancel", "cancel"]
 
 
 def test_pause_and_resume_queues_and_crons(engine, seeded: Seeded):
