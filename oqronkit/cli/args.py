@@ -97,6 +97,9 @@ def add_commands(sub: Any, *, connection_options: bool) -> None:
     runs.add_argument("--module", choices=RUN_MODULES)
     runs.add_argument("--name", type=short_text("--name", 100), help="a queue's, cron's or topic's name")
     runs.add_argument("--queue", type=queue_name, help="a queue's runs (the same as --name QUEUE)")
+    runs.add_argument("--worker", type=short_text("--worker"), help="one worker's runs (its id)")
+    runs.add_argument("--job", type=short_text("--job"), help="one job's runs (its id)")
+    runs.add_argument("--search", type=short_text("--search"), help="in the error message (failed runs by default)")
     _listing(runs)
 
     dead = command("dead", "dead letters, newest first")

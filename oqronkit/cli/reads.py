@@ -16,8 +16,8 @@ from .output import Result
 #: The most queue records, schedules or rows a listing reads (the board's pages stop there too).
 MAX_QUEUES = 1000
 MAX_SCHEDULES = 500
-#: The most dead letters a filtered listing reads to find its matches.
-DEAD_SCAN_CAP = 10_000
+#: The most dead letters or runs a filtered listing reads to find its matches.
+SCAN_CAP = 10_000
 PAGE = 500
 
 QUEUE_COLUMNS = ("name", "paused", "waiting", "delayed", "active", "dead", "workers", "handler")
@@ -74,14 +74,41 @@ def queues(engine: Engine, args: argparse.Namespace) -> Result:
 
 def runs(engine: Engine, args: argparse.Namespace) -> Result:
     """Newest first, with the board's filters: status, module, name (a queue's runs carry
-    its name), since."""
+    its name) and since on the indexes; worker, job and error text read the candidates,
+    at most ``SCAN_CAP`` of them."""
     name = args.queue or args.name
-    page = engine.durable.list(RUNS, status=args.status, name=name, module=args.module, started_from=args.since,
-                               order="started", descending=True, limit=args.limit)
-    rows = [run_row(r.value) for r in page.records]
-    result = Result("runs", rows, RUN_COLUMNS, extra={"more": page.next_cursor is not None})
-    if page.next_cursor is not None:
+    status = args.status or ("failed" if args.search else None)  # the board's rule: text search is in one status
+    wanted = {"workerId": args.worker, "jobId": args.job}
+    needle = args.search.lower() if args.search else None
+    rows: list[dict[str, Any]] = []
+    cursor: str | None = None
+    scanned = 0
+    more = False
+    while True:
+        size = args.limit + 1 if not (args.worker or args.job or needle) else PAGE
+        page = engine.durable.list(RUNS, status=status, name=name, module=args.module, started_from=args.since,
+                                   order="started", descending=True, limit=size, cursor=cursor)
+        scanned += len(page.records)
+        for record in page.records:
+            value = record.value
+            if any(v and value.get(k) != v for k, v in wanted.items()):
+                continue
+            if needle and needle not in str((value.get("error") or {}).get("message", "")).lower():
+                continue
+            if len(rows) == args.limit:
+                more = True
+                break
+            rows.append(run_row(value))
+        cursor = page.next_cursor
+        if more or cursor is None or scanned >= SCAN_CAP:
+            break
+    result = Result("runs", rows, RUN_COLUMNS, extra={"more": more})
+    if more:
         result.notes.append(f"more runs match: showing the newest {args.limit} (--limit, at most {args.limit_cap})")
+    if cursor is not None and not more:
+        result.notes.append(f"stopped after reading {SCAN_CAP:,} runs: narrow the filters")
+    if args.search and not args.status:
+        result.notes.append("--search looks in failed runs unless --status names another")
     return result
 
 
@@ -100,12 +127,12 @@ def run_row(value: dict[str, Any]) -> dict[str, Any]:
 
 def dead(engine: Engine, args: argparse.Namespace) -> Result:
     """Newest first; ``--queue``, ``--fingerprint``, ``--search`` (in the error message)
-    and ``--since`` (died at or after) filter, reading at most ``DEAD_SCAN_CAP`` rows."""
+    and ``--since`` (died at or after) filter, reading at most ``SCAN_CAP`` rows."""
     rows, scanned_out = dead_letters(engine, queue=args.queue, fingerprint=args.fingerprint, search=args.search,
                                      since=args.since, limit=args.limit)
     result = Result("dead", [dead_row(job) for job in rows], DEAD_COLUMNS)
     if scanned_out:
-        result.notes.append(f"stopped after reading {DEAD_SCAN_CAP:,} dead letters: narrow the filters")
+        result.notes.append(f"stopped after reading {SCAN_CAP:,} dead letters: narrow the filters")
     return result
 
 
@@ -141,7 +168,7 @@ def dead_letters(engine: Engine, *, queue: str | None, fingerprint: str | None, 
         cursor = page.next_cursor
         if cursor is None:
             return found, False
-        if scanned >= DEAD_SCAN_CAP:
+        if scanned >= SCAN_CAP:
             return found, True
     return found, False
 

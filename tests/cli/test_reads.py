@@ -52,6 +52,12 @@ def test_runs_newest_first_with_filters(engine, seeded: Seeded):
                                             "--json").out)["items"]] == ["r-ok"]
     limited = json.loads(cli(engine, "runs", "--limit", "1", "--json").out)
     assert [r["id"] for r in limited["items"]] == ["r-bad"] and limited["more"] is True
+    assert [r["id"] for r in json.loads(cli(engine, "runs", "--job", "job-r-ok", "--json").out)["items"]] == ["r-ok"]
+    by_worker = json.loads(cli(engine, "runs", "--worker", "worker-1", "--limit", "2", "--json").out)
+    assert [r["id"] for r in by_worker["items"]] == ["r-bad", "r-ok"] and by_worker["more"] is True
+    assert json.loads(cli(engine, "runs", "--worker", "worker-9", "--json").out)["count"] == 0
+    searched = json.loads(cli(engine, "runs", "--search", "TIMEOUT", "--json").out)
+    assert [r["id"] for r in searched["items"]] == ["r-bad"] and "failed runs" in searched["notes"][0]
     human = cli(engine, "runs", "--limit", "2")
     assert human.out.splitlines()[0].split()[:3] == ["STARTED", "AT", "STATUS"]
     assert "4m ago (" in human.out and "note: more runs match" in human.out
