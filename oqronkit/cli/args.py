@@ -103,6 +103,7 @@ def add_commands(sub: Any, *, connection_options: bool) -> None:
     _listing(runs)
 
     dead = command("dead", "dead letters, newest first")
+    dead.add_argument("--groups", action="store_true", help="failure groups (by error fingerprint) instead")
     _dead_filters(dead)
     _listing(dead, since=False)
 

@@ -16,8 +16,8 @@ from typing import Any, TextIO
 #: Widest a table cell gets; longer values end in an ellipsis (JSON keeps them whole).
 MAX_CELL = 48
 #: Fields holding epoch milliseconds: a table shows them relative and as ISO 8601.
-TIME_FIELDS = frozenset({"at", "created_at", "died_at", "started_at", "ended_at", "next_run_at", "last_fired_at",
-                         "run_at", "updated_at"})
+TIME_FIELDS = frozenset({"at", "created_at", "died_at", "last_died_at", "first_died_at", "started_at", "ended_at",
+                         "next_run_at", "last_fired_at", "run_at", "updated_at"})
 
 
 @dataclass
@@ -92,7 +92,9 @@ def cell(value: Any, column: str, *, now: int) -> str:
         return f"{relative(int(value), now)} ({iso(int(value))})"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, dict | list):
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        value = ", ".join(value)
+    elif isinstance(value, dict | list):
         value = json.dumps(value, ensure_ascii=False, default=str)
     return truncate(" ".join(str(value).split()))  # newlines and tabs would break the columns
 

@@ -23,6 +23,7 @@ PAGE = 500
 QUEUE_COLUMNS = ("name", "paused", "waiting", "delayed", "active", "dead", "workers", "handler")
 RUN_COLUMNS = ("started_at", "status", "module", "name", "attempts", "duration_ms", "job_id", "id", "error")
 DEAD_COLUMNS = ("died_at", "queue", "id", "attempts", "error", "fingerprint")
+GROUP_COLUMNS = ("last_died_at", "count", "fingerprint", "queues", "error")
 SCHEDULE_COLUMNS = ("kind", "name", "paused", "done", "next_run_at", "last_fired_at", "queue", "timing")
 
 
@@ -128,6 +129,8 @@ def run_row(value: dict[str, Any]) -> dict[str, Any]:
 def dead(engine: Engine, args: argparse.Namespace) -> Result:
     """Newest first; ``--queue``, ``--fingerprint``, ``--search`` (in the error message)
     and ``--since`` (died at or after) filter, reading at most ``SCAN_CAP`` rows."""
+    if args.groups:
+        return dead_groups(engine, args)
     rows, scanned_out = dead_letters(engine, queue=args.queue, fingerprint=args.fingerprint, search=args.search,
                                      since=args.since, limit=args.limit)
     result = Result("dead", [dead_row(job) for job in rows], DEAD_COLUMNS)
@@ -171,6 +174,34 @@ def dead_letters(engine: Engine, *, queue: str | None, fingerprint: str | None, 
         if scanned >= SCAN_CAP:
             return found, True
     return found, False
+
+
+def dead_groups(engine: Engine, args: argparse.Namespace) -> Result:
+    """The board's failure groups: dead letters by error fingerprint, most recent group
+    first, counted over the newest ``SCAN_CAP`` matching dead letters."""
+    jobs, capped = dead_letters(engine, queue=args.queue, fingerprint=args.fingerprint, search=args.search,
+                                since=args.since, limit=SCAN_CAP)
+    groups: dict[str, dict[str, Any]] = {}
+    for job in jobs:  # newest first: a group's first job gives its latest error
+        if not job.error_fingerprint:
+            continue
+        group = groups.get(job.error_fingerprint)
+        if group is None:
+            row = dead_row(job)
+            group = groups[job.error_fingerprint] = {
+                "fingerprint": job.error_fingerprint, "count": 0, "queues": [], "last_died_at": job.died_at,
+                "first_died_at": job.died_at, "error": row["error"], "error_type": row["error_type"],
+                "error_message": row["error_message"],
+            }
+        group["count"] += 1
+        group["first_died_at"] = job.died_at
+        if job.queue not in group["queues"]:
+            group["queues"].append(job.queue)
+    rows = list(groups.values())[: args.limit]
+    result = Result("dead", rows, GROUP_COLUMNS, extra={"groups": True})
+    if capped or len(jobs) >= SCAN_CAP:
+        result.notes.append(f"counted over the newest {SCAN_CAP:,} dead letters: narrow the filters for exact counts")
+    return result
 
 
 def dead_row(job: Job) -> dict[str, Any]:

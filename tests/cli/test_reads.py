@@ -82,6 +82,18 @@ def test_dead_letters_filters(engine, seeded: Seeded):
     assert cli(engine, "dead", "--queue", "nothing-here").out == "(none)\n"
 
 
+def test_dead_letter_groups(engine, seeded: Seeded):
+    doc = json.loads(cli(engine, "dead", "--groups", "--json").out)
+    assert [(g["error"], g["count"], g["queues"]) for g in doc["items"]] == [
+        ("KeyError: 'sku' missing", 1, ["emails"]), ("ValueError: boom", 2, ["emails"]),
+        ("TimeoutError: timeout", 1, ["reports"])]
+    boom = doc["items"][1]
+    assert boom["last_died_at"] > boom["first_died_at"] and doc["groups"] is True
+    human = cli(engine, "dead", "--groups", "--queue", "emails").out.splitlines()
+    assert human[0].split() == ["LAST", "DIED", "AT", "COUNT", "FINGERPRINT", "QUEUES", "ERROR"]
+    assert human[2].split()[3:5] == ["2", boom["fingerprint"]] and human[2].endswith("emails  ValueError: boom")
+
+
 def test_schedules(engine, seeded: Seeded):
     doc = json.loads(cli(engine, "schedules", "--json").out)
     assert doc["count"] == 1
