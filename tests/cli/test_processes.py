@@ -84,7 +84,7 @@ def test_manage_py_oqron(tmp_path, mode, request):
 
 def test_a_down_database_is_one_line_and_exit_1(tmp_path):
     env = {"OQRON_MODE": "postgres", "OQRON_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{free_port()}/none",
-           "OQRON_BACKEND_WAIT": "1"}
+           "OQRON_BACKEND_WAIT": "0.3"}
     done = run(["-m", "oqronkit", "queues", "--json"], env, tmp_path)
     assert done.returncode == 1, done.stderr
     assert done.stderr.startswith("error: cannot reach a backend") and "Traceback" not in done.stderr
@@ -116,7 +116,7 @@ def test_redis_postgres_mode(tmp_path):
         emails = json.loads(done.stdout)["items"][0]
         assert (emails["name"], emails["waiting"], emails["delayed"], emails["dead"]) == ("emails", 2, 1, 3)
         down = run(["-m", "oqronkit", "queues"], {**env, "OQRON_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",
-                                                  "OQRON_BACKEND_WAIT": "1"}, tmp_path)
+                                                  "OQRON_BACKEND_WAIT": "0.3"}, tmp_path)
         assert down.returncode == 1 and down.stderr.startswith("error: cannot reach a backend: Redis at")
     finally:
         for namespace in ("queue_job:emails", "queue_dlq:emails", "queue_dlq:reports", "runs", "queue", "cron",
