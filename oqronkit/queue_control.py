@@ -181,14 +181,15 @@ class QueueControl:
             engine.hot.signal(self.name, [Signal(job.id, job.priority, None, job.lifo)], now_ms())
         return True
 
-    def drain(self) -> int:
-        """Delete every waiting and delayed job (active jobs finish). Returns the count."""
+    def drain(self, *, limit: int | None = None) -> int:
+        """Delete every waiting and delayed job (active jobs finish), or at most ``limit``
+        of them (an operator's bounded purge). Returns the count."""
         engine = self.engine
         removed = 0
         for status in _PENDING:
-            while True:
-                page = engine.durable.list(self.namespace, status=status, limit=500)
-                ids = [r.id for r in page.records]
+            while limit is None or removed < limit:
+                size = 500 if limit is None else min(500, limit - removed)
+                ids = [r.id for r in engine.durable.list(self.namespace, status=status, limit=size).records]
                 if not ids:
                     break
                 engine.hot.remove(self.name, ids)
