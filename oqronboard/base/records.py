@@ -9,6 +9,7 @@ changes state only through the engine's API (habit 10): every ORM write path rai
 from __future__ import annotations
 
 import time
+from contextvars import ContextVar
 from typing import Any, NoReturn, Self
 
 from django.db import models
@@ -105,14 +106,24 @@ def durable_alias() -> str:
     return getattr(settings, "OQRON_DATABASE_ALIAS", "default")
 
 
+# The alias this request reads the durable tables from: the read replica's while
+# oqronboard.base.replica routes the request there, else unset (the primary).
+READ_ALIAS: ContextVar[str | None] = ContextVar("oqron_read_alias", default=None)
+
+
+def read_alias() -> str:
+    """Where the current request reads the durable tables: the read replica or :func:`durable_alias`."""
+    return READ_ALIAS.get() or durable_alias()
+
+
 class DurableManager(models.Manager):
-    """Reads go to :func:`durable_alias` (``.using()`` still overrides it), so the
-    board's views and the admin read the engine's tables wherever they live, without a
-    database router (which would make Django check migrations on that database too)."""
+    """Reads go to :func:`read_alias` (``.using()`` still overrides it), so the
+    board's views and the admin read the engine's tables wherever they live, the read
+    replica included (``oqronboard.base.replica``'s router agrees for any other read)."""
 
     def get_queryset(self) -> models.QuerySet:
         queryset = super().get_queryset()
-        return queryset if self._db else queryset.using(durable_alias())
+        return queryset if self._db else queryset.using(read_alias())
 
 
 # Deeper than this, a stored value is read with its deeper parts replaced by a marker.
