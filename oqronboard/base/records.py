@@ -9,6 +9,7 @@ changes state only through the engine's API (habit 10): every ORM write path rai
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, NoReturn, Self
 
@@ -106,14 +107,15 @@ def durable_alias() -> str:
     return getattr(settings, "OQRON_DATABASE_ALIAS", "default")
 
 
-# The alias this request reads the durable tables from: the read replica's while
-# oqronboard.base.replica routes the request there, else unset (the primary).
-READ_ALIAS: ContextVar[str | None] = ContextVar("oqron_read_alias", default=None)
+# Chooses the alias this request reads the durable tables from (the read replica or the
+# primary); set per request by oqronboard.base.replica, called on the first read only.
+READ_ROUTE: ContextVar[Callable[[], str] | None] = ContextVar("oqron_read_route", default=None)
 
 
 def read_alias() -> str:
     """Where the current request reads the durable tables: the read replica or :func:`durable_alias`."""
-    return READ_ALIAS.get() or durable_alias()
+    route = READ_ROUTE.get()
+    return durable_alias() if route is None else route()
 
 
 class DurableManager(models.Manager):

@@ -32,7 +32,7 @@ from django.db import InterfaceError, OperationalError
 from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
 
-from .records import READ_ALIAS, DurableManager, durable_alias, read_alias
+from .records import READ_ROUTE, DurableManager, durable_alias, read_alias
 from .replica_lag import ReplicaStatus, mark_down, max_lag_seconds, replica_status
 
 logger = logging.getLogger(__name__)
@@ -65,10 +65,6 @@ class ReadRoute:
     @property
     def on_replica(self) -> bool:
         return self.replica is not None and self.alias == self.replica.alias
-
-    @property
-    def configured(self) -> bool:
-        return read_database_alias() is not None
 
 
 def pinned(request: HttpRequest, now: float | None = None) -> bool:
@@ -129,40 +125,83 @@ class ReadReplicaRouter:
         return False if db == read_database_alias() else None
 
 
+class RequestRoute:
+    """A request's read route, chosen on its first read of the durable tables: a page
+    that reads none of them (a health probe, the login form) never asks the replica.
+    The templates read it as ``request.oqron_read``."""
+
+    # A template reads its properties; calling it there would choose a route for nothing.
+    do_not_call_in_templates = True
+
+    def __init__(self, request: HttpRequest) -> None:
+        self._request = request
+        self.route: ReadRoute | None = None
+
+    def __call__(self) -> str:
+        if self.route is None:
+            self.route = route_for(self._request)
+        return self.route.alias
+
+    def fall_back(self, status: ReplicaStatus) -> None:
+        """Read the primary from now on, and say why."""
+        self.route = ReadRoute(durable_alias(), status, banner=down_banner(status))
+
+    @property
+    def on_replica(self) -> bool:
+        return self.route is not None and self.route.on_replica
+
+    @property
+    def configured(self) -> bool:
+        """True once this request read the durable tables with a replica configured."""
+        return self.route is not None and read_database_alias() is not None
+
+    @property
+    def banner(self) -> str:
+        return self.route.banner if self.route is not None else ""
+
+    @property
+    def pinned(self) -> bool:
+        return self.route is not None and self.route.pinned
+
+    @property
+    def replica(self) -> ReplicaStatus | None:
+        return self.route.replica if self.route is not None else None
+
+
 class ReadReplicaMiddleware:
-    """Sets the request's read route, pins a browser to the primary after an action and
+    """Routes a request's reads, pins a browser to the primary after an action and
     renders a page again on the primary when the replica fails under it."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        route = route_for(request)
+        if read_database_alias() is None:
+            return self.get_response(request)
+        route = RequestRoute(request)
         request.oqron_read = route  # type: ignore[attr-defined]
-        token = READ_ALIAS.set(route.alias)
+        token = READ_ROUTE.set(route)
         try:
             response = self.get_response(request)
         finally:
-            READ_ALIAS.reset(token)
-        if request.method not in SAFE_METHODS and route.configured and pin_seconds() > 0:
+            READ_ROUTE.reset(token)
+        if request.method not in SAFE_METHODS and pin_seconds() > 0:
             pin = pin_seconds()
             response.set_cookie(PIN_COOKIE, f"{time.time() + pin:.3f}", max_age=ceil(pin), httponly=True,
                                 samesite="Lax", secure=bool(getattr(settings, "SESSION_COOKIE_SECURE", False)))
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        route: ReadRoute | None = getattr(request, "oqron_read", None)
+        route: RequestRoute | None = getattr(request, "oqron_read", None)
         if route is None or not route.on_replica or not isinstance(exception, OperationalError | InterfaceError):
             return None
         match = request.resolver_match
         if match is None:
             return None
-        status = mark_down(route.alias, exception)
+        status = mark_down(read_database_alias() or "", exception)
         logger.warning("%s %s: the read replica failed (%s); rendering again on the primary", request.method,
                        request.path, status.error, extra={"action": "board.replica_retry"})
-        request.oqron_read = ReadRoute(durable_alias(), status, banner=down_banner(status))  # type: ignore[attr-defined]
-        # __call__ resets the variable to its value before the request, whatever is set here.
-        READ_ALIAS.set(durable_alias())
+        route.fall_back(status)
         response: HttpResponse = match.func(request, *match.args, **match.kwargs)
         return response
 

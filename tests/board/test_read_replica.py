@@ -120,7 +120,7 @@ def test_list_and_detail_pages_read_the_replica_and_show_its_lag(rboard: Replica
         body, on_replica, on_primary = get_page(rboard.viewer, url)
         assert on_replica and not on_primary, (url, on_primary)
         lag = re.search(r'data-testid="replica-status">Read replica, lag (\d+\.\d) s<', body)
-        assert lag and float(lag.group(1)) < 1.0, body[-300:]
+        assert lag and float(lag.group(1)) < 1.0, body[-1500:]
         assert 'data-testid="replica-banner"' not in body
     assert "r-seen" in get_page(rboard.viewer, reverse("runs"))[0]
 
@@ -187,6 +187,10 @@ def test_the_replica_stopped_mid_test_pages_answer_from_the_primary(rboard: Repl
             assert "Primary database (replica down)" in body
         # Measured afresh: the connection is refused, the page still answers.
         settings.OQRON_READ_REPLICA_CHECK_SECONDS = 0
+        # A page that reads no durable table never asks the replica (the route is chosen lazily).
+        caplog.clear()
+        assert Client().get(reverse("login")).status_code == 200
+        assert not [r for r in caplog.records if getattr(r, "action", "").startswith("board.replica")]
         response = rboard.viewer.get(reverse("job", args=["emails", "nope"]))
         assert response.status_code == 404
         response = rboard.viewer.get(reverse("runs"))
