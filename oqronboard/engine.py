@@ -30,6 +30,7 @@ NON_SQL_MODES = ("memory", "redis")
 READ_URL_VARIABLE = "OQRON_READ_DATABASE_URL"
 READ_ALIAS = "oqron_read"
 READ_CONNECT_TIMEOUT_S = 2
+READ_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 2, "keepalives_count": 3}
 
 _lock = threading.Lock()
 _config: OqronConfig | None = None
@@ -142,8 +143,12 @@ def read_database_settings(environ: Mapping[str, str]) -> dict[str, Any] | None:
         database = _postgres_settings(url)
     except ConfigurationError:
         return None
-    # A replica that does not answer must cost a page seconds, not a TCP timeout.
-    database["OPTIONS"].setdefault("connect_timeout", READ_CONNECT_TIMEOUT_S)
+    # A replica that does not answer must cost a page seconds, not a TCP timeout; keepalives
+    # notice a host that vanished under an open connection (libpq's own parameters).
+    options = database["OPTIONS"]
+    options.setdefault("connect_timeout", READ_CONNECT_TIMEOUT_S)
+    for name, value in READ_KEEPALIVES.items():
+        options.setdefault(name, value)
     # A test run never creates a database on the replica: it mirrors the default.
     database["TEST"] = {"MIRROR": "default"}
     return database

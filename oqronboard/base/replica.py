@@ -95,7 +95,8 @@ def route_for(request: HttpRequest) -> ReadRoute:
 
 
 def down_banner(status: ReplicaStatus) -> str:
-    return f"The read replica is unavailable ({status.error}); this page reads the primary database."
+    # The driver's message (hosts, ports) goes to the log, not to every viewer.
+    return "The read replica is unavailable; this page reads the primary database."
 
 
 def lag_banner(status: ReplicaStatus, limit: float) -> str:

@@ -49,10 +49,10 @@ class ReplicaBoard:
     viewer: Client
 
 
-def _register(alias: str, url: str) -> None:
+def _register(alias: str, database: dict[str, Any] | None) -> None:
     """Add a database alias at run time (the test settings know neither server's port)."""
-    databases = {DEFAULT_DB_ALIAS: dict(connections.settings[DEFAULT_DB_ALIAS]),
-                 alias: engine.database_settings_for_url(url)}
+    assert database is not None
+    databases = {DEFAULT_DB_ALIAS: dict(connections.settings[DEFAULT_DB_ALIAS]), alias: database}
     connections.settings[alias] = connections.configure_settings(databases)[alias]
 
 
@@ -66,8 +66,9 @@ def _unregister(alias: str) -> None:
 def rboard(request: pytest.FixtureRequest, pair: ReplicaPair, settings: Any, django_db_blocker: Any,
            scope_names: tuple[str, str]) -> Iterator[ReplicaBoard]:
     request.getfixturevalue("default_test_database")
-    _register(PRIMARY, pair.primary.url)
-    _register(REPLICA, pair.replica.url)
+    _register(PRIMARY, engine.database_settings_for_url(pair.primary.url))
+    # Exactly what settings.py derives from OQRON_READ_DATABASE_URL (timeouts, keepalives).
+    _register(REPLICA, engine.read_database_settings({engine.READ_URL_VARIABLE: pair.replica.url}))
     project, environment = scope_names
     settings.OQRON = {"MODE": "postgres", "DATABASE_URL": pair.primary.url, "PROJECT": project,
                       "ENVIRONMENT": environment}
