@@ -207,10 +207,8 @@ class ReadReplicaMiddleware:
         return response
 
 
-@checks.register("oqron", checks.Tags.database)
-def check_read_replica(
-    app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
-) -> list[checks.CheckMessage]:
+@checks.register("oqron")
+def check_read_replica(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """``oqron.E020`` when ``OQRON_READ_DATABASE_URL`` is set but names no PostgreSQL
     database the board could read, or the durable plane itself is not PostgreSQL."""
     import os

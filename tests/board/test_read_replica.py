@@ -8,10 +8,14 @@ lags or dies, never with a 500.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,6 +35,7 @@ from oqronkit import DurablePlane
 from tests.board.seed import job_value, put_jobs, put_runs, queue_control, run_value
 from tests.replica_pair import ReplicaPair, replica_pair
 
+ROOT = Path(__file__).resolve().parents[2]
 PRIMARY = "replica_primary"
 REPLICA = engine.READ_ALIAS
 
@@ -213,3 +218,21 @@ def test_nothing_is_migrated_on_the_replica_and_a_bad_url_fails_the_check(settin
     read = engine.read_database_settings({engine.READ_URL_VARIABLE: "postgresql://u@db.internal:5433/board"})
     assert read is not None and read["PORT"] == "5433" and read["OPTIONS"]["connect_timeout"] == 2
     assert read["TEST"] == {"MIRROR": "default"}
+
+
+def manage_check(**env: str) -> subprocess.CompletedProcess[str]:
+    """``manage.py check`` with the project's own settings and ``env``."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OQRON_", "DJANGO_"))}
+    clean.pop("PYTHONPATH", None)
+    return subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, capture_output=True, text=True,
+                          env={**clean, "DJANGO_SETTINGS_MODULE": "oqronboard.settings", **env}, timeout=60)
+
+
+def test_manage_check_accepts_a_postgres_replica_and_names_a_bad_one():
+    primary = {"OQRON_MODE": "postgres", "OQRON_DATABASE_URL": "postgresql://postgres@127.0.0.1:5432/test"}
+    ok = manage_check(**primary, OQRON_READ_DATABASE_URL="postgresql://postgres@127.0.0.1:5432/test")
+    assert ok.returncode == 0, ok.stderr
+    bad = manage_check(**primary, OQRON_READ_DATABASE_URL="sqlite:///replica.sqlite3")
+    assert bad.returncode != 0 and "oqron.E020" in bad.stderr
+    on_sqlite = manage_check(OQRON_READ_DATABASE_URL="postgresql://postgres@127.0.0.1:5432/test")
+    assert on_sqlite.returncode != 0 and "PostgreSQL on both sides" in on_sqlite.stderr
