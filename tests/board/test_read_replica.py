@@ -121,8 +121,10 @@ def test_list_and_detail_pages_read_the_replica_and_show_its_lag(rboard: Replica
     put_runs(rboard.plane, [run_value("r-seen", status="failed")])
     put_jobs(rboard.plane, [job_value("emails", "j-seen")])
     rboard.pair.wait_caught_up()
-    for url in (reverse("runs"), reverse("run", args=["r-seen"]), reverse("queue-jobs", args=["emails"]),
-                reverse("job", args=["emails", "j-seen"])):
+    pages = ("home", "runs", "failed-runs", "queues", "dead-letters", "definitions", "schedules", "topics",
+             "webhooks", "logs", "limits", "caches", "audit")
+    for url in (*(reverse(name) for name in pages), reverse("run", args=["r-seen"]),
+                reverse("queue-jobs", args=["emails"]), reverse("job", args=["emails", "j-seen"])):
         body, on_replica, on_primary = get_page(rboard.viewer, url)
         assert on_replica and not on_primary, (url, on_primary)
         lag = re.search(r'data-testid="replica-status">Read replica, lag (\d+\.\d) s<', body)
