@@ -17,6 +17,7 @@ class OqronBoardConfig(AppConfig):
     def ready(self) -> None:
         # Imported for its side effect: registering the oqron.* system checks.
         from . import checks, engine, signals  # noqa: F401
+        from .base import replica  # noqa: F401
 
         engine.connect_signals()
         signals.connect()  # the engine's lifecycle events as Django signals
