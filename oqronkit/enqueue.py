@@ -249,5 +249,5 @@ def options_from(item: Any) -> tuple[Any, Mapping[str, Any]]:
 
 BULK_OPTIONS = frozenset({
     "job_id", "delay", "run_at", "priority", "attempts", "backoff", "depends_on", "parent_failure",
-    "correlation_id", "tags", "timeout",
+    "correlation_id", "tags", "timeout", "unique_for", "unique_key", "debounce",
 })
