@@ -60,7 +60,9 @@ PEERS_REQUIREMENTS = ROOT / "bench" / "requirements-peers.txt"
 OUR_PYTHON = sys.executable
 POSTGRES_SYSTEMS = ("oqron-sqlite", "oqron-postgres", "oqron-postgres-norec", "procrastinate", "django-tasks")
 REDIS_SYSTEMS = ("oqron-redis-postgres", "oqron-redis", "rq", "celery", "dramatiq", "huey")
-ALL_SYSTEMS = POSTGRES_SYSTEMS + REDIS_SYSTEMS
+# Our CLI worker with --metrics-port 0 (its Prometheus series on): against oqron-postgres, the metrics' cost.
+METRICS_SYSTEMS = ("oqron-postgres-metrics",)
+ALL_SYSTEMS = POSTGRES_SYSTEMS + REDIS_SYSTEMS + METRICS_SYSTEMS
 SYSTEM_GROUPS = {"postgres": POSTGRES_SYSTEMS, "redis": REDIS_SYSTEMS, "all": ALL_SYSTEMS}
 BASELINE = "procrastinate"
 REDIS_PEERS = ("rq", "celery", "dramatiq", "huey")
@@ -275,13 +277,15 @@ class OqronSystem(System):
     recording on or off, with ``--processes N`` (name suffix ``@N`` when N > 1)."""
 
     def __init__(self, mode: str, *, record_runs: bool = True, concurrency: int | None = None,
-                 services: bool = True, processes: int = 1) -> None:
+                 services: bool = True, processes: int = 1, metrics: bool = False) -> None:
         self.mode = mode
+        self.metrics = metrics
         self.record_runs = record_runs
         self.concurrency = concurrency
         self.services = services
         self.processes = processes
-        self.name = f"oqron-{mode}" + ("" if record_runs else "-norec") + (f"@{processes}" if processes != 1 else "")
+        self.name = (f"oqron-{mode}" + ("" if record_runs else "-norec") + ("-metrics" if metrics else "")
+                     + (f"@{processes}" if processes != 1 else ""))
         self.driver = str(PEERS / "oqron_driver.py")
         conc = f"--concurrency {concurrency}" if concurrency else "concurrency 5 (the Queue default)"
         procs = "1 process" if processes == 1 else f"--processes {processes}"
@@ -326,8 +330,9 @@ class OqronSystem(System):
         if self.processes != 1:
             extra += ["--processes", str(self.processes)]
         if self.record_runs and self.services:
+            metrics = ["--metrics-port", "0"] if self.metrics else []
             return [OUR_PYTHON, "-m", "oqronkit", "worker", "--import", "oqron_tasks", "--queues", "bench",
-                    "--log-level", "warning", *extra]
+                    "--log-level", "warning", *metrics, *extra]
         flags = [f for f, on in (("--no-record-runs", not self.record_runs), ("--no-services", not self.services))
                  if on]
         return [OUR_PYTHON, str(PEERS / "oqron_worker.py"), *flags, *extra]
@@ -536,9 +541,11 @@ def build_systems(names: list[str], concurrency: int | None, services: bool = Tr
         if base in peers:
             out.append(peers[base]())
             continue
+        metrics = base.endswith("-metrics")
+        base = base.removesuffix("-metrics")
         norec = base.endswith("-norec")
         mode = base.removeprefix("oqron-").removesuffix("-norec")
-        out.append(OqronSystem(mode, record_runs=not norec, processes=count or 1, **ours))
+        out.append(OqronSystem(mode, record_runs=not norec, processes=count or 1, metrics=metrics, **ours))
     return out
 
 

@@ -123,7 +123,7 @@ class BoardCollector(Collector):
                                 value=1 if hot.lock_owner(LEADER_LOCK, now) else 0)
 
     def _schedules(self, now: int) -> Iterator[Metric]:
-        rows, _ = schedules.schedule_rows(self.scope)
+        rows, _ = schedules.schedule_rows(self.scope, describe=False)
         lag = _gauge("oqron_schedule_lag_seconds",
                      "How late the next fire is (now minus its due time; 0 when not yet due, paused or done).",
                      ["kind", "name"])
