@@ -87,8 +87,9 @@ def seed(url: str, engine: oqronkit.Engine, args: argparse.Namespace) -> None:
         conn.execute("ANALYZE")
 
 
-def scrape_times(url: str, scrapes: int) -> tuple[list[float], list[tuple[float, str]], int]:
-    """Each scrape's seconds, one scrape's statements (seconds, SQL) and its body's lines."""
+def scrape_times(url: str, scrapes: int) -> tuple[list[float], list[tuple[float, str]], dict[str, list[float]]]:
+    """Each scrape's seconds, one scrape's statements (seconds, SQL) and each section's
+    seconds per scrape (``oqron_scrape_section_seconds``)."""
     os.environ.update({"DJANGO_SETTINGS_MODULE": "oqronboard.settings", "OQRON_MODE": "postgres",
                        "OQRON_DATABASE_URL": url, "OQRON_PROJECT": PROJECT, "OQRON_ENVIRONMENT": ENVIRONMENT,
                        "OQRON_METRICS_TOKEN": TOKEN, "DJANGO_ALLOWED_HOSTS": "testserver"})
@@ -100,19 +101,21 @@ def scrape_times(url: str, scrapes: int) -> tuple[list[float], list[tuple[float,
     from django.test.utils import CaptureQueriesContext
 
     client, auth = Client(), {"HTTP_AUTHORIZATION": f"Bearer {TOKEN}"}
-    body = b""
     for _ in range(3):
         response = client.get("/metrics", **auth)
         assert response.status_code == 200, response.content[:500]
-        body = response.content
-    times = []
+    times, sections = [], {}
     for _ in range(scrapes):
         started = time.perf_counter()
-        client.get("/metrics", **auth)
+        body = client.get("/metrics", **auth).content
         times.append(time.perf_counter() - started)
+        for line in body.decode().splitlines():
+            if line.startswith("oqron_scrape_section_seconds{"):
+                name, value = line.split('"')[1], float(line.rsplit(" ", 1)[1])
+                sections.setdefault(name, []).append(value)
     with CaptureQueriesContext(connection) as queries:
         client.get("/metrics", **auth)
-    return times, [(float(q["time"]), q["sql"]) for q in queries], len(body.splitlines())
+    return times, [(float(q["time"]), q["sql"]) for q in queries], sections
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,15 +139,16 @@ def main(argv: list[str] | None = None) -> int:
             seed(url, engine, args)
         finally:
             engine.close()
-        times, queries, lines = scrape_times(url, args.scrapes)
+        times, queries, sections = scrape_times(url, args.scrapes)
     finally:
         if not args.keep:
             with psycopg.connect(args.database_url, autocommit=True) as conn:
                 conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
     ms = sorted(t * 1000 for t in times)
     print(f"\n/metrics over {args.scrapes} scrapes: median {statistics.median(ms):.1f} ms, "
-          f"p95 {ms[max(int(len(ms) * 0.95) - 1, 0)]:.1f} ms, min {ms[0]:.1f} ms, max {ms[-1]:.1f} ms; "
-          f"{lines} lines of exposition")
+          f"p95 {ms[max(int(len(ms) * 0.95) - 1, 0)]:.1f} ms, min {ms[0]:.1f} ms, max {ms[-1]:.1f} ms")
+    print("median per section: " + ", ".join(f"{name} {statistics.median(v) * 1000:.1f} ms"
+                                             for name, v in sections.items()))
     print(f"{len(queries)} SQL statements, {sum(t for t, _ in queries) * 1000:.1f} ms in all:")
     for seconds, sql in queries:
         print(f"  {seconds * 1000:7.1f} ms  {' '.join(sql.split())[:110]}")

@@ -58,10 +58,12 @@ class BoardCollector(Collector):
         started, now = time.perf_counter(), now_ms()
         sections = _gauge("oqron_scrape_section_ok", "1 when the section's figures were read, 0 when it failed.",
                           ["section"])
+        spent = _gauge("oqron_scrape_section_seconds", "Time each section of this scrape took.", ["section"])
         up = {"durable": 1, "hot": 1}
         for section, collect in (("queues", self._queues), ("workers", self._workers),
                                  ("schedules", self._schedules), ("topics", self._topics),
                                  ("webhooks", self._webhooks)):
+            began = time.perf_counter()
             try:
                 yield from collect(now)
             except (OqronError, DatabaseError) as exc:
@@ -71,7 +73,9 @@ class BoardCollector(Collector):
                 sections.add_metric([section], 0)
             else:
                 sections.add_metric([section], 1)
+            spent.add_metric([section], time.perf_counter() - began)
         yield sections
+        yield spent
         planes = _gauge("oqron_up", "1 when the plane answered the scrape's reads.", ["plane"])
         for plane, value in up.items():
             planes.add_metric([plane], value)
