@@ -16,7 +16,7 @@ class OqronBoardConfig(AppConfig):
 
     def ready(self) -> None:
         # Imported for its side effect: registering the oqron.* system checks.
-        from . import checks, engine  # noqa: F401
+        from . import checks, engine, metrics  # noqa: F401
 
         engine.connect_signals()
         post_migrate.connect(_operators_group, sender=self, dispatch_uid="oqronboard.operators_group")

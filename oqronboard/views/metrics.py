@@ -23,11 +23,9 @@ from oqronkit import ConfigurationError, OqronError
 from .. import engine
 from ..base.roles import METRICS_PERMISSION
 from ..base.scope import configured_scope
-from ..metrics import BoardCollector
+from ..metrics import MIN_TOKEN_CHARS, BoardCollector
 
 logger = logging.getLogger(__name__)
-# A token shorter than this never authenticates (a guessable secret is no secret).
-MIN_TOKEN_CHARS = 20
 
 
 def _refusal(status: int, message: str) -> HttpResponse:

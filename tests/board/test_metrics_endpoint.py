@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from prometheus_client.parser import text_string_to_metric_families
 
+from oqronboard.metrics import check_metrics_token
 from oqronkit.clock import now_ms
 from oqronkit.live import publish_worker
 from oqronkit.services.leader import LEADER_LOCK
@@ -153,3 +154,10 @@ def test_without_a_sql_durable_plane_it_answers_503(settings, mode):
     settings.OQRON_METRICS_TOKEN = TOKEN
     response = Client().get(reverse("metrics"), HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
     assert response.status_code == 503 and b"oqron_" not in response.content
+
+
+@pytest.mark.parametrize(("token", "errors"), [("", []), (TOKEN, []), ("short-token", ["oqron.metrics.E001"]),
+                                              (12345, ["oqron.metrics.E001"])])
+def test_a_token_too_short_fails_the_system_check(settings, token, errors):
+    settings.OQRON_METRICS_TOKEN = token
+    assert [e.id for e in check_metrics_token()] == errors
