@@ -34,6 +34,16 @@ def _env_flag(name: str, default: bool) -> bool:
 OQRON: dict[str, object] = {}
 
 DATABASES = {"default": engine.database_settings(OQRON, os.environ, base_dir=BASE_DIR)}
+# The board's optional read replica (README, "Read replica"): list and detail pages read
+# there, actions, audit, sessions and the engine use the primary.
+_READ_DATABASE = engine.read_database_settings(os.environ)
+if _READ_DATABASE is not None:
+    DATABASES[engine.READ_ALIAS] = _READ_DATABASE
+OQRON_READ_DATABASE_ALIAS = engine.READ_ALIAS if _READ_DATABASE is not None else None
+OQRON_READ_REPLICA_MAX_LAG_SECONDS = float(os.environ.get("OQRON_READ_REPLICA_MAX_LAG_SECONDS", "30"))
+OQRON_READ_REPLICA_CHECK_SECONDS = float(os.environ.get("OQRON_READ_REPLICA_CHECK_SECONDS", "2"))
+OQRON_READ_PIN_SECONDS = float(os.environ.get("OQRON_READ_PIN_SECONDS", "5"))
+DATABASE_ROUTERS = ["oqronboard.base.replica.ReadReplicaRouter"]
 CACHES = {"default": engine.cache_settings(OQRON, os.environ, base_dir=BASE_DIR)}
 # Seconds the board shares what every viewer's poll would recompute (the overview's
 # queries); an operator's action makes the next poll fresh. 0 turns it off.
@@ -96,6 +106,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Django's built-in Content-Security-Policy (SECURE_CSP below).
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    # Where this request reads the durable tables (a read replica, when one is configured).
+    "oqronboard.base.replica.ReadReplicaMiddleware",
     # Last, so its 400s get every header above; WhiteNoise serves static files before it
     # (their own caching). 400 for a NUL or lone surrogate anywhere in a request, and
     # Cache-Control: no-store on every page.

@@ -28,6 +28,7 @@ from .enqueue import build_job, encode_payload
 from .errors import BackendUnavailable
 from .ids import new_id
 from .jobs import Job
+from .lifecycle import emit_now
 from .namespaces import debounce_namespace, job_namespace
 from .uniqueness import MAX_ROUNDS, Window
 
@@ -60,6 +61,7 @@ def add_debounced(queue: Any, data: Any, options: dict[str, Any], window: Window
                 if durable.insert_guarded(RecordWrite(namespace, window.key, pointer, due + POINTER_GRACE_MS),
                                           [RecordWrite(job.namespace, job.id, job.to_value())]):
                     queue._signal([job])
+                    emit_now(queue, "enqueued", job)  # a replaced payload is the same job: no event
                     return job
                 continue
             job_id = found.value.get("jobId")

@@ -170,12 +170,18 @@ def child_argv(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m oqronkit worker --import myjobs [--queues a,b] [--processes N]``."""
-    parser = argparse.ArgumentParser(prog="python -m oqronkit", description="Run oqronkit workers.")
+    """``python -m oqronkit worker --import myjobs [--queues a,b] [--processes N]``, or an
+    operator command (``queues``, ``dead``, ``retry``...: :mod:`oqronkit.cli`)."""
+    from . import cli
+
+    parser = argparse.ArgumentParser(prog="python -m oqronkit", description="Run and operate oqronkit workers.")
     sub = parser.add_subparsers(dest="command", required=True)
     work = sub.add_parser("worker", help="run the worker engine and, when elected, the scheduler services")
     add_worker_arguments(work)
+    cli.add_commands(sub, connection_options=True)
     args = parser.parse_args(argv)
+    if args.command != "worker":
+        return cli.run(args, cli.Console())
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     if args.log_format == "json":
         use_json_logs()

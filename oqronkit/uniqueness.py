@@ -25,6 +25,7 @@ from .durable import RecordWrite
 from .enqueue import build_job, check_text, encode_payload
 from .errors import BackendUnavailable, InvalidJob
 from .jobs import Job, JobStatus
+from .lifecycle import emit_now
 from .namespaces import dlq_namespace, job_namespace, unique_namespace
 
 WINDOW_OPTIONS = frozenset({"unique_for", "unique_key", "debounce"})
@@ -111,6 +112,7 @@ def add_unique(queue: Any, data: Any, options: dict[str, Any], window: Window) -
                                   [RecordWrite(job.namespace, job.id, job.to_value())]):
             queue._register_dependents([job])
             queue._signal([job] if job.status in ("waiting", "delayed") else [])
+            emit_now(queue, "enqueued", job)
             return job
         found = durable.get(namespace, window.key)
         if found is None:

@@ -20,6 +20,7 @@ from .. import overview, queues
 from ..base.cursors import decode_cursor
 from ..base.filters import clean_or_400
 from ..base.pages import BoardRequest, scope_of
+from ..views import groups
 from ..views.runs import run_detail_context
 from ..views.schedules import schedule_rows
 from .base import api_view
@@ -118,3 +119,13 @@ def schedule_list(request: BoardRequest) -> dict[str, Any]:
     """Every cron and schedule with its next fires, last run and counters."""
     rows, capped = schedule_rows(scope_of(request))
     return {"schedules": rows, "capped": capped}
+
+
+@api_view("GET")
+def group_detail(request: BoardRequest, group_id: str) -> dict[str, Any]:
+    """A group (README "Groups"): its record, progress, callbacks and first members."""
+    scope = scope_of(request)
+    context = groups.group_context(scope, group_id)
+    return {"group": asdict(context["group"]), "counts": context["counts"], "pending_now": dict(context["live"]),
+            "callbacks": context["callbacks"], "members": groups.first_member_rows(scope, group_id),
+            "more_members": context["hidden"]}

@@ -23,6 +23,7 @@ urlpatterns = [
     path("dead/delete/", actions.dead_delete, name="api-dead-delete"),
     path("definitions/", reads.definition_list, name="api-definitions"),
     path("schedules/", reads.schedule_list, name="api-schedules"),
+    path("groups/<seg:group_id>/", reads.group_detail, name="api-group"),
 ]
 
 

@@ -152,6 +152,9 @@ class Services:
             from ..dependencies import sweep_waiting
 
             sweep_waiting(self.engine.durable, self.engine.hot, queues)
+            from ..groups import sweep_groups
+
+            sweep_groups(self.engine.durable, self.engine.hot)
         elif name == "retention":
             prune(self.engine)
 

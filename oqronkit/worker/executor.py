@@ -15,6 +15,7 @@ from typing import Any
 from ..backoff import to_ms
 from ..codec import NestingTooDeep, dumps_compact, storage_problem
 from ..errors import Discard, InvalidJob, Postpone, RetryAfter
+from ..gates import Skip
 from ..runs import describe_error, safe_text
 from ..telemetry.tracing import end_consumer, start_consumer
 from .context import JobContext
@@ -52,6 +53,8 @@ def _classify(inflight: Inflight, output: Any, exc: BaseException | None) -> Out
         if isinstance(exc, Postpone):
             return Outcome(inflight, "postponed", delay_ms=delay_ms, reason=safe_text(exc.reason)[:500])
         return Outcome(inflight, "failed", error=describe_error(exc), delay_ms=delay_ms)
+    if isinstance(exc, Skip):
+        return Outcome(inflight, "skipped", reason=safe_text(exc.reason)[:500])
     if isinstance(exc, Discard):
         return Outcome(inflight, "discarded", error=describe_error(exc, kind="Discarded"))
     if isinstance(exc, asyncio.CancelledError) and inflight.cancel_reason:
@@ -63,7 +66,7 @@ def _handler(inflight: Inflight) -> Callable[[JobContext], Any]:
     fn = inflight.queue.fn
     if fn is None:  # a worker consumes only queues with a handler (process._handled_queues)
         raise RuntimeError(f"queue {inflight.queue.name!r} has no handler in this process")
-    return fn
+    return inflight.queue.lifecycle.handler(fn)
 
 
 def output_problem(output: Any) -> Exception | None:

@@ -85,8 +85,8 @@ class Outcome:
     """What happened to one attempt, queued for the finisher."""
 
     inflight: Inflight
-    kind: str  # completed | failed | discarded | cancelled | timeout | interrupted | postponed
+    kind: str  # completed | failed | discarded | cancelled | timeout | interrupted | postponed | skipped
     output: Any = None
     error: ErrorValue | None = None
     delay_ms: int | None = None  # the handler asked for this retry delay (RetryAfter) or postponement
-    reason: str | None = None  # why it was postponed
+    reason: str | None = None  # why it was postponed or skipped

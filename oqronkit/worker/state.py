@@ -3,11 +3,11 @@ per-queue buffers wait on, the stop flag, the pause state and the statistics."""
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from ..lifecycle import emit
 from .inflight import Inflight
 
 if TYPE_CHECKING:
@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from ..engine import Engine
     from ..hot import HotPlaneFacade
     from ..telemetry.worker_metrics import WorkerMetrics
-
-logger = logging.getLogger(__name__)
 
 
 class WorkerState:
@@ -56,13 +54,7 @@ class WorkerState:
         with self._stats_lock:
             return dict(self.stats)
 
-    def hook(self, inflight: Inflight, name: str, payload: Any) -> None:
-        """Call the queue's ``on_<name>`` hook; a hook that raises is logged, never more."""
-        fn = inflight.queue.hooks.get(name)
-        if fn is None:
-            return
-        try:
-            fn(inflight.job, payload)
-        except Exception:  # a hook must never break settling
-            logger.exception("on_%s hook of queue %s failed", name, inflight.job.queue,
-                             extra={"action": "queue.hook_failed"})
+    def hook(self, inflight: Inflight, event: str, **details: Any) -> None:
+        """Fire a lifecycle event of the attempt (lifecycle.emit: its callbacks run on the
+        signals thread; a callback that raises is logged, never more)."""
+        emit(self.engine.registry, inflight.queue, event, inflight.job, **details)

@@ -17,7 +17,7 @@ PUBLIC = {"login", "logout", "admin-login", "health-live", "health-ready", "favi
 SAMPLE = {"queue": "emails", "job_id": "job-1", "run_id": "run-1", "action": "retry", "app_label": "jobs",
           "object_id": "1", "content_type_id": "1", "url": "x", "model_name": "jobrecord", "id": "1",
           "topic": "orders", "group": "billing", "message_id": "m1", "webhook": "billing", "endpoint": "crm",
-          "delivery_id": "m1-crm", "cache": "users", "limiter": "api", "rest": "nope"}
+          "delivery_id": "m1-crm", "cache": "users", "limiter": "api", "rest": "nope", "group_id": "g1"}
 
 
 def walk(patterns, namespace: str = "", prefix: str = "") -> list[tuple[str, str, URLPattern]]:
@@ -62,7 +62,8 @@ def test_the_walk_covers_every_board_page():
                  "/webhooks/billing/deliveries/m1-crm/resend/", "/webhooks/billing/endpoints/crm/enable/",
                  "/webhooks/billing/endpoints/crm/disable/", "/logs/",
                  "/caches/", "/caches/users/invalidate/", "/limits/", "/limits/api/retry/", "/api/v1/queues/",
-                 "/api/v1/runs/run-1/", "/api/v1/dead/retry/", "/api/v1/jobs/emails/job-1/retry/"):
+                 "/api/v1/runs/run-1/", "/api/v1/dead/retry/", "/api/v1/jobs/emails/job-1/retry/", "/groups/",
+                 "/groups/g1/"):
         assert name in urls, name
     assert len(urls) > 25
 

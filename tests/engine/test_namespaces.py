@@ -145,11 +145,11 @@ def test_table_name_for_namespace(namespace, table):
 def test_sole_namespace_of_kind_names_the_only_namespace_a_kind_can_have(kind):
     # A kind filter may add this namespace (an index serves it): it must never drop a row.
     namespace = sole_namespace_of_kind(kind)
-    expected = {"run": "runs"}.get(kind)  # state: webhook_cb and the queue_unique/debounce families
+    expected = {"run": "runs"}.get(kind)  # state: webhook_cb, queue_groups and the queue_unique/debounce families
     assert namespace == expected
     if namespace is not None:
         assert classify_namespace(namespace) == kind
-        others = [ns for ns, _ in SPEC_ROWS] + ["x", "x:y", "runs:x", "webhook_cb:x"]
+        others = [ns for ns, _ in SPEC_ROWS] + ["x", "x:y", "runs:x", "webhook_cb:x", "queue_groups"]
         assert all(classify_namespace(other) != kind or other == namespace for other in others)
 
 
@@ -228,3 +228,13 @@ def test_audit_namespaces_are_plain_records():
     assert ns.job_audit_namespace("a:b", "j:1") == "audit:job:a:b:j:1"
     assert classify_namespace(ns.AUDIT) == "record"
     assert classify_namespace(ns.job_audit_namespace("emails", "j1")) == "record"
+
+
+@pytest.mark.parametrize(
+    ("namespace", "kind"),
+    [("queue_groups", "state"), ("queue_group_members:01abc", "record"), ("queue_groups:x", "record")],
+)
+def test_group_namespaces_beyond_the_spec(namespace, kind):
+    """Groups (README "Layout", a deviation): in oqron_records, off the definitions page."""
+    assert classify_namespace(namespace) == kind
+    assert ns.group_members_namespace("g1") == "queue_group_members:g1"
