@@ -5,7 +5,8 @@ nothing at all without the ``opentelemetry-api`` package.
 - ``add`` / ``add_bulk`` open a PRODUCER span ``send <queue>``; each job stores the
   W3C trace context it was added in (``traceContext``: ``{"traceparent": ...}``).
 - each attempt runs its handler inside a CONSUMER span ``process <queue>``, a child
-  of the producer span, current while the handler runs (its own spans nest under it).
+  of the producer span, current while the handler runs (its own spans nest under it);
+  a batch handler's call is one such span linked to each job's producer span.
 
 Attributes: ``messaging.system`` (oqronkit), ``messaging.destination.name`` and
 ``oqron.queue``, ``messaging.message.id`` and ``oqron.job.id``, ``oqron.job.attempt``,
@@ -144,3 +145,24 @@ def end_consumer(handle: ConsumerSpan, kind: str, message: str | None, exc: Base
             span.record_exception(exc)
     context.detach(handle.token)
     span.end()
+
+
+def start_batch(queue: str, jobs: Sequence[Job], batch_id: str) -> ConsumerSpan | None:
+    """The ``process <queue>`` span of one batch handler call, linked to the span each
+    job was added in (a batch has no single parent); None when tracing is off."""
+    tracer = _otel.tracer()
+    if tracer is None:
+        return None
+    trace, context = _otel.api
+    links = []
+    for job in jobs:
+        carried = job.trace_context if isinstance(job.trace_context, dict) else None
+        linked = trace.get_current_span(_otel.propagator.extract(carried)).get_span_context() if carried else None
+        if linked is not None and linked.is_valid:
+            links.append(trace.Link(linked, {"oqron.job.id": job.id}))
+    attributes = {"messaging.system": SYSTEM, "messaging.destination.name": queue, "oqron.queue": queue,
+                  "messaging.operation.type": "process", "messaging.batch.message_count": len(jobs),
+                  "oqron.batch.id": batch_id}
+    span = tracer.start_span(f"process {queue}", kind=trace.SpanKind.CONSUMER, attributes=attributes, links=links,
+                             context=context.Context())  # a root: the links say where its jobs came from
+    return ConsumerSpan(span, context.attach(trace.set_span_in_context(span)))

@@ -107,6 +107,27 @@ def test_an_async_handler_and_a_bulk_add(exporter, request, tmp_path, scope_name
     assert all(s.parent.span_id == send.context.span_id for s in spans_named(exporter, "process ticks"))
 
 
+def test_a_batch_call_is_one_span_linked_to_each_job(exporter, request, tmp_path, scope_names):
+    from oqronkit import Batch
+
+    with built_engine("sqlite", request, tmp_path, scope_names[0]) as engine:
+        sends = engine.queue("sends", batch=Batch(size=3, max_wait=0.2))
+
+        @sends.handler
+        def send_all(contexts):
+            return [ValueError("bounced") if c.data["n"] == 1 else {"ok": True} for c in contexts]
+
+        jobs = [sends.add({"n": n}, attempts=1) for n in range(3)]
+        with running(engine):
+            wait_until(lambda: spans_named(exporter, "process sends"), timeout=20)
+    (call,) = spans_named(exporter, "process sends")
+    producers = {s.attributes["oqron.job.id"]: s for s in spans_named(exporter, "send sends")}
+    assert call.kind == SpanKind.CONSUMER and call.parent is None
+    assert call.attributes["messaging.batch.message_count"] == 3 and call.attributes["oqron.batch.id"]
+    assert {link.context.span_id for link in call.links} == {producers[j.id].context.span_id for j in jobs}
+    assert call.status.status_code == StatusCode.ERROR and call.status.description == "bounced"
+
+
 def test_without_a_provider_no_span_and_no_trace_context(request, tmp_path, scope_names):
     assert tracing._otel.tracer() is None  # the global provider is OpenTelemetry's proxy: nobody configured it
     with built_engine("sqlite", request, tmp_path, scope_names[0]) as engine:
