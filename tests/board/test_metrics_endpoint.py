@@ -161,3 +161,20 @@ def test_without_a_sql_durable_plane_it_answers_503(settings, mode):
 def test_a_token_too_short_fails_the_system_check(settings, token, errors):
     settings.OQRON_METRICS_TOKEN = token
     assert [e.id for e in check_metrics_token()] == errors
+
+
+def test_a_hot_plane_down_leaves_the_durable_figures(board: Board, settings):
+    if board.db.alias == "default":
+        pytest.skip("in sqlite mode the hot plane is the database itself")
+    from tests.dedicated import free_port
+
+    settings.OQRON_METRICS_TOKEN = TOKEN
+    put_jobs(board.plane, [dead_job("emails", "d1")])
+    settings.OQRON = {**settings.OQRON, "MODE": "redis-postgres", "REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",
+                      "BACKEND_WAIT": 0.2}
+    samples = scrape(Client(), HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert value(samples, "oqron_up", plane="hot") == 0 and value(samples, "oqron_up", plane="durable") == 1
+    assert value(samples, "oqron_queue_dead_letters", queue="emails") == 1  # read before the hot plane failed
+    assert not any(name == "oqron_queue_jobs" for name, _ in samples)
+    assert value(samples, "oqron_scrape_section_ok", section="workers") == 0
+    assert value(samples, "oqron_scrape_section_ok", section="schedules") == 1
