@@ -178,3 +178,26 @@ def test_a_hot_plane_down_leaves_the_durable_figures(board: Board, settings):
     assert not any(name == "oqron_queue_jobs" for name, _ in samples)
     assert value(samples, "oqron_scrape_section_ok", section="workers") == 0
     assert value(samples, "oqron_scrape_section_ok", section="schedules") == 1
+
+
+def test_the_hot_figures_come_from_redis_in_redis_postgres_mode(board: Board, settings):
+    if board.db.alias == "default":
+        pytest.skip("redis-postgres keeps its durable plane on Postgres")
+    from oqronboard import engine
+    from tests.services import drop_redis_project, require_redis
+
+    url = require_redis()
+    settings.OQRON_METRICS_TOKEN = TOKEN
+    settings.OQRON = {**settings.OQRON, "MODE": "redis-postgres", "REDIS_URL": url}
+    try:
+        queue_control(engine.get_durable(), "emails")  # board.plane was the postgres mode's, closed by the change
+        board.scope.queue("emails").add_bulk([{"n": i} for i in range(3)])
+        board.scope.queue("emails").add({"n": 9}, delay=600)
+        publish_worker(board.scope.engine.hot, {"id": "w-9", "queues": {"emails": 1}, "heartbeatAt": now_ms()})
+        samples = scrape(Client(), HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+        assert value(samples, "oqron_queue_jobs", queue="emails", state="waiting") == 3
+        assert value(samples, "oqron_queue_jobs", queue="emails", state="delayed") == 1
+        assert value(samples, "oqron_workers") == 1 and value(samples, "oqron_up", plane="hot") == 1
+    finally:
+        engine.reset()
+        drop_redis_project(url, board.db.project)
