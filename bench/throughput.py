@@ -60,8 +60,8 @@ PEERS = ROOT / "bench" / "peers"
 PEERS_VENV = ROOT / "bench" / ".peers-venv"
 PEERS_REQUIREMENTS = ROOT / "bench" / "requirements-peers.txt"
 OUR_PYTHON = sys.executable
-POSTGRES_SYSTEMS = ("oqron-sqlite", "oqron-postgres", "oqron-postgres-norec", "oqron-postgres-batch", "procrastinate",
-                    "django-tasks")
+POSTGRES_SYSTEMS = ("oqron-sqlite", "oqron-postgres", "oqron-postgres-norec", "oqron-postgres-batch",
+                    "django-tasks-oqron", "procrastinate", "django-tasks")
 REDIS_SYSTEMS = ("oqron-redis-postgres", "oqron-redis-postgres-batch", "oqron-redis", "rq", "celery", "dramatiq",
                  "huey")
 #: The ``-batch`` rows: the same jobs through a batch handler of this many (issue 26).
@@ -385,6 +385,33 @@ class OqronSystem(System):
         return (*row, left)
 
 
+class DjangoTasksOqronSystem(OqronSystem):
+    """The same workload through Django's ``@task`` on ``oqronboard.tasks.OqronBackend``
+    (postgres mode): enqueued with ``Task.enqueue`` (no bulk API), run by ``manage.py
+    runworker`` on the dispatcher queue ``tasks.default``."""
+
+    has_bulk = False
+
+    def __init__(self, *, concurrency: int | None = None, processes: int = 1) -> None:
+        super().__init__("postgres", concurrency=concurrency, processes=processes)
+        self.name = "django-tasks-oqron" + (f"@{processes}" if processes != 1 else "")
+        self.driver = str(PEERS / "djoqron_driver.py")
+        conc = f"--concurrency {concurrency}" if concurrency else "concurrency 5 (the Queue default)"
+        self.setting = f"manage.py runworker --queues tasks.default, {processes} process(es), {conc}"
+
+    def fresh(self, bench: Bench, phase_name: str) -> Phase:
+        phase = super().fresh(bench, phase_name)
+        phase.env["DJANGO_SETTINGS_MODULE"] = "djoqron_settings"
+        return phase
+
+    def worker_argv(self, bench: Bench) -> list[str]:
+        extra = ["--concurrency", str(self.concurrency)] if self.concurrency else []
+        if self.processes != 1:
+            extra += ["--processes", str(self.processes)]
+        return [OUR_PYTHON, str(ROOT / "manage.py"), "runworker", "--queues", "tasks.default", "--log-level",
+                "warning", *extra]
+
+
 class ProcrastinateSystem(System):
     """Procrastinate 3.x, ``worker --concurrency 10``, LISTEN/NOTIFY."""
 
@@ -555,6 +582,9 @@ def build_systems(names: list[str], concurrency: int | None, services: bool = Tr
         base, count = parse_system_name(name)
         if base in peers:
             out.append(peers[base]())
+            continue
+        if base == "django-tasks-oqron":
+            out.append(DjangoTasksOqronSystem(concurrency=concurrency, processes=count or 1))
             continue
         signal, base = base.endswith("-signal"), base.removesuffix("-signal")
         metrics, base = base.endswith("-metrics"), base.removesuffix("-metrics")
@@ -933,6 +963,12 @@ def targets(med: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
         cost = 1 - pg["process"] / off["process"]
     out.append(("run recording on vs off costs < 10% (postgres)",
                 "-" if cost is None else f"{cost * 100:.1f}%", verdict(None if cost is None else cost < 0.10)))
+    tasks, peer = med.get("django-tasks-oqron"), med.get("django-tasks")
+    r = ratio(tasks and tasks["process"], pg and pg["process"])
+    out.append(("django-tasks-oqron processing >= 0.8x oqron-postgres (issue #23)", f"{fmt(r, 2)}x",
+                verdict(None if r is None else r >= 0.8)))
+    r = ratio(tasks and tasks["process"], peer and peer["process"])
+    out.append(("django-tasks-oqron processing vs django-tasks-db (info)", f"{fmt(r, 2)}x", "info"))
     return out
 
 

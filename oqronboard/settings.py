@@ -92,6 +92,9 @@ INSTALLED_APPS = [
 if _env_flag("OQRON_DEMO", False):
     INSTALLED_APPS.append("demo")
 
+# Django's tasks framework on oqronkit's queues (README, "Django tasks (django.tasks)").
+TASKS = {"default": {"BACKEND": "oqronboard.tasks.OqronBackend", "QUEUES": ["default"]}}
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
