@@ -66,7 +66,9 @@ REDIS_SYSTEMS = ("oqron-redis-postgres", "oqron-redis-postgres-batch", "oqron-re
                  "huey")
 #: The ``-batch`` rows: the same jobs through a batch handler of this many (issue 26).
 BENCH_BATCH = 100
-ALL_SYSTEMS = POSTGRES_SYSTEMS + REDIS_SYSTEMS
+# Our CLI worker with --metrics-port 0 (its Prometheus series on): against oqron-postgres, the metrics' cost.
+METRICS_SYSTEMS = ("oqron-postgres-metrics",)
+ALL_SYSTEMS = POSTGRES_SYSTEMS + REDIS_SYSTEMS + METRICS_SYSTEMS
 SYSTEM_GROUPS = {"postgres": POSTGRES_SYSTEMS, "redis": REDIS_SYSTEMS, "all": ALL_SYSTEMS}
 BASELINE = "procrastinate"
 REDIS_PEERS = ("rq", "celery", "dramatiq", "huey")
@@ -281,16 +283,19 @@ class OqronSystem(System):
     recording on or off, with ``--processes N`` (name suffix ``@N`` when N > 1)."""
 
     def __init__(self, mode: str, *, record_runs: bool = True, concurrency: int | None = None,
-                 services: bool = True, processes: int = 1, batch: int = 0, signal: bool = False) -> None:
+                 services: bool = True, processes: int = 1, batch: int = 0, signal: bool = False,
+                 metrics: bool = False) -> None:
         self.mode = mode
         self.batch = batch
         self.signal = signal  # "-signal": a no-op completed callback on the queue (lifecycle overhead)
+        self.metrics = metrics
         self.record_runs = record_runs
         self.concurrency = concurrency
         self.services = services
         self.processes = processes
         self.name = (f"oqron-{mode}" + ("" if record_runs else "-norec") + ("-batch" if batch else "")
-                     + ("-signal" if signal else "") + (f"@{processes}" if processes != 1 else ""))
+                     + ("-metrics" if metrics else "") + ("-signal" if signal else "")
+                     + (f"@{processes}" if processes != 1 else ""))
         self.driver = str(PEERS / "oqron_driver.py")
         conc = f"--concurrency {concurrency}" if concurrency else "concurrency 5 (the Queue default)"
         procs = "1 process" if processes == 1 else f"--processes {processes}"
@@ -340,8 +345,9 @@ class OqronSystem(System):
         if self.processes != 1:
             extra += ["--processes", str(self.processes)]
         if self.record_runs and self.services:
+            metrics = ["--metrics-port", "0"] if self.metrics else []
             return [OUR_PYTHON, "-m", "oqronkit", "worker", "--import", "oqron_tasks", "--queues", "bench",
-                    "--log-level", "warning", *extra]
+                    "--log-level", "warning", *metrics, *extra]
         flags = [f for f, on in (("--no-record-runs", not self.record_runs), ("--no-services", not self.services))
                  if on]
         return [OUR_PYTHON, str(PEERS / "oqron_worker.py"), *flags, *extra]
@@ -581,10 +587,12 @@ def build_systems(names: list[str], concurrency: int | None, services: bool = Tr
             out.append(DjangoTasksOqronSystem(concurrency=concurrency, processes=count or 1))
             continue
         signal, base = base.endswith("-signal"), base.removesuffix("-signal")
+        metrics, base = base.endswith("-metrics"), base.removesuffix("-metrics")
         batch = BENCH_BATCH if base.endswith("-batch") else 0
         norec = base.removesuffix("-batch").endswith("-norec")
         mode = base.removeprefix("oqron-").removesuffix("-batch").removesuffix("-norec")
-        out.append(OqronSystem(mode, record_runs=not norec, processes=count or 1, batch=batch, signal=signal, **ours))
+        out.append(OqronSystem(mode, record_runs=not norec, processes=count or 1, batch=batch, signal=signal,
+                               metrics=metrics, **ours))
     return out
 
 

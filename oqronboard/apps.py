@@ -16,7 +16,7 @@ class OqronBoardConfig(AppConfig):
 
     def ready(self) -> None:
         # Imported for its side effect: registering the oqron.* system checks.
-        from . import checks, engine, signals  # noqa: F401
+        from . import checks, engine, metrics, signals  # noqa: F401
         from .base import replica  # noqa: F401
 
         engine.connect_signals()

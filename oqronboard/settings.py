@@ -210,3 +210,7 @@ OQRON_API_TOKENS: dict[str, str] = {
     for token, _, user in (p.partition("=") for p in os.environ.get("OQRON_API_TOKENS", "").split(","))
     if token.strip() and user.strip()
 }
+
+# The bearer token Prometheus scrapes /metrics with (README, "Metrics, traces and logs");
+# none by default: then only logged-in users holding oqronboard.view_metrics may. At least 20 characters.
+OQRON_METRICS_TOKEN = os.environ.get("OQRON_METRICS_TOKEN", "")

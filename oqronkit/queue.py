@@ -35,6 +35,7 @@ from .lifecycle import CallbackMap, Listeners, Observable, emit_many
 from .planes import Planes
 from .queue_control import QueueControl
 from .queue_limits import check_queue_limits
+from .telemetry.tracing import producer_span, record_jobs
 from .windows import WINDOW_OPTIONS, add_with_windows
 
 logger = logging.getLogger(__name__)
@@ -206,13 +207,18 @@ class Queue(QueueControl, Observable):
         ``tags``, ``timeout``; ``unique_for`` or ``debounce`` with ``unique_key``
         (README "Uniqueness windows" and "Debounce").
         """
-        return self._add([(data, options)])[0]
+        with producer_span(self.name, 1) as span:
+            jobs = self._add([(data, options)])
+            record_jobs(span, jobs)
+        return jobs[0]
 
     def add_bulk(self, items: Iterable[Any]) -> list[Job]:
         """Add many jobs with one durable round trip and one hot-plane signal. Each
         item is a payload, or ``{"data": payload, **options}``. Returns the jobs in
         order (the existing job where an id was already taken)."""
-        return self._add([options_from(item) for item in items])
+        items = [options_from(item) for item in items]
+        with producer_span(self.name, len(items)):
+            return self._add(items)
 
     def _add(self, items: list[tuple[Any, Any]]) -> list[Job]:
         if self.lifecycle.on_pause != "hold" and (skipped := paused_add(self, items)) is not None:

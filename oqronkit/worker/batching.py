@@ -29,6 +29,7 @@ from typing import Any
 from ..gates import check_gates
 from ..ids import new_id
 from ..runs import describe_error
+from ..telemetry.tracing import end_consumer, start_batch
 from .batch_buffer import BatchBuffer, RunningBatch
 from .context import JobContext
 from .executor import classify
@@ -124,12 +125,17 @@ class BatchSlots:
             return
         fn = buffer.queue.fn
         assert fn is not None, "a worker consumes only queues with a handler"
+        span, raised = start_batch(buffer.name, [c.attempt_of.job for c in contexts], batch.id), None
         try:
             result = asyncio.run(fn(contexts)) if inspect.iscoroutinefunction(fn) else fn(contexts)
         except BaseException as exc:
-            outcomes = [classify(c.attempt_of, exc=c.failure or exc) for c in contexts]
+            outcomes, raised = [classify(c.attempt_of, exc=c.failure or exc) for c in contexts], exc
         else:
             outcomes = _spread(contexts, result)
+        if span is not None:  # failed when any job failed: the span's status says the batch had a failure
+            failed = next((o for o in outcomes if o.kind in ("failed", "timeout", "discarded")), None)
+            end_consumer(span, failed.kind if failed else "completed",
+                         failed.error["message"] if failed and failed.error else None, raised)
         for outcome in outcomes:
             self._settle(outcome)
 

@@ -85,6 +85,8 @@ class Consumer:
         buffer.idle = False
         state.last_claim_at = now_ms()
         buffer.claimed(len(leases))
+        if state.metrics is not None:
+            state.metrics.claimed(name, len(leases))
         return leases
 
     def _keep_unread(self, leases: list[Lease], exc: OqronError, *, log: bool) -> list[Lease]:

@@ -17,6 +17,7 @@ from ..codec import NestingTooDeep, dumps_compact, storage_problem
 from ..errors import Discard, InvalidJob, Postpone, RetryAfter
 from ..gates import Skip
 from ..runs import describe_error, safe_text
+from ..telemetry.tracing import end_consumer, start_consumer
 from .context import JobContext
 from .inflight import Inflight, Outcome
 
@@ -105,26 +106,32 @@ class Executor:
         """Run a sync handler in the calling thread (a queue's slot)."""
         if inflight.settled:  # lost its lease (or the worker stopped) before a thread took it
             return
+        span, error = start_consumer(inflight.job, inflight.run["id"] if inflight.run else None), None
         try:
             output = _handler(inflight)(self._make_ctx(inflight))
         except BaseException as exc:
-            outcome = classify(inflight, exc=exc)
+            outcome, error = classify(inflight, exc=exc), exc
         else:
             outcome = classify(inflight, output)
+        if span is not None:
+            end_consumer(span, outcome.kind, outcome.error["message"] if outcome.error else None, error)
         self._on_outcome(outcome)
 
     async def _run_async(self, inflight: Inflight) -> None:
         if inflight.settled:
             return
+        span, error = start_consumer(inflight.job, inflight.run["id"] if inflight.run else None), None
         try:
             task = asyncio.current_task()
             assert task is not None
             inflight.attach_task(asyncio.get_running_loop(), task)
             output = await _handler(inflight)(self._make_ctx(inflight))
         except BaseException as exc:
-            outcome = classify(inflight, exc=exc)
+            outcome, error = classify(inflight, exc=exc), exc
         else:
             outcome = classify(inflight, output)
+        if span is not None:
+            end_consumer(span, outcome.kind, outcome.error["message"] if outcome.error else None, error)
         self._on_outcome(outcome)
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:

@@ -27,6 +27,7 @@ class Inflight:
     started: bool = False  # its handler was given a slot
     abandoned: bool = False  # settled (timeout, lost lease) while its handler still runs
     began: float = 0.0  # monotonic start time
+    settle_began: float = 0.0  # monotonic, when its outcome won (set only with worker metrics on)
     lock: threading.Lock = field(default_factory=threading.Lock)
     cancelled: threading.Event = field(default_factory=threading.Event)
     cancel_reason: str | None = None

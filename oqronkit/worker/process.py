@@ -39,6 +39,7 @@ from .supervisor import Supervisor
 if TYPE_CHECKING:
     from ..engine import Engine
     from ..queue import Queue
+    from ..telemetry.worker_metrics import WorkerMetrics
 
 logger = logging.getLogger(__name__)
 #: Slot threads beyond the concurrency (idle unless a slot is being handed over).
@@ -50,7 +51,7 @@ class WorkerProcess:
 
     def __init__(self, engine: Engine, *, queues: list[str] | None = None, concurrency: int | None = None,
                  burst: bool = False, record_runs: bool = True, services: bool = True, poll_interval: float = 1.0,
-                 drain_timeout: float = 30.0) -> None:
+                 drain_timeout: float = 30.0, metrics: WorkerMetrics | None = None) -> None:
         self.engine = engine
         self.config = engine.config
         self.queues = _handled_queues(engine, queues)
@@ -60,6 +61,7 @@ class WorkerProcess:
         self.run_services = services
         self.drain_timeout = drain_timeout
         self.state = WorkerState(engine, record_runs=record_runs, burst=burst, poll_interval=poll_interval)
+        self.state.metrics = metrics
         self.worker_id = self.state.worker_id
         self.started_at = now_ms()
         self.buffers = {q.name: (BatchBuffer if q.batch else QueueBuffer)(
@@ -103,6 +105,7 @@ class WorkerProcess:
             self._spawn("oqron-topics", dispatcher.loop, self.state.stopping)
         if self.run_services:
             self.services = Services(self.engine, worker_id=self.worker_id)
+            self.services.on_rescued = metrics.rescued if (metrics := self.state.metrics) is not None else None
             self._spawn("oqron-services", self.services.loop, self._stopped)
         logger.info("worker %s started: %s", self.worker_id,
                     ", ".join(f"{q.name}x{self.concurrency[q.name]}" for q in self.queues) or "no queues",
@@ -209,6 +212,8 @@ class WorkerProcess:
         inflight = outcome.inflight
         if not inflight.settle():
             return
+        if self.state.metrics is not None:
+            self.state.metrics.outcome(outcome)
         buffer = self.buffers[inflight.job.queue]
         queue = buffer.queue
         if inflight.started and not queue.is_async and outcome.kind in ("timeout", "lost"):

@@ -78,6 +78,8 @@ class Slots:
         for inflight in inflights:
             self._begin(inflight, now)
         self._started(inflights)
+        if self.state.metrics is not None:
+            self.state.metrics.started(inflights)
         runnable = []
         for inflight in inflights:
             if inflight.cancelled.is_set():

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ..durable import DurablePlane
     from ..engine import Engine
     from ..hot import HotPlaneFacade
+    from ..telemetry.worker_metrics import WorkerMetrics
 
 
 class WorkerState:
@@ -34,6 +35,7 @@ class WorkerState:
         self.last_claim_at: int | None = None
         self.stats: Counter[str] = Counter()
         self._stats_lock = threading.Lock()
+        self.metrics: WorkerMetrics | None = None  # --metrics-port; None costs each hook one test
 
     @property
     def durable(self) -> DurablePlane:
