@@ -20,7 +20,9 @@ harness polls. Per system and repeat, with clean state before every phase:
 Systems: ``--systems`` takes names or the groups ``postgres`` (the default), ``redis`` and
 ``all``; ``oqron-<mode>@N`` runs our worker with ``--processes N`` (``--oqron-processes``
 sets N for the names without ``@``), so ``oqron-redis-postgres,oqron-redis-postgres@2``
-measures the scaling of a second process. Redis peers use the ``--redis-url`` server,
+measures the scaling of a second process; ``oqron-<mode>-signal`` is the same row with a
+no-op ``completed`` lifecycle callback on the queue (``oqron-postgres,oqron-postgres-signal``:
+what a registered callback costs the worker). Redis peers use the ``--redis-url`` server,
 each phase under its own key namespace, deleted afterwards (nothing is flushed).
 
 The peers run in their own virtualenv (``bench/.peers-venv``, created on first use from
@@ -58,9 +60,15 @@ PEERS = ROOT / "bench" / "peers"
 PEERS_VENV = ROOT / "bench" / ".peers-venv"
 PEERS_REQUIREMENTS = ROOT / "bench" / "requirements-peers.txt"
 OUR_PYTHON = sys.executable
-POSTGRES_SYSTEMS = ("oqron-sqlite", "oqron-postgres", "oqron-postgres-norec", "procrastinate", "django-tasks")
-REDIS_SYSTEMS = ("oqron-redis-postgres", "oqron-redis", "rq", "celery", "dramatiq", "huey")
-ALL_SYSTEMS = POSTGRES_SYSTEMS + REDIS_SYSTEMS
+POSTGRES_SYSTEMS = ("oqron-sqlite", "oqron-postgres", "oqron-postgres-norec", "oqron-postgres-batch",
+                    "django-tasks-oqron", "procrastinate", "django-tasks")
+REDIS_SYSTEMS = ("oqron-redis-postgres", "oqron-redis-postgres-batch", "oqron-redis", "rq", "celery", "dramatiq",
+                 "huey")
+#: The ``-batch`` rows: the same jobs through a batch handler of this many (issue 26).
+BENCH_BATCH = 100
+# Our CLI worker with --metrics-port 0 (its Prometheus series on): against oqron-postgres, the metrics' cost.
+METRICS_SYSTEMS = ("oqron-postgres-metrics",)
+ALL_SYSTEMS = POSTGRES_SYSTEMS + REDIS_SYSTEMS + METRICS_SYSTEMS
 SYSTEM_GROUPS = {"postgres": POSTGRES_SYSTEMS, "redis": REDIS_SYSTEMS, "all": ALL_SYSTEMS}
 BASELINE = "procrastinate"
 REDIS_PEERS = ("rq", "celery", "dramatiq", "huey")
@@ -275,13 +283,19 @@ class OqronSystem(System):
     recording on or off, with ``--processes N`` (name suffix ``@N`` when N > 1)."""
 
     def __init__(self, mode: str, *, record_runs: bool = True, concurrency: int | None = None,
-                 services: bool = True, processes: int = 1) -> None:
+                 services: bool = True, processes: int = 1, batch: int = 0, signal: bool = False,
+                 metrics: bool = False) -> None:
         self.mode = mode
+        self.batch = batch
+        self.signal = signal  # "-signal": a no-op completed callback on the queue (lifecycle overhead)
+        self.metrics = metrics
         self.record_runs = record_runs
         self.concurrency = concurrency
         self.services = services
         self.processes = processes
-        self.name = f"oqron-{mode}" + ("" if record_runs else "-norec") + (f"@{processes}" if processes != 1 else "")
+        self.name = (f"oqron-{mode}" + ("" if record_runs else "-norec") + ("-batch" if batch else "")
+                     + ("-metrics" if metrics else "") + ("-signal" if signal else "")
+                     + (f"@{processes}" if processes != 1 else ""))
         self.driver = str(PEERS / "oqron_driver.py")
         conc = f"--concurrency {concurrency}" if concurrency else "concurrency 5 (the Queue default)"
         procs = "1 process" if processes == 1 else f"--processes {processes}"
@@ -291,6 +305,8 @@ class OqronSystem(System):
             flags = " ".join(f for f, on in (("--no-record-runs", not record_runs), ("--no-services", not services))
                              if on)
             self.setting = f"bench/peers/oqron_worker.py {flags}, 1 process, {conc}"
+        if batch:
+            self.setting += f", batch=Batch(size={batch}, max_wait=0.05): one call per batch, one INCRBY"
 
     @property
     def uses_redis(self) -> bool:
@@ -304,7 +320,10 @@ class OqronSystem(System):
         tag = bench.next_tag(self.name, phase_name)
         env = self.base_env(bench, tag)
         env["PYTHONPATH"] = f"{PEERS}{os.pathsep}{ROOT}"
-        env.update({"OQRON_MODE": self.mode, "OQRON_PROJECT": f"bench-{tag}", "OQRON_ENVIRONMENT": "bench"})
+        env.update({"OQRON_MODE": self.mode, "OQRON_PROJECT": f"bench-{tag}", "OQRON_ENVIRONMENT": "bench",
+                    "OQRON_BENCH_BATCH": str(self.batch)})
+        if self.signal:
+            env["BENCH_SIGNAL"] = "1"  # oqron_tasks.py registers the no-op callback
         phase = Phase(tag, env, project=env["OQRON_PROJECT"])
         if self.uses_redis:
             env["OQRON_REDIS_URL"] = bench.redis_url
@@ -326,8 +345,9 @@ class OqronSystem(System):
         if self.processes != 1:
             extra += ["--processes", str(self.processes)]
         if self.record_runs and self.services:
+            metrics = ["--metrics-port", "0"] if self.metrics else []
             return [OUR_PYTHON, "-m", "oqronkit", "worker", "--import", "oqron_tasks", "--queues", "bench",
-                    "--log-level", "warning", *extra]
+                    "--log-level", "warning", *metrics, *extra]
         flags = [f for f, on in (("--no-record-runs", not self.record_runs), ("--no-services", not self.services))
                  if on]
         return [OUR_PYTHON, str(PEERS / "oqron_worker.py"), *flags, *extra]
@@ -363,6 +383,33 @@ class OqronSystem(System):
             row = conn.execute(runs_sql.format(**fmt), (phase.project, RUNS)).fetchone()
             left = conn.execute(jobs_sql.format(**fmt), (phase.project,)).fetchone()[0]
         return (*row, left)
+
+
+class DjangoTasksOqronSystem(OqronSystem):
+    """The same workload through Django's ``@task`` on ``oqronboard.tasks.OqronBackend``
+    (postgres mode): enqueued with ``Task.enqueue`` (no bulk API), run by ``manage.py
+    runworker`` on the dispatcher queue ``tasks.default``."""
+
+    has_bulk = False
+
+    def __init__(self, *, concurrency: int | None = None, processes: int = 1) -> None:
+        super().__init__("postgres", concurrency=concurrency, processes=processes)
+        self.name = "django-tasks-oqron" + (f"@{processes}" if processes != 1 else "")
+        self.driver = str(PEERS / "djoqron_driver.py")
+        conc = f"--concurrency {concurrency}" if concurrency else "concurrency 5 (the Queue default)"
+        self.setting = f"manage.py runworker --queues tasks.default, {processes} process(es), {conc}"
+
+    def fresh(self, bench: Bench, phase_name: str) -> Phase:
+        phase = super().fresh(bench, phase_name)
+        phase.env["DJANGO_SETTINGS_MODULE"] = "djoqron_settings"
+        return phase
+
+    def worker_argv(self, bench: Bench) -> list[str]:
+        extra = ["--concurrency", str(self.concurrency)] if self.concurrency else []
+        if self.processes != 1:
+            extra += ["--processes", str(self.processes)]
+        return [OUR_PYTHON, str(ROOT / "manage.py"), "runworker", "--queues", "tasks.default", "--log-level",
+                "warning", *extra]
 
 
 class ProcrastinateSystem(System):
@@ -536,9 +583,16 @@ def build_systems(names: list[str], concurrency: int | None, services: bool = Tr
         if base in peers:
             out.append(peers[base]())
             continue
-        norec = base.endswith("-norec")
-        mode = base.removeprefix("oqron-").removesuffix("-norec")
-        out.append(OqronSystem(mode, record_runs=not norec, processes=count or 1, **ours))
+        if base == "django-tasks-oqron":
+            out.append(DjangoTasksOqronSystem(concurrency=concurrency, processes=count or 1))
+            continue
+        signal, base = base.endswith("-signal"), base.removesuffix("-signal")
+        metrics, base = base.endswith("-metrics"), base.removesuffix("-metrics")
+        batch = BENCH_BATCH if base.endswith("-batch") else 0
+        norec = base.removesuffix("-batch").endswith("-norec")
+        mode = base.removeprefix("oqron-").removesuffix("-batch").removesuffix("-norec")
+        out.append(OqronSystem(mode, record_runs=not norec, processes=count or 1, batch=batch, signal=signal,
+                               metrics=metrics, **ours))
     return out
 
 
@@ -909,6 +963,12 @@ def targets(med: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
         cost = 1 - pg["process"] / off["process"]
     out.append(("run recording on vs off costs < 10% (postgres)",
                 "-" if cost is None else f"{cost * 100:.1f}%", verdict(None if cost is None else cost < 0.10)))
+    tasks, peer = med.get("django-tasks-oqron"), med.get("django-tasks")
+    r = ratio(tasks and tasks["process"], pg and pg["process"])
+    out.append(("django-tasks-oqron processing >= 0.8x oqron-postgres (issue #23)", f"{fmt(r, 2)}x",
+                verdict(None if r is None else r >= 0.8)))
+    r = ratio(tasks and tasks["process"], peer and peer["process"])
+    out.append(("django-tasks-oqron processing vs django-tasks-db (info)", f"{fmt(r, 2)}x", "info"))
     return out
 
 
@@ -948,6 +1008,20 @@ def scaling(med: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
     return out
 
 
+def batching(med: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """Processing through a batch handler of BENCH_BATCH against the plain row of the same
+    mode in the same run (issue 26), medians of the interleaved runs."""
+    out = []
+    for name in med:
+        plain = name.replace("-batch", "")
+        if name != plain and plain in med:
+            r = ratio(med[name]["process"], med[plain]["process"])
+            out.append((f"{name} / {plain} processing (batch of {BENCH_BATCH} / one per call)", times(r) + (
+                f" ({fmt(med[name]['process'])} vs {fmt(med[plain]['process'])} jobs/s)" if r is not None else ""),
+                        "info"))
+    return out
+
+
 def print_targets(med: dict[str, dict[str, Any]]) -> None:
     redis_run = any(n.startswith(("oqron-redis", *REDIS_PEERS)) for n in med)
     postgres_run = any(n in med for n in ("oqron-postgres", "oqron-postgres-norec", BASELINE)) or not redis_run
@@ -959,6 +1033,9 @@ def print_targets(med: dict[str, dict[str, Any]]) -> None:
     extra = scaling(med)
     if extra:
         groups.append(("scaling with --processes", extra))
+    batched = batching(med)
+    if batched:
+        groups.append(("batch handlers", batched))
     width = max(len(name) for _, rows in groups for name, _, _ in rows)
     print("\nTargets:")
     for title, rows in groups:
@@ -1029,15 +1106,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                 base, count = parse_system_name(name)
             except ValueError as exc:
                 parser.error(str(exc))
-            if base not in ALL_SYSTEMS:
+            if base.removesuffix("-signal") not in ALL_SYSTEMS or (base.endswith("-signal")
+                                                                    and not base.startswith("oqron-")):
                 parser.error(f"unknown system {name!r}; choose from {', '.join(ALL_SYSTEMS)} (oqron-<mode>@N), "
                              f"or a group: {', '.join(SYSTEM_GROUPS)}")
             if count and not base.startswith("oqron-"):
                 parser.error(f"{name}: @N (processes) applies to our engine's systems only")
             processes = 1
             if base.startswith("oqron-"):  # --oqron-processes: where the CLI worker runs (not -norec)
-                processes = count or (1 if base.endswith("-norec") else args.oqron_processes)
-            if processes != 1 and (base.endswith("-norec") or args.oqron_no_services):
+                processes = count or (1 if base.removesuffix("-signal").endswith("-norec") else args.oqron_processes)
+            if processes != 1 and (base.removesuffix("-signal").endswith("-norec") or args.oqron_no_services):
                 parser.error(f"{name}: several processes need the CLI worker (no -norec, no --oqron-no-services)")
             canonical = base if processes == 1 else f"{base}@{processes}"
             if canonical not in names:

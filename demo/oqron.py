@@ -23,6 +23,10 @@ receiver (:mod:`demo.receiver`, started by ``bin/demo``): endpoint ``warehouse``
 answers, ``crm`` fails about one time in three, ``legacy-erp`` points at a port nobody
 listens on, so its breaker opens (and probes every cool-down).
 
+A cron and a schedule (the board's Schedules page), run by the worker's leader:
+``stock-digest`` every minute, and ``price-sync`` every 45 s, which fails about one
+time in five (a price feed timeout).
+
 A cache and a rate limiter (the board's Caches and Limits pages): ``thumbnails`` reads
 each image's metadata through the ``image-meta`` cache (hits, misses, fetches), and
 ``payments`` checks the ``card-charges`` limiter per card (5 a minute; a card refused
@@ -162,3 +166,16 @@ def tick(ctx: Any) -> dict[str, Any]:
     from .workload import tick as add_work
 
     return add_work(ctx.data)
+
+
+@oqronkit.cron("stock-digest", "* * * * *")
+def stock_digest(ctx: Any) -> dict[str, Any]:
+    time.sleep(random.uniform(0.1, 0.5))
+    return {"skus": random.randint(100, 500)}
+
+
+@oqronkit.schedule("price-sync", every=timedelta(seconds=45))
+def price_sync(ctx: Any) -> dict[str, Any]:
+    if random.random() < 0.2:
+        raise TimeoutError("the price feed did not answer within 5 s")
+    return {"prices": random.randint(10, 50)}

@@ -30,6 +30,8 @@ def tick(data: dict[str, Any]) -> dict[str, Any]:
                        reports=1 if n % 6 == 0 else 0, thumbnails=random.randint(2, 6))
     counts.update(publish(orders=random.randint(0, 3), signups=1 if n % 3 == 0 else 0))
     counts.update(fire(events=random.randint(0, 2)))
+    if n % 6 == 0:
+        counts.update(album(n))
     if n + 1 < TICKS:
         ticker.add({"n": n + 1}, delay=TICK_SECONDS)
     return {"tick": n, **counts}
@@ -82,3 +84,16 @@ def fire(*, events: int) -> dict[str, int]:
         event = random.choice(["order.created", "order.paid", "order.paid", "user.created"])
         deliveries += len(oqron.shop_events.fire(event, {"order": order, "amount": random.choice([13, 20, 99])}))
     return {"shop-events": deliveries}
+
+
+def album(n: int) -> dict[str, int]:
+    """A group (README "Groups"): an album's thumbnails, then one email once all are done."""
+    import oqronkit
+
+    from . import oqron
+
+    photos = [oqronkit.job_spec(oqron.thumbnails, {"image": f"albums/{n}/{i}.jpg"}) for i in range(6)]
+    oqronkit.group(photos, name=f"album {n}", on_failure_policy="after_all",
+                   on_complete=oqronkit.job_spec(oqron.emails, {"to": "owner@example.com", "template": "album-ready"}),
+                   on_failure=oqronkit.job_spec(oqron.emails, {"to": "ops@example.com", "template": "album-failed"}))
+    return {"album-photos": len(photos)}

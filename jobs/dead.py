@@ -61,7 +61,8 @@ def _depths(scope: BoardScope) -> list[tuple[str, int]]:
     return sorted(dlq_depths(scope).items())
 
 
-def _targets(scope: BoardScope, data: dict) -> list[tuple[str, str]]:
+def selection_targets(scope: BoardScope, data: dict) -> list[tuple[str, str]]:
+    """The ``(queue, job id)`` a cleaned selection acts on, at most ``ACTION_CAP``."""
     if data["mode"] == "ids":
         return data["ids"]
     filters = DeadFilters(queue=data["queue"], fingerprint=data["fingerprint"], search=data["q"],
@@ -69,23 +70,39 @@ def _targets(scope: BoardScope, data: dict) -> list[tuple[str, str]]:
     return dead_targets(scope, filters, limit=ACTION_CAP)
 
 
+def retry_selected(scope: BoardScope, user: str, data: dict, *, source: str = "board"
+                   ) -> tuple[list[tuple[str, str]], int, str]:
+    """Retry what a cleaned selection picks (at most ``ACTION_CAP``), audited: the
+    targets, how many were retried and the message (the board's and the JSON API's)."""
+    pairs = selection_targets(scope, data)
+    retried = 0
+    for queue, ids in by_queue(pairs).items():
+        retried += len(scope.queue(queue).retry_many(ids))
+    message = f"Retried {retried} of {len(pairs)} dead letter(s)."
+    if data["mode"] == "matching" and len(pairs) >= ACTION_CAP:
+        message += f" This request acts on at most {ACTION_CAP}; more may match: run it again."
+    Action(scope, user, "retry", source=source, targets=pairs,
+           extra={"mode": data["mode"], "renderedAt": data["rendered_at"]}).save(ok=retried > 0, result=message)
+    return pairs, retried, message
+
+
+def delete_selected(scope: BoardScope, user: str, data: dict, pairs: list[tuple[str, str]], *,
+                    source: str = "board") -> tuple[int, str]:
+    """Delete the confirmed targets for good, audited: how many, and the message."""
+    deleted = sum(scope.queue(queue).delete_dead(ids) for queue, ids in by_queue(pairs).items())
+    message = f"Deleted {deleted} of {len(pairs)} dead letter(s)."
+    Action(scope, user, "delete", source=source, targets=pairs,
+           extra={"mode": data["mode"], "renderedAt": data["rendered_at"]}).save(ok=deleted > 0, result=message)
+    return deleted, message
+
+
 @require_POST
 @board_view
 @operator_required
 def retry(request: BoardRequest) -> HttpResponse:
     """Retry the selected dead letters, a group, or all matching (up to the cap)."""
-    scope = scope_of(request)
     data = selection(request.POST)
-    pairs = _targets(scope, data)
-    retried = 0
-    for queue, ids in by_queue(pairs).items():
-        retried += len(scope.queue(queue).retry_many(ids))
-    capped = data["mode"] == "matching" and len(pairs) >= ACTION_CAP
-    message = f"Retried {retried} of {len(pairs)} dead letter(s)."
-    if capped:
-        message += f" This request acts on at most {ACTION_CAP}; more may match: run it again."
-    Action(scope, request.user.get_username(), "retry", targets=pairs,
-           extra={"mode": data["mode"], "renderedAt": data["rendered_at"]}).save(ok=retried > 0, result=message)
+    pairs, retried, message = retry_selected(scope_of(request), request.user.get_username(), data)
     if request.htmx:
         single = data["mode"] == "ids" and len(pairs) == 1
         template = "jobs/dead.html#retried-row" if single else "jobs/dead.html#result"
@@ -103,7 +120,7 @@ def delete(request: BoardRequest) -> HttpResponse:
     """Delete dead letters for good, after a confirmation page that names how many."""
     scope = scope_of(request)
     data = selection(request.POST)
-    pairs = _targets(scope, data)
+    pairs = selection_targets(scope, data)
     if not data["confirmed"]:
         fields = [(key, value) for key in ("mode", "queue", "fingerprint", "q", "rendered_at")
                   if (value := data.get(key)) not in (None, "")]
@@ -112,10 +129,7 @@ def delete(request: BoardRequest) -> HttpResponse:
             "fields": fields, "action_url": request.path, "back_url": safe_next(request, reverse("dead-letters")),
             "capped": len(pairs) >= ACTION_CAP,
         })
-    deleted = sum(scope.queue(queue).delete_dead(ids) for queue, ids in by_queue(pairs).items())
-    message = f"Deleted {deleted} of {len(pairs)} dead letter(s)."
-    Action(scope, request.user.get_username(), "delete", targets=pairs,
-           extra={"mode": data["mode"], "renderedAt": data["rendered_at"]}).save(ok=deleted > 0, result=message)
+    deleted, message = delete_selected(scope, request.user.get_username(), data, pairs)
     (messages.success if deleted else messages.warning)(request, message)
     return back(request, reverse("dead-letters"))
 

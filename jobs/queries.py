@@ -20,7 +20,7 @@ from django.db.models import Count, QuerySet
 from oqronboard.base.cursors import PAGE_SIZE, encode_cursor
 from oqronboard.base.expressions import JsonNumber, JsonText, KindIs, RowBefore, RowKey
 from oqronboard.base.scope import BoardScope
-from oqronkit.namespaces import dlq_namespace, job_namespace, queue_of
+from oqronkit.namespaces import JOB_PREFIX, dlq_namespace, job_namespace, queue_of
 
 from .models import JobRecord, JobRecordQuerySet
 
@@ -210,6 +210,31 @@ def dead_groups(scope: BoardScope, *, queue: str = "", limit: int = 50) -> list[
             "error_type": error.get("type"), "message": error.get("message"),
         })
     return groups
+
+
+# A skip scan of the primary key (project, environment, namespace, id): one index probe
+# per distinct job namespace, whatever the number of jobs. Job namespaces (queue_job:)
+# sort after the dead letters' (queue_dlq:), the only other ones of oqron_jobs.
+_JOB_QUEUES_SQL = """
+WITH RECURSIVE ns(n) AS (
+    SELECT (SELECT namespace FROM oqron_jobs WHERE {where} AND namespace >= %s ORDER BY namespace LIMIT 1)
+    UNION ALL
+    SELECT (SELECT namespace FROM oqron_jobs WHERE {where} AND namespace > ns.n ORDER BY namespace LIMIT 1)
+    FROM ns WHERE ns.n IS NOT NULL
+)
+SELECT n FROM ns WHERE n IS NOT NULL LIMIT {limit}
+"""
+
+
+def job_queues(scope: BoardScope, *, limit: int = 1000) -> list[str]:
+    """Every queue holding a job (any status) in oqron_jobs, whether or not a worker
+    ever wrote its queue record (a producer enqueues without one): one statement."""
+    connection = connections[jobs_of(scope).db]
+    sql = _JOB_QUEUES_SQL.format(where="project = %s AND environment = %s", limit=int(limit))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [scope.project, scope.environment, JOB_PREFIX, scope.project, scope.environment])
+        rows = cursor.fetchall()
+    return [name[len(JOB_PREFIX):] for (name,) in rows if isinstance(name, str) and name.startswith(JOB_PREFIX)]
 
 
 def queue_sizes(scope: BoardScope, queues: list[str]) -> dict[str, tuple[int, int]]:

@@ -75,7 +75,7 @@ def job_action(request: BoardRequest, queue: str, job_id: str, action: str) -> H
         })
     controller = scope.queue(queue)
     audit = Action(scope, request.user.get_username(), action, queue=queue, targets=[(queue, job_id)])
-    ok, message = _perform(controller, action, job_id, request.user.get_username())
+    ok, message = perform_job_action(controller, action, job_id, request.user.get_username())
     audit.save(ok=ok, result=message)
     if request.htmx:
         fresh = get_job(scope, queue, job_id)
@@ -91,7 +91,9 @@ def job_action(request: BoardRequest, queue: str, job_id: str, action: str) -> H
     return back(request, detail_url)
 
 
-def _perform(controller, action: str, job_id: str, user: str) -> tuple[bool, str]:
+def perform_job_action(controller, action: str, job_id: str, user: str) -> tuple[bool, str]:
+    """One of :data:`JOB_ACTIONS` on one job through the queue API: (done, message).
+    The board's and the JSON API's job actions both call it."""
     try:
         if action == "cancel":
             done = controller.cancel(job_id, reason=f"cancelled by {user} on the board")

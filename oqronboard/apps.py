@@ -16,9 +16,11 @@ class OqronBoardConfig(AppConfig):
 
     def ready(self) -> None:
         # Imported for its side effect: registering the oqron.* system checks.
-        from . import checks, engine  # noqa: F401
+        from . import checks, engine, metrics, signals  # noqa: F401
+        from .base import replica  # noqa: F401
 
         engine.connect_signals()
+        signals.connect()  # the engine's lifecycle events as Django signals
         post_migrate.connect(_operators_group, sender=self, dispatch_uid="oqronboard.operators_group")
 
 

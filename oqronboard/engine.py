@@ -26,6 +26,12 @@ _SQLITE_INIT = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL"
 # Modes whose durable plane is not a SQL database the board's models can read.
 NON_SQL_MODES = ("memory", "redis")
 
+# The board's optional read replica: its variable and the Django alias settings.py gives it.
+READ_URL_VARIABLE = "OQRON_READ_DATABASE_URL"
+READ_ALIAS = "oqron_read"
+READ_CONNECT_TIMEOUT_S = 2
+READ_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 2, "keepalives_count": 3}
+
 _lock = threading.Lock()
 _config: OqronConfig | None = None
 _engine: oqronkit.Engine | None = None
@@ -125,6 +131,27 @@ def database_settings_for_url(url: str) -> dict[str, Any]:
         f"Cannot derive a Django database from {oqronkit.config.redact_url(url)!r}: "
         "expected sqlite:/// or postgresql://."
     )
+
+
+def read_database_settings(environ: Mapping[str, str]) -> dict[str, Any] | None:
+    """``DATABASES[READ_ALIAS]`` for ``OQRON_READ_DATABASE_URL`` (README, "Read replica"),
+    or None when it is unset or not a ``postgresql://`` URL (``oqron.E020`` says so)."""
+    url = environ.get(READ_URL_VARIABLE, "").strip()
+    if not url.startswith(("postgresql://", "postgres://")):
+        return None
+    try:
+        database = _postgres_settings(url)
+    except ConfigurationError:
+        return None
+    # A replica that does not answer must cost a page seconds, not a TCP timeout; keepalives
+    # notice a host that vanished under an open connection (libpq's own parameters).
+    options = database["OPTIONS"]
+    options.setdefault("connect_timeout", READ_CONNECT_TIMEOUT_S)
+    for name, value in READ_KEEPALIVES.items():
+        options.setdefault(name, value)
+    # A test run never creates a database on the replica: it mirrors the default.
+    database["TEST"] = {"MIRROR": "default"}
+    return database
 
 
 def _postgres_settings(url: str) -> dict[str, Any]:

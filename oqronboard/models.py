@@ -22,7 +22,8 @@ class Board(models.Model):
     class Meta:
         managed = False
         default_permissions = ()
-        permissions = [("operate", "Can operate the board: retry, cancel, promote, delete, pause, resume")]
+        permissions = [("operate", "Can operate the board: retry, cancel, promote, delete, pause, resume"),
+                       ("view_metrics", "Can scrape the board's Prometheus metrics at /metrics")]
         verbose_name = "board"
 
 

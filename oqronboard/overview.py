@@ -1,9 +1,10 @@
 """The overview's numbers: per queue depths, dead letters, oldest waiting job, the last
 hour's throughput and failure rate, run counts by status, and the live workers.
 
-Three SQL queries, all indexed and bounded (the queue control records with each
+Four SQL queries, all indexed and bounded (the queue control records with each
 queue's oldest waiting job as an index probe; the spec's dead-letter depth query; the
-last hour of runs, one index range), plus the hot plane's depths and heartbeats.
+last hour of runs, one index range; the queues holding jobs, a skip scan of the
+primary key), plus the hot plane's depths and heartbeats.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from django.db.models.functions import Concat
 
 from definitions.models import Record
 from jobs.models import JobRecord
-from jobs.queries import dlq_depths
+from jobs.queries import dlq_depths, job_queues
 from oqronkit import OqronError
 from oqronkit.clock import now_ms
 from oqronkit.live import WorkerInfo, live_workers
@@ -118,10 +119,10 @@ def build(scope: BoardScope, *, include_internal: bool = True) -> Overview:
     now = now_ms()
     # BUCKETS five-minute buckets, the last one still filling: (55, 60] minutes back.
     first_bucket = now // BUCKET_MS - (BUCKETS - 1)
-    # The three SQL queries, shared by every viewer's poll for a few seconds.
-    states, dead, counts = shared(scope, f"overview:{first_bucket}", lambda: (
+    # The four SQL queries, shared by every viewer's poll for a few seconds.
+    states, dead, counts, holding = shared(scope, f"overview:{first_bucket}", lambda: (
         queue_states(scope), dlq_depths(scope),
-        last_hour_counts(scope, since=first_bucket * BUCKET_MS, bucket_ms=BUCKET_MS)))
+        last_hour_counts(scope, since=first_bucket * BUCKET_MS, bucket_ms=BUCKET_MS), job_queues(scope)))
     per_queue: dict[str, list[list[int]]] = defaultdict(lambda: [[0, 0] for _ in range(BUCKETS)])
     status_counts: dict[str, int] = defaultdict(int)
     overall = [[0, 0] for _ in range(BUCKETS)]
@@ -134,7 +135,8 @@ def build(scope: BoardScope, *, include_internal: bool = True) -> Overview:
         overall[index][column] += row["count"]
         if row["module"] in QUEUE_MODULES and row["name"]:
             per_queue[row["name"]][index][column] += row["count"]
-    names = sorted(set(states) | set(dead) | set(per_queue))
+    # A queue no worker has seen yet has no record: its jobs make it appear (unattended).
+    names = sorted(set(states) | set(dead) | set(per_queue) | set(holding))
     hidden = [] if include_internal else sorted(set(names) & internal_queues())
     names = [name for name in names if name not in hidden]
     overview = Overview(now=now, queues=[], workers=[], status_counts=dict(sorted(status_counts.items())),

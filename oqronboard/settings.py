@@ -34,6 +34,16 @@ def _env_flag(name: str, default: bool) -> bool:
 OQRON: dict[str, object] = {}
 
 DATABASES = {"default": engine.database_settings(OQRON, os.environ, base_dir=BASE_DIR)}
+# The board's optional read replica (README, "Read replica"): list and detail pages read
+# there, actions, audit, sessions and the engine use the primary.
+_READ_DATABASE = engine.read_database_settings(os.environ)
+if _READ_DATABASE is not None:
+    DATABASES[engine.READ_ALIAS] = _READ_DATABASE
+OQRON_READ_DATABASE_ALIAS = engine.READ_ALIAS if _READ_DATABASE is not None else None
+OQRON_READ_REPLICA_MAX_LAG_SECONDS = float(os.environ.get("OQRON_READ_REPLICA_MAX_LAG_SECONDS", "30"))
+OQRON_READ_REPLICA_CHECK_SECONDS = float(os.environ.get("OQRON_READ_REPLICA_CHECK_SECONDS", "2"))
+OQRON_READ_PIN_SECONDS = float(os.environ.get("OQRON_READ_PIN_SECONDS", "5"))
+DATABASE_ROUTERS = ["oqronboard.base.replica.ReadReplicaRouter"]
 CACHES = {"default": engine.cache_settings(OQRON, os.environ, base_dir=BASE_DIR)}
 # Seconds the board shares what every viewer's poll would recompute (the overview's
 # queries); an operator's action makes the next poll fresh. 0 turns it off.
@@ -82,6 +92,9 @@ INSTALLED_APPS = [
 if _env_flag("OQRON_DEMO", False):
     INSTALLED_APPS.append("demo")
 
+# Django's tasks framework on oqronkit's queues (README, "Django tasks (django.tasks)").
+TASKS = {"default": {"BACKEND": "oqronboard.tasks.OqronBackend", "QUEUES": ["default"]}}
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -96,6 +109,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Django's built-in Content-Security-Policy (SECURE_CSP below).
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    # Where this request reads the durable tables (a read replica, when one is configured).
+    "oqronboard.base.replica.ReadReplicaMiddleware",
     # Last, so its 400s get every header above; WhiteNoise serves static files before it
     # (their own caching). 400 for a NUL or lone surrogate anywhere in a request, and
     # Cache-Control: no-store on every page.
@@ -187,3 +202,15 @@ OQRON_IMPORTS = [m.strip() for m in os.environ.get("OQRON_IMPORTS", "").split(",
 OQRON_INTERNAL_QUEUES = [
     q.strip() for q in os.environ.get("OQRON_INTERNAL_QUEUES", "demo-ticker").split(",") if q.strip()
 ]
+
+# The JSON API's bearer tokens, {token: username} (README, "JSON API"); from the
+# environment as OQRON_API_TOKENS="<token>=alice,<token>=bob". A token under 20 characters never works.
+OQRON_API_TOKENS: dict[str, str] = {
+    token.strip(): user.strip()
+    for token, _, user in (p.partition("=") for p in os.environ.get("OQRON_API_TOKENS", "").split(","))
+    if token.strip() and user.strip()
+}
+
+# The bearer token Prometheus scrapes /metrics with (README, "Metrics, traces and logs");
+# none by default: then only logged-in users holding oqronboard.view_metrics may. At least 20 characters.
+OQRON_METRICS_TOKEN = os.environ.get("OQRON_METRICS_TOKEN", "")

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from .backends import open_durable_store
 from .backends.types import ABSENT, StoredRecord
+from .batch import Batch
 from .caches import Cache, FetchTimeout, InvalidCacheKey, InvalidCacheValue, cache
 from .config import OqronConfig, config_from_env, config_from_mapping
-from .declare import queue, worker
+from .declare import on, queue, worker
 from .durable import DurablePlane, Page, RecordWrite
 from .engine import Engine, configure, get_engine
 from .errors import (
@@ -31,7 +32,12 @@ from .errors import (
     UnknownQueue,
     UnknownSchedule,
 )
+from .gates import QueuePaused
+from .group_api import get_group, group, group_results
+from .group_records import GroupInfo, GroupNotFound, MemberResult
+from .groups import JobSpec, job_spec
 from .jobs import Job
+from .lifecycle import EVENTS, Event
 from .namespaces import (
     JOBS_TABLE,
     RECORD_KINDS,
@@ -67,12 +73,14 @@ def open_durable(config: OqronConfig, *, start: bool = True) -> DurablePlane:
 
 __all__ = [
     "ABSENT",
+    "EVENTS",
     "JOBS_TABLE",
     "RECORDS_TABLE",
     "RECORD_KINDS",
     "RUNS_TABLE",
     "TABLE_NAMES",
     "BackendUnavailable",
+    "Batch",
     "Cache",
     "ConfigurationError",
     "Cron",
@@ -81,7 +89,10 @@ __all__ = [
     "DurablePlane",
     "Endpoint",
     "Engine",
+    "Event",
     "FetchTimeout",
+    "GroupInfo",
+    "GroupNotFound",
     "InvalidCacheKey",
     "InvalidCacheValue",
     "InvalidJob",
@@ -91,7 +102,9 @@ __all__ = [
     "InvalidState",
     "Job",
     "JobNotFound",
+    "JobSpec",
     "LegacyLayoutDetected",
+    "MemberResult",
     "Message",
     "MissingDependency",
     "OqronConfig",
@@ -99,6 +112,7 @@ __all__ = [
     "Page",
     "Postpone",
     "Queue",
+    "QueuePaused",
     "RateLimiter",
     "RecordTooLarge",
     "RecordWrite",
@@ -118,6 +132,11 @@ __all__ = [
     "configure",
     "cron",
     "get_engine",
+    "get_group",
+    "group",
+    "group_results",
+    "job_spec",
+    "on",
     "open_durable",
     "queue",
     "rate_limit",

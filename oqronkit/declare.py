@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .lifecycle import Callback, register
 from .queue import Queue, default_registry
 
 
@@ -37,3 +38,10 @@ def worker(queue_name: str, handler: Callable[..., Any], **options: Any) -> Queu
     declared = Queue(queue_name, handler=handler, **options)
     declared.module = "worker"
     return declared
+
+
+def on(event: str, fn: Callback | None = None) -> Any:
+    """Call ``fn(event)`` on ``event`` of every queue of the default engine (its registry),
+    in the process where the event happens (see :mod:`oqronkit.lifecycle`); usable as
+    ``@oqronkit.on("dead")``."""
+    return register(default_registry.listeners, event, fn)

@@ -9,17 +9,18 @@ race with a parent finishing while the child was being added.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
 from .backends.hot_types import Signal
 from .clock import now_ms
+from .completed_runs import find_completed_run
 from .durable import DurablePlane, RecordWrite
+from .errors import InvalidJob
 from .hot import HotPlaneFacade
 from .jobs import Job
-from .namespaces import RUNS, dlq_namespace, job_namespace
+from .namespaces import dlq_namespace, job_namespace
 from .skipped import guarded
 
 logger = logging.getLogger(__name__)
@@ -27,9 +28,6 @@ MAX_CAS_TRIES = 20
 #: How many of a queue's latest completed runs ``add`` reads looking for a parent that
 #: is no longer in oqron_jobs (see :func:`has_completed_run`).
 COMPLETED_RUN_SCAN = 10_000
-# An engine-made id starts with its creation time (ids.new_id); nodes' clocks may differ.
-_ENGINE_ID = re.compile(r"[0-9a-f]{26}")
-_CLOCK_SKEW_MS = 60_000
 
 
 def add_dependent(durable: DurablePlane, queue: str, parent_id: str, child: list[str]) -> bool:
@@ -52,27 +50,19 @@ def add_dependent(durable: DurablePlane, queue: str, parent_id: str, child: list
 
 def has_completed_run(durable: DurablePlane, queue: str, job_id: str, *, scan: int | None = None) -> bool:
     """Whether ``job_id`` of ``queue`` completed: a completed job leaves oqron_jobs and
-    only its run says it existed. Reads the queue's completed runs newest first, at most
-    ``scan`` of them, and none started before an engine-made id was created."""
-    started_from = int(job_id[:12], 16) - _CLOCK_SKEW_MS if _ENGINE_ID.fullmatch(job_id) else None
-    scan = COMPLETED_RUN_SCAN if scan is None else scan
-    cursor, seen = None, 0
-    while seen < scan:
-        page = durable.list(RUNS, name=queue, status="completed", order="started", descending=True,
-                            started_from=started_from, limit=min(1000, scan - seen), cursor=cursor)
-        if any(r.value.get("jobId") == job_id for r in page.records):
-            return True
-        seen += len(page.records)
-        if page.next_cursor is None:
-            return False
-        cursor = page.next_cursor
-    return False
+    only its run says it existed (at most ``scan`` runs read, see :func:`find_completed_run`)."""
+    return find_completed_run(durable, queue, job_id, scan=COMPLETED_RUN_SCAN if scan is None else scan) is not None
 
 
 def on_parent_done(durable: DurablePlane, hot: HotPlaneFacade, parent: Job, outcome: str) -> None:
-    """Resolve ``parent``'s dependents after it ``completed`` or went ``dead``."""
+    """Resolve ``parent``'s dependents after it ``completed`` or went ``dead``, and settle
+    it in its group (the finisher settles completed members in batches first)."""
     for queue, child_id in parent.dependents:
         resolve_child(durable, hot, queue, child_id, [parent.queue, parent.id], outcome)
+    if parent.group:
+        from .groups import member_settled  # groups stands above this module
+
+        member_settled(durable, hot, parent, outcome)
 
 
 def resolve_child(
@@ -86,7 +76,7 @@ def resolve_child(
         child = Job.from_value(record.value)
         if parent not in child.pending or child.status not in ("waiting-dependencies", "blocked"):
             return
-        expect = {"pending": record.value.get("pending"), "status": child.status,
+        expect = {"pendingDependencies": record.value.get("pendingDependencies"), "status": child.status,
                   "blockedBy": record.value.get("blockedBy")}
         label = f"{parent[0]}/{parent[1]}"
         child.updated_at = now_ms()
@@ -151,3 +141,40 @@ def _sweep_child(durable: DurablePlane, hot: HotPlaneFacade, queue: str, value: 
         resolve_child(durable, hot, queue, child.id, [parent_queue, parent_id], outcome)
         resolved += 1
     return resolved
+
+
+def resolve_dependencies(durable: DurablePlane, jobs: list[Job]) -> None:
+    """For jobs being added: drop parents that completed; apply the failure policy to
+    dead ones; refuse the batch (InvalidJob, nothing written) if a parent is nowhere:
+    neither waiting nor running, dead-lettered, nor found among its queue's completed runs."""
+    in_batch = {(j.queue, j.id) for j in jobs}
+    missing: list[str] = []
+    for job in jobs:
+        if not job.pending:
+            continue
+        still, dead = [], []
+        for queue, parent_id in job.pending:
+            if (queue, parent_id) in in_batch or durable.get(job_namespace(queue), parent_id):
+                still.append([queue, parent_id])
+            elif durable.get(dlq_namespace(queue), parent_id):
+                dead.append(f"{queue}/{parent_id}")
+                if job.parent_failure == "block":  # a retried parent can still release it
+                    still.append([queue, parent_id])
+            elif not has_completed_run(durable, queue, parent_id):
+                missing.append(f"{queue}/{parent_id}")
+        if missing:
+            continue
+        job.pending = still
+        if dead and job.parent_failure == "cascade-fail":
+            job.die(f"parent failed: {', '.join(dead)}", now_ms())
+        elif dead and job.parent_failure == "block":
+            job.status, job.blocked_by = "blocked", dead
+        elif job.pending:
+            job.status = "waiting-dependencies"
+    if missing:
+        raise InvalidJob(
+            f"depends_on names job(s) that do not exist: {', '.join(dict.fromkeys(missing))} (not waiting, "
+            "running or dead-lettered, and no completed run among their queue's latest "
+            f"{COMPLETED_RUN_SCAN:,}). "
+            "Nothing was added; drop a parent that completed long ago from depends_on."
+        )

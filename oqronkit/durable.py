@@ -59,14 +59,8 @@ class Page:
 class DurablePlane:
     """Scoped access to a :class:`DurableStore`. Cheap to copy with :meth:`scoped`."""
 
-    def __init__(
-        self,
-        store: DurableStore,
-        *,
-        project: str,
-        environment: str,
-        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
-    ) -> None:
+    def __init__(self, store: DurableStore, *, project: str, environment: str,
+                 max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> None:
         self.store = store
         self.scope = Scope(project, environment)
         self.max_record_bytes = max_record_bytes
@@ -135,8 +129,7 @@ class DurablePlane:
             return store.apply_and_release(self.scope, rows, namespace, queue, list(leases))
 
     def check(self, write: RecordWrite) -> None:
-        """Raise what writing ``write`` would (InvalidRecord, RecordTooLarge, ...)
-        without writing it: which record of a refused batch is the culprit."""
+        """Raise what writing ``write`` would (InvalidRecord, ...): a refused batch's culprit."""
         self.encode_all([write])
 
     def insert(self, namespace: str, id: str, value: Mapping[str, Any], *, expires_at: int | None = None) -> bool:
@@ -150,6 +143,12 @@ class DurablePlane:
             return set()
         with self._timed("durable.insert_many"):
             return self.store.insert_many(self.scope, rows)
+
+    def insert_guarded(self, guard: RecordWrite, rows: Iterable[RecordWrite]) -> bool:
+        """Atomically insert ``guard`` if its id is free, with ``rows`` (upserts); False: none written."""
+        encoded = self.encode_all([guard, *rows])
+        with self._timed("durable.insert_guarded"):
+            return self.store.insert_guarded(self.scope, encoded[0], encoded[1:])
 
     def insert_new_json(self, namespace: str, rows: Iterable[tuple[str, str]]) -> None:
         """The bulk-enqueue path: insert records with fresh ids whose values the caller

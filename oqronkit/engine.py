@@ -21,6 +21,7 @@ from .durable import DurablePlane
 from .errors import ConfigurationError, UnknownQueue
 from .hot import HotPlaneFacade
 from .ids import node_id
+from .lifecycle import Callback, register
 from .module_logs import ModuleLogHandler, attach, detach
 from .queue import Queue, Registry, default_registry, set_default_engine_lookup
 from .ratelimit import RateLimiter
@@ -130,6 +131,17 @@ class Engine:
         """Declare a webhook on this engine (see :func:`oqronkit.webhook`)."""
         return Webhook(name, engine=self, **options)
 
+    def on(self, event: str, fn: Callback | None = None) -> Any:
+        """Call ``fn(event)`` on ``event`` of every queue of this engine (its registry); see
+        :mod:`oqronkit.lifecycle`. Usable as a decorator."""
+        return register(self.registry.listeners, event, fn)
+
+    def group(self, members: Any, **options: Any) -> str:
+        """Add a group of jobs with a callback; its id (see :func:`oqronkit.group`)."""
+        from .groups import create_group
+
+        return create_group(self, members, **options)
+
     def get_queue(self, name: str) -> Queue:
         try:
             return self.registry.queues[name]
@@ -172,6 +184,7 @@ class ScopedEngine(Engine):
 
     def __init__(self, parent: Engine, config: OqronConfig) -> None:
         super().__init__(config, registry=Registry())
+        self.registry.listeners = parent.registry.listeners  # an action here fires the parent's callbacks
         self.parent = parent
 
     @property

@@ -26,6 +26,7 @@ from .codec import (
 from .errors import InvalidJob
 from .ids import new_id
 from .jobs import PARENT_FAILURE_POLICIES, Job, ParentFailure
+from .telemetry.tracing import current_trace_context
 
 
 def check_priority(priority: Any) -> int:
@@ -124,7 +125,7 @@ def plain_job_rows(queue: Any, payloads: Sequence[Any], jobs: list[Job]) -> Iter
 
 # Job fields a plain job copies from the batch's first job (lists are made afresh).
 _PLAIN_FIELDS = ("queue", "status", "priority", "lifo", "max_attempts", "backoff", "run_at", "created_at",
-                 "updated_at", "parent_failure", "timeout_ms")
+                 "updated_at", "parent_failure", "timeout_ms", "trace_context")
 
 
 def parent_ref(parent: Any, default_queue: str) -> list[str]:
@@ -210,6 +211,7 @@ def build_job(
         correlation_id=correlation_id,
         tags=sorted(set(queue.tags) | set(tags)),
         timeout_ms=check_timeout(timeout) if timeout is not None else queue.timeout_ms,
+        trace_context=current_trace_context(),
     )
     if [name, job.id] in parents:
         raise InvalidJob(f"Job {job.id!r} cannot depend on itself.")
@@ -249,5 +251,5 @@ def options_from(item: Any) -> tuple[Any, Mapping[str, Any]]:
 
 BULK_OPTIONS = frozenset({
     "job_id", "delay", "run_at", "priority", "attempts", "backoff", "depends_on", "parent_failure",
-    "correlation_id", "tags", "timeout",
+    "correlation_id", "tags", "timeout", "unique_for", "unique_key", "debounce",
 })

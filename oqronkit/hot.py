@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
+from .backends.claim_limits import ClaimLimits, LimitedClaim
 from .backends.hot_types import Lease, QueueDepths, Signal
 from .backends.protocols import Broadcasting, BroadcastSubscription, HotPlane
 from .backends.rate_types import RateAnswer, RateRequest
@@ -50,6 +51,14 @@ class HotPlaneFacade:
         return self._call(
             "hot.claim", self.plane.claim, queue, worker_id=worker_id, limit=limit, lease_ms=lease_ms, now=now
         )
+
+    def claim_limited(self, queue: str, *, worker_id: str, limit: int, lease_ms: int, now: int,
+                      limits: ClaimLimits) -> LimitedClaim:
+        return self._call("hot.claim_limited", self.plane.claim_limited, queue, worker_id=worker_id, limit=limit,
+                          lease_ms=lease_ms, now=now, limits=limits)
+
+    def limit_held(self, queue: str, now: int) -> int:
+        return self._call("hot.limit_held", self.plane.limit_held, queue, now)
 
     def extend(self, queue: str, leases: Sequence[Lease], *, lease_ms: int, now: int) -> list[Lease]:
         if not leases:

@@ -30,6 +30,7 @@ _CAMEL = {
     "timeout_ms": "timeoutMs", "cancel_requested": "cancelRequested", "dead_reason": "deadReason",
     "died_at": "diedAt", "run_id": "currentRunId", "error_fingerprint": "errorFingerprint",
     "started_at": "startedAt", "blocked_by": "blockedBy", "stalled_token": "stalledToken",
+    "group": "groupId", "trace_context": "traceContext",
 }
 
 
@@ -69,6 +70,8 @@ class JobValue(TypedDict):
     deadReason: str | None
     diedAt: int | None
     errorFingerprint: str | None
+    groupId: str | None
+    traceContext: dict[str, str] | None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -108,6 +111,10 @@ class Job:
     dead_reason: str | None = None
     died_at: int | None = None
     error_fingerprint: str | None = None
+    # The group (oqronkit.groups) this job is a member or a callback of.
+    group: str | None = None
+    # The W3C trace context the job was added in ({"traceparent": ...}): telemetry/tracing.py.
+    trace_context: dict[str, str] | None = None
 
     @property
     def namespace(self) -> str:

@@ -44,6 +44,9 @@ WEBHOOK: Final = "webhook"
 WEBHOOK_CB: Final = "webhook_cb"
 # The board's operator actions, written through the engine; not in the spec's table.
 AUDIT: Final = "audit"
+# Group records (oqronkit.groups); not in the spec's table: kind state, kept off the
+# definitions (definition and control kinds) the board lists.
+QUEUE_GROUPS: Final = "queue_groups"
 # A schedule kind's definitions namespace -> its durable control (pointer) namespace.
 SCHEDULER_CONTROL: Final[dict[str, str]] = {CRON: CRON_DURABLE, SCHEDULE: SCHEDULE_DURABLE}
 
@@ -54,6 +57,12 @@ TOPIC_MSG_PREFIX: Final = "topic_msg:"
 TOPIC_GROUPS_PREFIX: Final = "topic_groups:"
 WEBHOOK_ENDPOINTS_PREFIX: Final = "webhook_endpoints:"
 MODULE_LOGS_PREFIX: Final = "module_logs:"
+# One group's member ledger (status and output per member); not in the spec's table:
+# kind record (unregistered), so thousands of rows never crowd the state kind's lists.
+GROUP_MEMBERS_PREFIX: Final = "queue_group_members:"
+# Not in the spec's table (README "Layout"): add's uniqueness windows and debounce keys.
+UNIQUE_PREFIX: Final = "queue_unique:"
+DEBOUNCE_PREFIX: Final = "queue_debounce:"
 
 _EXACT: Final[dict[str, RecordKind]] = {
     CRON: "definition",
@@ -67,6 +76,7 @@ _EXACT: Final[dict[str, RecordKind]] = {
     TOPIC_STATE: "control",
     CRON_DURABLE: "control",
     SCHEDULE_DURABLE: "control",
+    QUEUE_GROUPS: "state",
     RUNS: "run",
     WEBHOOK_CB: "state",
 }
@@ -78,6 +88,8 @@ _FAMILY_KINDS: Final[tuple[tuple[str, RecordKind], ...]] = (
     (DLQ_PREFIX, "dlq"),
     (TOPIC_MSG_PREFIX, "message"),
     (MODULE_LOGS_PREFIX, "log"),
+    (UNIQUE_PREFIX, "state"),
+    (DEBOUNCE_PREFIX, "state"),
 )
 _FAMILIES: Final[dict[str, RecordKind]] = {prefix[:-1]: kind for prefix, kind in _FAMILY_KINDS}
 
@@ -105,6 +117,16 @@ def queue_of(namespace: str) -> str | None:
 def is_dead_letters(namespace: str) -> bool:
     """Whether ``namespace`` holds dead letters (``queue_dlq:<queue>``)."""
     return namespace.startswith(DLQ_PREFIX)
+
+
+def unique_namespace(queue: str) -> str:
+    """The namespace of ``queue``'s uniqueness windows: ``"queue_unique:emails"``."""
+    return UNIQUE_PREFIX + queue
+
+
+def debounce_namespace(queue: str) -> str:
+    """The namespace of ``queue``'s debounce keys: ``"queue_debounce:emails"``."""
+    return DEBOUNCE_PREFIX + queue
 
 
 def topic_msg_namespace(topic: str) -> str:
@@ -145,6 +167,11 @@ def module_logs_namespace(module: str) -> str:
 def module_of_logs(namespace: str) -> str | None:
     """The module of a ``module_logs:<module>`` namespace, or None for any other."""
     return _suffix(namespace, MODULE_LOGS_PREFIX)
+
+
+def group_members_namespace(group_id: str) -> str:
+    """The namespace of a group's member ledger: ``"queue_group_members:<group id>"``."""
+    return GROUP_MEMBERS_PREFIX + group_id
 
 
 def job_audit_namespace(queue: str, job_id: str) -> str:

@@ -21,6 +21,7 @@ from typing import Any, Literal, NamedTuple, Protocol
 
 from .backends.hot_types import Signal
 from .backoff import Backoff, make_backoff, to_ms
+from .batch import Batch, check_batch
 from .bounds import MAX_ATTEMPTS, MAX_CONCURRENCY
 from .clock import now_ms
 from .codec import text_problem
@@ -28,10 +29,14 @@ from .config import OqronConfig
 from .durable import RecordWrite
 from .enqueue import build_job, check_priority, check_text, check_timeout, options_from, plain_job_rows, reject_cycles
 from .errors import BackendUnavailable, ConfigurationError, DuplicateRecord, InvalidJob
+from .gates import PausePolicy, QueueHooks, paused_add
 from .jobs import Job
-from .namespaces import dlq_namespace, job_namespace
+from .lifecycle import CallbackMap, Listeners, Observable, emit_many
 from .planes import Planes
 from .queue_control import QueueControl
+from .queue_limits import check_queue_limits
+from .telemetry.tracing import producer_span, record_jobs
+from .windows import WINDOW_OPTIONS, add_with_windows
 
 logger = logging.getLogger(__name__)
 Strategy = Literal["fifo", "lifo", "priority"]
@@ -43,6 +48,7 @@ class Registry:
 
     def __init__(self) -> None:
         self.queues: dict[str, Queue] = {}
+        self.listeners = Listeners()  # lifecycle callbacks of every queue (oqronkit.on, engine.on)
         self._lock = threading.Lock()
 
     def add_queue(self, queue: Queue) -> None:
@@ -90,7 +96,7 @@ def default_engine() -> QueueHost:
     return _default_engine_lookup()
 
 
-class Queue(QueueControl):
+class Queue(QueueControl, Observable):
     """A named queue of jobs. Give it a ``handler`` to consume it in this process's
     workers, or leave it publisher-only and consume it elsewhere with
     :func:`oqronkit.worker`."""
@@ -113,13 +119,22 @@ class Queue(QueueControl):
         lease: float | timedelta = 30,
         throttle: tuple[int, float] | None = None,
         prefetch: int | None = None,
+        rate_limit: tuple[int, float] | None = None,
+        global_concurrency: int | None = None,
+        batch: Batch | None = None,
         on_complete: Hook | None = None,
         on_failed: Hook | None = None,
         on_dead: Hook | None = None,
+        on: CallbackMap | None = None,
+        condition: Hook | None = None,
+        before_run: Hook | None = None,
+        on_pause: PausePolicy = "hold",
         engine: QueueHost | None = None,
     ) -> None:
         _check_limits(name, strategy=strategy, concurrency=concurrency, max_stalls=max_stalls, retries=retries,
                       prefetch=prefetch, throttle=throttle)
+        limits = check_queue_limits(name, rate_limit=rate_limit, global_concurrency=global_concurrency,
+                                    prefetch=prefetch)
         defaults = _job_defaults(name, timeout=timeout, remove_on_complete=remove_on_complete, lease=lease,
                                  backoff=backoff, priority=priority, tags=tags)
         self.name = name
@@ -142,7 +157,11 @@ class Queue(QueueControl):
         self.lease_ms = defaults.lease_ms
         self.throttle = throttle
         self.prefetch = prefetch  # None: sized from the observed handler time (worker/prefetch.py)
-        self.hooks = {"complete": on_complete, "failed": on_failed, "dead": on_dead}
+        #: Cluster-wide limits the hot plane enforces at claim time (queue_limits.py).
+        self.limits = limits
+        self.batch = check_batch(name, batch)  # None: one job per handler call
+        self.lifecycle = QueueHooks(name, on=on, on_complete=on_complete, on_failed=on_failed, on_dead=on_dead,
+                                    condition=condition, before_run=before_run, on_pause=on_pause)
         self._engine = engine
         if handler is not None:
             self._set_handler(handler)
@@ -167,7 +186,8 @@ class Queue(QueueControl):
         if not callable(fn):
             raise ConfigurationError(f"Queue {self.name!r}: the handler must be callable.")
         self.fn = fn
-        self.is_async = inspect.iscoroutinefunction(fn)
+        # A batch handler runs in a slot thread, async or not (worker/batching.py).
+        self.is_async = inspect.iscoroutinefunction(fn) and self.batch is None
 
     def handler(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Decorator setting this queue's handler: ``@emails.handler``."""
@@ -184,17 +204,27 @@ class Queue(QueueControl):
         Options (keyword-only): ``job_id``, ``delay`` (seconds or timedelta),
         ``run_at``, ``priority``, ``attempts``, ``backoff``, ``depends_on``,
         ``parent_failure`` ("block" | "cascade-fail" | "ignore"), ``correlation_id``,
-        ``tags``, ``timeout``.
+        ``tags``, ``timeout``; ``unique_for`` or ``debounce`` with ``unique_key``
+        (README "Uniqueness windows" and "Debounce").
         """
-        return self._add([(data, options)])[0]
+        with producer_span(self.name, 1) as span:
+            jobs = self._add([(data, options)])
+            record_jobs(span, jobs)
+        return jobs[0]
 
     def add_bulk(self, items: Iterable[Any]) -> list[Job]:
         """Add many jobs with one durable round trip and one hot-plane signal. Each
         item is a payload, or ``{"data": payload, **options}``. Returns the jobs in
         order (the existing job where an id was already taken)."""
-        return self._add([options_from(item) for item in items])
+        items = [options_from(item) for item in items]
+        with producer_span(self.name, len(items)):
+            return self._add(items)
 
     def _add(self, items: list[tuple[Any, Any]]) -> list[Job]:
+        if self.lifecycle.on_pause != "hold" and (skipped := paused_add(self, items)) is not None:
+            return skipped
+        if any(WINDOW_OPTIONS.intersection(options) for _, options in items):
+            return add_with_windows(self, items, self._add)  # windows.py: unique_for, debounce
         if len(items) > 1 and not any(options for _, options in items):
             return self._add_plain([data for data, _ in items])
         jobs = []
@@ -215,6 +245,7 @@ class Queue(QueueControl):
         fresh = [j for j in jobs if (j.namespace, j.id) in inserted]
         self._register_dependents(fresh)
         self._signal([j for j in fresh if j.status in ("waiting", "delayed")])
+        emit_many(self.registry, self, "enqueued", fresh, inline=True)
         if len(fresh) == len(jobs):
             return jobs
         existing = {r.id: Job.from_value(r.value) for r in engine.durable.get_many(
@@ -229,6 +260,7 @@ class Queue(QueueControl):
         except DuplicateRecord as exc:  # fresh random ids never clash; say so loudly if they did
             raise InvalidJob(f"A new job id of {self.name!r} already existed; no job was added: {exc}") from exc
         self._signal(jobs)
+        emit_many(self.registry, self, "enqueued", jobs, inline=True)
         return jobs
 
     def add_on_commit(self, data: Any = None, *, using: str | None = None, **options: Any) -> None:
@@ -253,43 +285,11 @@ class Queue(QueueControl):
             )
 
     def _resolve_dependencies(self, jobs: list[Job]) -> None:
-        """Drop parents that completed; apply the failure policy to dead ones; refuse
-        the batch (InvalidJob, nothing written) if a parent is nowhere: neither waiting
-        nor running, dead-lettered, nor found among its queue's completed runs."""
-        from . import dependencies
+        """Drop parents that completed, apply the failure policy to dead ones, refuse the
+        batch if a parent is nowhere (:func:`oqronkit.dependencies.resolve_dependencies`)."""
+        from .dependencies import resolve_dependencies
 
-        in_batch = {(j.queue, j.id) for j in jobs}
-        durable = self.engine.durable
-        missing: list[str] = []
-        for job in jobs:
-            if not job.pending:
-                continue
-            still, dead = [], []
-            for queue, parent_id in job.pending:
-                if (queue, parent_id) in in_batch or durable.get(job_namespace(queue), parent_id):
-                    still.append([queue, parent_id])
-                elif durable.get(dlq_namespace(queue), parent_id):
-                    dead.append(f"{queue}/{parent_id}")
-                    if job.parent_failure == "block":  # a retried parent can still release it
-                        still.append([queue, parent_id])
-                elif not dependencies.has_completed_run(durable, queue, parent_id):
-                    missing.append(f"{queue}/{parent_id}")
-            if missing:
-                continue
-            job.pending = still
-            if dead and job.parent_failure == "cascade-fail":
-                job.die(f"parent failed: {', '.join(dead)}", now_ms())
-            elif dead and job.parent_failure == "block":
-                job.status, job.blocked_by = "blocked", dead
-            elif job.pending:
-                job.status = "waiting-dependencies"
-        if missing:
-            raise InvalidJob(
-                f"depends_on names job(s) that do not exist: {', '.join(dict.fromkeys(missing))} (not waiting, "
-                "running or dead-lettered, and no completed run among their queue's latest "
-                f"{dependencies.COMPLETED_RUN_SCAN:,}). "
-                "Nothing was added; drop a parent that completed long ago from depends_on."
-            )
+        resolve_dependencies(self.engine.durable, jobs)
 
     def _register_dependents(self, jobs: Sequence[Job]) -> None:
         """Record each new child on its parents so completing a parent releases it at

@@ -8,7 +8,7 @@ never writes rows itself.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .backends.hot_types import Signal
 from .clock import now_ms
@@ -16,9 +16,13 @@ from .dependencies import on_parent_done
 from .durable import Page, RecordWrite
 from .errors import InvalidState, JobNotFound
 from .jobs import Job
+from .lifecycle import emit_now
 from .live import request_cancel
 from .namespaces import QUEUE, dlq_namespace, job_namespace
 from .planes import Planes
+
+if TYPE_CHECKING:
+    from .gates import QueueHooks
 
 logger = logging.getLogger(__name__)
 _PENDING = ("waiting", "delayed", "waiting-dependencies", "blocked")
@@ -28,6 +32,7 @@ class QueueControl:
     """Control and inspection methods of :class:`oqronkit.queue.Queue`."""
 
     name: str
+    lifecycle: QueueHooks
 
     @property
     def namespace(self) -> str:
@@ -70,6 +75,7 @@ class QueueControl:
             from .backends.types import ABSENT
 
             if durable.compare_and_set(QUEUE, self.name, expect=expect or ABSENT, value=value):
+                self.lifecycle.note_paused(paused)  # this process's adds see it at once
                 logger.info("queue %s %s", self.name, "paused" if paused else "resumed",
                             extra={"action": "queue.pause" if paused else "queue.resume", "queue": self.name})
                 return
@@ -121,6 +127,7 @@ class QueueControl:
         engine.durable.apply(puts=[RecordWrite(self.dlq_namespace, job_id, dead.to_value())],
                              deletes=[(self.namespace, job_id)])
         logger.info("job %s/%s cancelled", self.name, job_id, extra={"action": "queue.cancel", "queue": self.name})
+        emit_now(self, "cancelled", dead, reason=reason)
         on_parent_done(engine.durable, engine.hot, dead, "dead")
         return True
 
@@ -174,14 +181,15 @@ class QueueControl:
             engine.hot.signal(self.name, [Signal(job.id, job.priority, None, job.lifo)], now_ms())
         return True
 
-    def drain(self) -> int:
-        """Delete every waiting and delayed job (active jobs finish). Returns the count."""
+    def drain(self, *, limit: int | None = None) -> int:
+        """Delete every waiting and delayed job (active jobs finish), or at most ``limit``
+        of them (an operator's bounded purge). Returns the count."""
         engine = self.engine
         removed = 0
         for status in _PENDING:
-            while True:
-                page = engine.durable.list(self.namespace, status=status, limit=500)
-                ids = [r.id for r in page.records]
+            while limit is None or removed < limit:
+                size = 500 if limit is None else min(500, limit - removed)
+                ids = [r.id for r in engine.durable.list(self.namespace, status=status, limit=size).records]
                 if not ids:
                     break
                 engine.hot.remove(self.name, ids)

@@ -18,13 +18,18 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from .bounds import MAX_CONCURRENCY
 from .config import child_environment, redact_url, worker_environment
 from .engine import Engine
 from .errors import ConfigurationError, OqronError
+from .telemetry.json_logs import LOG_FORMATS, use_json_logs
 from .worker import WorkerProcess
 from .worker.affinity import pin_worker
+
+if TYPE_CHECKING:
+    from .telemetry.worker_metrics import WorkerMetrics
 
 logger = logging.getLogger(__name__)
 RESTART_BACKOFF = (1, 2, 5, 10, 30)
@@ -56,16 +61,22 @@ def banner(engine: Engine, process: WorkerProcess, *, processes: int = 1, cpu: i
 
 
 def run_single(engine: Engine, *, queues: Sequence[str] | None, concurrency: int | None, burst: bool,
-               drain_timeout: float = 30.0, quiet: bool = False, cpu_affinity: str | None = None) -> int:
+               drain_timeout: float = 30.0, quiet: bool = False, cpu_affinity: str | None = None,
+               metrics_port: int | None = None, metrics_addr: str = "127.0.0.1", log_format: str = "text") -> int:
     """Run one worker process until SIGTERM/SIGINT (graceful drain) or, with ``burst``,
     until nothing is ready. A second signal exits at once; leases then lapse and the
     rescuer returns the jobs. The process pins itself to a free CPU unless
-    ``cpu_affinity`` (or ``OQRON_CPU_AFFINITY``) is "off" (see worker/affinity.py)."""
+    ``cpu_affinity`` (or ``OQRON_CPU_AFFINITY``) is "off" (see worker/affinity.py).
+    ``metrics_port`` serves its Prometheus series (plus the supervisor slot: one port
+    per child of ``--processes``)."""
     settings = worker_environment(cpu_affinity=cpu_affinity)
     cpu = pin_worker(settings.cpu_affinity, lock_dir=settings.cpu_lock_dir, slot=settings.worker_slot)
+    metrics = serve_metrics(metrics_port + settings.worker_slot, metrics_addr) if metrics_port is not None else None
     process = WorkerProcess(engine, queues=list(queues) if queues else None, concurrency=concurrency,
-                            burst=burst, drain_timeout=drain_timeout)
-    if not quiet:
+                            burst=burst, drain_timeout=drain_timeout, metrics=metrics)
+    if log_format == "json":  # stdout stays one JSON object per line
+        logger.info("%s", banner(engine, process, cpu=cpu), extra={"action": "worker.banner"})
+    elif not quiet:
         print(banner(engine, process, cpu=cpu), flush=True)
     signals = {"count": 0}
 
@@ -85,7 +96,18 @@ def run_single(engine: Engine, *, queues: Sequence[str] | None, concurrency: int
         process.run()
     finally:
         engine.close()  # pools close their threads now, not in a slow interpreter-exit __del__
+        if metrics is not None:
+            metrics.close()
     return process.exit_code  # 1: a thread kept failing, or outcomes were left unrecorded
+
+
+def serve_metrics(port: int, addr: str) -> WorkerMetrics:
+    """A worker's Prometheus series, served on ``addr:port`` (telemetry/worker_metrics.py)."""
+    from .telemetry.worker_metrics import WorkerMetrics
+
+    metrics = WorkerMetrics()
+    metrics.serve(port, addr=addr)
+    return metrics
 
 
 def supervise(argv: Sequence[str], processes: int) -> int:
@@ -148,13 +170,21 @@ def child_argv(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m oqronkit worker --import myjobs [--queues a,b] [--processes N]``."""
-    parser = argparse.ArgumentParser(prog="python -m oqronkit", description="Run oqronkit workers.")
+    """``python -m oqronkit worker --import myjobs [--queues a,b] [--processes N]``, or an
+    operator command (``queues``, ``dead``, ``retry``...: :mod:`oqronkit.cli`)."""
+    from . import cli
+
+    parser = argparse.ArgumentParser(prog="python -m oqronkit", description="Run and operate oqronkit workers.")
     sub = parser.add_subparsers(dest="command", required=True)
     work = sub.add_parser("worker", help="run the worker engine and, when elected, the scheduler services")
     add_worker_arguments(work)
+    cli.add_commands(sub, connection_options=True)
     args = parser.parse_args(argv)
+    if args.command != "worker":
+        return cli.run(args, cli.Console())
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    if args.log_format == "json":
+        use_json_logs()
     if args.processes > 1:
         return supervise([sys.executable, "-m", "oqronkit", *child_argv(sys.argv[1:])], args.processes)
     from .engine import get_engine
@@ -162,7 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         import_modules([*args.imports, *worker_environment(cpu_affinity=args.cpu_affinity).imports])
         return run_single(get_engine(), queues=args.queues, concurrency=args.concurrency, burst=args.burst,
-                          drain_timeout=args.drain_timeout, cpu_affinity=args.cpu_affinity)
+                          drain_timeout=args.drain_timeout, cpu_affinity=args.cpu_affinity,
+                          metrics_port=args.metrics_port, metrics_addr=args.metrics_addr, log_format=args.log_format)
     except OqronError as exc:  # a bad setting or an unreachable plane: its message, not a traceback
         parser.exit(2, f"python -m oqronkit: error: {exc}\n")
 
@@ -218,3 +249,10 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
                         help="auto (default, or OQRON_CPU_AFFINITY): pin each worker process to a CPU no other "
                              "worker on this host holds; off: let the OS move its threads between CPUs")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--log-format", default="text", choices=LOG_FORMATS,
+                        help="json: one JSON object per line (time, level, logger, message, action, exception)")
+    parser.add_argument("--metrics-port", type=bounded_int(0, 65_535), default=None,
+                        help="serve this worker's Prometheus counters and histograms on this port "
+                             "(plus the process slot under --processes; 0 picks a free port)")
+    parser.add_argument("--metrics-addr", default="127.0.0.1",
+                        help="the address --metrics-port listens on (default loopback only; 0.0.0.0 for all)")

@@ -73,6 +73,7 @@ class RunValue(TypedDict):
     webhook: NotRequired[str]  # a webhook delivery's run: its webhook, event and endpoint; the
     event: NotRequired[str]  # request and response are added by the delivery (ctx.annotate)
     endpointId: NotRequired[str]
+    batch: NotRequired[dict[str, Any]]  # a batch queue's attempt: {"id", "size"} of its handler call
 
 
 def stored_run(value: dict[str, Any]) -> RunValue:

@@ -17,12 +17,14 @@ import logging
 from collections.abc import Callable, Iterable
 
 from django.db import DataError
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.utils.cache import patch_cache_control
 
 from .pages import bad_request
 
 logger = logging.getLogger(__name__)
+# The JSON API answers JSON, even before its views run.
+API_PREFIX = "/api/"
 BAD_TEXT = "Bad request: a NUL character or a lone surrogate in the {where}, which no id or filter can hold.\n"
 
 
@@ -64,9 +66,11 @@ class BoardRequestMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         where = hostile_part(request)
-        if where in ("path", "cookies"):
+        if where is not None and request.path_info.startswith(API_PREFIX):
+            response: HttpResponse = JsonResponse({"error": BAD_TEXT.format(where=where).strip()}, status=400)
+        elif where in ("path", "cookies"):
             # Plain text: the board's page would echo the path and read the session.
-            response: HttpResponse = HttpResponseBadRequest(BAD_TEXT.format(where=where),
+            response = HttpResponseBadRequest(BAD_TEXT.format(where=where),
                                                             content_type="text/plain; charset=utf-8")
         elif where is not None:
             response = bad_request(request, BAD_TEXT.format(where=where).strip())

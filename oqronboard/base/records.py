@@ -9,6 +9,8 @@ changes state only through the engine's API (habit 10): every ORM write path rai
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any, NoReturn, Self
 
 from django.db import models
@@ -105,14 +107,25 @@ def durable_alias() -> str:
     return getattr(settings, "OQRON_DATABASE_ALIAS", "default")
 
 
+# Chooses the alias this request reads the durable tables from (the read replica or the
+# primary); set per request by oqronboard.base.replica, called on the first read only.
+READ_ROUTE: ContextVar[Callable[[], str] | None] = ContextVar("oqron_read_route", default=None)
+
+
+def read_alias() -> str:
+    """Where the current request reads the durable tables: the read replica or :func:`durable_alias`."""
+    route = READ_ROUTE.get()
+    return durable_alias() if route is None else route()
+
+
 class DurableManager(models.Manager):
-    """Reads go to :func:`durable_alias` (``.using()`` still overrides it), so the
-    board's views and the admin read the engine's tables wherever they live, without a
-    database router (which would make Django check migrations on that database too)."""
+    """Reads go to :func:`read_alias` (``.using()`` still overrides it), so the
+    board's views and the admin read the engine's tables wherever they live, the read
+    replica included (``oqronboard.base.replica``'s router agrees for any other read)."""
 
     def get_queryset(self) -> models.QuerySet:
         queryset = super().get_queryset()
-        return queryset if self._db else queryset.using(durable_alias())
+        return queryset if self._db else queryset.using(read_alias())
 
 
 # Deeper than this, a stored value is read with its deeper parts replaced by a marker.

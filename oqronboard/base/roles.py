@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 
 OPERATE_PERMISSION = "oqronboard.operate"
+METRICS_PERMISSION = "oqronboard.view_metrics"
 OPERATORS_GROUP = "operators"
 
 

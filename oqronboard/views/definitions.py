@@ -23,6 +23,7 @@ from .. import queues
 from ..base.audit import Action
 from ..base.pages import BoardRequest, back, board_view, refresh_others, scope_of
 from ..base.roles import operator_required
+from ..base.scope import BoardScope
 
 NO_QUEUE = "No queue of that name in this project and environment."
 
@@ -44,21 +45,29 @@ def definitions_page(request: BoardRequest) -> HttpResponse:
     return render(request, "definitions/list.html", context)
 
 
+def set_queue_paused(scope: BoardScope, user: str, queue: str, paused: bool, *, source: str = "board") -> str:
+    """Pause or resume ``queue`` through the engine, audited; "paused" or "resumed".
+    Http404 for a queue with no record, no job and no dead letter (the board's and the
+    JSON API's)."""
+    check_queue(queue)
+    if not queues.queue_known(scope, queue):
+        raise Http404(NO_QUEUE)
+    controller = scope.queue(queue)
+    controller.pause() if paused else controller.resume()
+    verb = "paused" if paused else "resumed"
+    Action(scope, user, "pause" if paused else "resume", source=source, queue=queue,
+           extra={"target": f"queue {queue}"}).save(ok=True, result=f"Queue {queue} {verb}.")
+    return verb
+
+
 @require_POST
 @board_view
 @operator_required
 def queue_pause(request: BoardRequest, queue: str, paused: bool) -> HttpResponse:
     """Pause or resume a queue cluster-wide (persisted in its control record); 404 for a
     queue with no record, no job and no dead letter (pausing it would invent one)."""
-    check_queue(queue)
     scope = scope_of(request)
-    if not queues.queue_known(scope, queue):
-        raise Http404(NO_QUEUE)
-    controller = scope.queue(queue)
-    controller.pause() if paused else controller.resume()
-    verb = "paused" if paused else "resumed"
-    Action(scope, request.user.get_username(), "pause" if paused else "resume", queue=queue,
-           extra={"target": f"queue {queue}"}).save(ok=True, result=f"Queue {queue} {verb}.")
+    verb = set_queue_paused(scope, request.user.get_username(), queue, paused)
     if request.htmx:
         control = queue_control(scope, queue) or {"paused": paused}
         return refresh_others(render(request, "definitions/_queue_control.html",

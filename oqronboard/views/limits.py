@@ -4,7 +4,9 @@ usage (a peek: nothing counted); operators reset the key, unban it, or set and c
 its override, each audited. The handle is built on the board's scoped engine from the
 stored definition with ``declares=False``: the definition is never rewritten.
 
-Queue rate and global concurrency limits are not shown: the engine has none yet."""
+Below them, each queue's cluster-wide limits (``queue(..., rate_limit=...,
+global_concurrency=...)``) and how many claims they held back in the last hour
+(``oqronboard/queue_limits.py``)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from ..base.audit import Action
 from ..base.pages import BadFilter, BoardRequest, back, board_view, refresh_others, scope_of
 from ..base.roles import operator_required
 from ..base.scope import BoardScope
+from ..queue_limits import queue_limit_rows
 
 NO_LIMITER = "No rate limiter of that name in this project and environment."
 MAX_KEY = 500
@@ -74,7 +77,10 @@ def limits_page(request: BoardRequest) -> HttpResponse:
         value, limiter = handle(scope, name)
         key = _key(request.GET)
         usage = {"limiter": value["name"], "key": key, "decision": limiter.peek(key)}
-    context = {"limiters": limiter_records(scope), "usage": usage, "now": now_ms()}
+    now = now_ms()
+    queue_limits, queue_problem = queue_limit_rows(scope, now)
+    context = {"limiters": limiter_records(scope), "usage": usage, "now": now, "queue_limits": queue_limits,
+               "queue_problem": queue_problem}
     if request.htmx and request.GET.get("panel") == "live":
         return render(request, "oqronboard/limits.html#live", context)
     return render(request, "oqronboard/limits.html", context)

@@ -3,11 +3,14 @@ while the job is still in oqron_jobs (it reads two tables, so it lives above the
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpResponse
 from django.shortcuts import render
 
 from jobs.queries import get_job
 from oqronkit.namespaces import is_dead_letters
+from runs.models import RunRecord
 from runs.queries import QUEUE_MODULES, job_runs
 from runs.views import live_context, run_or_404
 
@@ -17,8 +20,15 @@ from ..base.pages import BoardRequest, board_view, scope_of
 @board_view
 def run_detail(request: BoardRequest, run_id: str) -> HttpResponse:
     """One run in full, with every run of its job side by side (three queries)."""
-    scope = scope_of(request)
     run = run_or_404(request, run_id)
+    context = run_detail_context(request, run)
+    context.update(live_context(request, run.id, context["run"]))
+    return render(request, "runs/detail.html", context)
+
+
+def run_detail_context(request: BoardRequest, run: RunRecord) -> dict[str, Any]:
+    """A run's value, its job's runs and status (the page's and the JSON API's)."""
+    scope = scope_of(request)
     value = run.value if isinstance(run.value, dict) else {}
     job_id = value.get("jobId")
     siblings = job_runs(scope, job_id) if isinstance(job_id, str) and job_id else []
@@ -29,6 +39,4 @@ def run_detail(request: BoardRequest, run_id: str) -> HttpResponse:
     job_status = None
     if job is not None:
         job_status = "dead" if is_dead_letters(job.namespace) else (job.value or {}).get("status")
-    context = {"run": value, "run_id": run.id, "siblings": siblings, "job_status": job_status, "queue": queue}
-    context.update(live_context(request, run.id, value))
-    return render(request, "runs/detail.html", context)
+    return {"run": value, "run_id": run.id, "siblings": siblings, "job_status": job_status, "queue": queue}

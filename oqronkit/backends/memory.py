@@ -73,6 +73,13 @@ class MemoryDurableStore:
             for row, key in zip(rows, keys, strict=True):
                 self._rows[key] = (row.kind, row.value_json, row.inserted_at, row.expires_at)
 
+    def insert_guarded(self, scope: Scope, guard: EncodedRow, rows: Sequence[EncodedRow]) -> bool:
+        with self._lock:
+            if _key(scope, guard.table, guard.namespace, guard.id) in self._rows:
+                return False
+            self.put_many(scope, [guard, *rows])
+            return True
+
     def get_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> list[StoredRecord]:
         with self._lock:
             found = [(id, self._rows.get(_key(scope, table, namespace, id))) for id in dict.fromkeys(ids)]

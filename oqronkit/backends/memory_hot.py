@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .broadcast_local import LocalBroadcast
+from .claim_limits import ClaimLimits, LimitedClaim, LimitState, held_in_last_hour, record, room
 from .hot_types import Lease, QueueDepths, Signal
 from .memory_rates import MemoryRates
 from .rate_types import RateAnswer, RateRequest
@@ -25,6 +26,7 @@ class _Queue:
     delayed: dict[str, tuple[int, Signal]] = field(default_factory=dict)
     delayed_heap: list[tuple[int, str]] = field(default_factory=list)
     leases: dict[str, tuple[int, int, str]] = field(default_factory=dict)  # id -> token, expiry, worker
+    limits: LimitState = field(default_factory=LimitState)  # cluster-wide limits' start log and held counts
 
 
 class MemoryHotPlane(LocalBroadcast):
@@ -91,16 +93,38 @@ class MemoryHotPlane(LocalBroadcast):
         with self._lock:
             q = self._q(scope, queue)
             self._promote_due(q, now)
-            leases: list[Lease] = []
-            while q.ready_heap and len(leases) < limit:
-                key, job_id = heapq.heappop(q.ready_heap)
-                if q.ready.get(job_id) != key:
-                    continue
-                del q.ready[job_id]
-                q.token += 1
-                q.leases[job_id] = (q.token, now + lease_ms, worker_id)
-                leases.append(Lease(job_id, q.token, now + lease_ms))
-            return leases
+            return self._take(q, worker_id, limit, lease_ms, now)
+
+    def claim_limited(
+        self, scope: Scope, queue: str, *, worker_id: str, limit: int, lease_ms: int, now: int,
+        limits: ClaimLimits,
+    ) -> LimitedClaim:
+        with self._lock:  # the one lock makes the count, the claim and the log one step
+            q = self._q(scope, queue)
+            self._promote_due(q, now)
+            live = sum(1 for _token, expiry, _w in q.leases.values() if expiry > now)
+            allowed = room(q.limits, limits, live=live, limit=limit, now=now)
+            leases = self._take(q, worker_id, allowed, lease_ms, now)
+            held = allowed < limit and bool(q.ready)
+            retry_at = record(q.limits, limits, claimed=len(leases), held=held, now=now)
+            return LimitedClaim(leases, held, retry_at if held else None)
+
+    def limit_held(self, scope: Scope, queue: str, now: int) -> int:
+        with self._lock:
+            return held_in_last_hour(self._q(scope, queue).limits.held, now)
+
+    def _take(self, q: _Queue, worker_id: str, limit: int, lease_ms: int, now: int) -> list[Lease]:
+        """Lease up to ``limit`` ready jobs in claim order (the lock held)."""
+        leases: list[Lease] = []
+        while q.ready_heap and len(leases) < limit:
+            key, job_id = heapq.heappop(q.ready_heap)
+            if q.ready.get(job_id) != key:
+                continue
+            del q.ready[job_id]
+            q.token += 1
+            q.leases[job_id] = (q.token, now + lease_ms, worker_id)
+            leases.append(Lease(job_id, q.token, now + lease_ms))
+        return leases
 
     def extend(
         self, scope: Scope, queue: str, leases: Sequence[Lease], *, lease_ms: int, now: int

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from .claim_limits import ClaimLimits, LimitedClaim
 from .hot_types import Lease, QueueDepths, Signal
 from .rate_types import RateAnswer, RateRequest
 from .types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
@@ -60,6 +61,11 @@ class DurableStore(Protocol):
         per-row conflict check lets a store take its fastest bulk path (a streamed COPY
         on Postgres). ``rows`` may be lazy; an exception raised while iterating it
         leaves nothing written."""
+
+    def insert_guarded(self, scope: Scope, guard: EncodedRow, rows: Sequence[EncodedRow]) -> bool:
+        """Atomically: if ``guard``'s key is free, insert it and upsert ``rows`` (any
+        tables) and return True; else write nothing and return False. Race-free across
+        processes, and a crash leaves all of it or none (a uniqueness record and its job)."""
 
     def get_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> list[StoredRecord]:
         """The rows among ``ids`` that exist, in no particular order."""
@@ -161,6 +167,20 @@ class HotPlane(Protocol):
         order (highest priority first, then enqueue order or its reverse for LIFO),
         each leased to ``worker_id`` until ``now + lease_ms`` under a fresh, strictly
         increasing fencing token."""
+
+    def claim_limited(
+        self, scope: Scope, queue: str, *, worker_id: str, limit: int, lease_ms: int, now: int,
+        limits: ClaimLimits,
+    ) -> LimitedClaim:
+        """:meth:`claim`, cut to what the queue's cluster-wide ``limits`` allow, atomically
+        with it: at most ``limits.concurrency`` minus the queue's live leases (expiring
+        after ``now``), and at most ``limits.rate[0]`` minus the claims logged after
+        ``now - limits.rate[1]``; each lease taken is logged at ``now``. A claim cut short
+        while ready jobs remained counts one held-back claim for ``now``'s minute."""
+
+    def limit_held(self, scope: Scope, queue: str, now: int) -> int:
+        """Claims of ``queue`` that its limits held back in the hour before ``now``
+        (per minute, so exact to a minute)."""
 
     def extend(
         self, scope: Scope, queue: str, leases: Sequence[Lease], *, lease_ms: int, now: int

@@ -101,6 +101,13 @@ class SQLiteDurableStore:
                     inserted.add((row.namespace, row.id))
         return inserted
 
+    def insert_guarded(self, scope: Scope, guard: EncodedRow, rows: Sequence[EncodedRow]) -> bool:
+        with self._conns.write("insert_guarded") as conn:
+            if not conn.execute(_sql(guard.table, "insert_if_free"), _row_params(scope, guard)).fetchall():
+                return False
+            _upsert(conn, scope, rows)
+            return True
+
     def insert_new(self, scope: Scope, table: str, rows: Iterable[EncodedRow]) -> None:
         rows = list(rows)  # before taking the write lock: building them is the caller's work
         query = _sql(table, "insert_new")

@@ -32,6 +32,7 @@ from .hot_types import Lease, QueueDepths, Signal
 from .rate_types import RateAnswer, RateRequest
 from .sqlfiles import load_queries, load_sql
 from .sqlite_conn import BUSY_TIMEOUT_S, SQLiteConnections
+from .sqlite_qlimits import SQLiteQueueLimits
 from .types import Scope
 
 POLL_INTERVAL_S = 0.01  # cross-process wake-up latency of wait(), at one PRAGMA per tick
@@ -41,7 +42,7 @@ _SCHEMA = load_sql("oqronkit.backends", "sql/sqlite/hot_schema.sql")
 _Q = load_queries("oqronkit.backends", "sql/sqlite/hot_queries.sql")
 
 
-class SQLiteHotPlane:
+class SQLiteHotPlane(SQLiteQueueLimits):
     """The hot plane of the default ``sqlite`` mode (one machine, several processes).
 
     Safe to share between threads (each gets its own connection) and between processes
@@ -111,17 +112,24 @@ class SQLiteHotPlane:
         key = _key(scope, queue)
         if limit <= 0 or not self._read_one("claim", _Q["any_claimable"], (*key, now))[0]:
             return []
-        expires_at = now + lease_ms
         with self._write("claim") as conn:
-            _promote_due(conn, key, now)
-            taken = conn.execute(_Q["take_ready"], (*key, limit)).fetchall()
-            if not taken:
-                return []
-            taken.sort(key=lambda row: (-row[1], row[2]))  # priority DESC, ord ASC
-            first = _one(conn, _Q["bump_token"], (*key, len(taken)))[0] - len(taken) + 1
-            leases = [Lease(row[0], first + i, expires_at) for i, row in enumerate(taken)]
-            rows = [(*key, lease.job_id, lease.token, expires_at, worker_id) for lease in leases]
-            conn.executemany(_Q["insert_lease"], rows)
+            self._promote(conn, key, now)
+            return self._take(conn, key, limit, now + lease_ms, worker_id)
+
+    def _promote(self, conn: sqlite3.Connection, key: tuple[str, str, str], now: int) -> None:
+        _promote_due(conn, key, now)
+
+    def _take(self, conn: sqlite3.Connection, key: tuple[str, str, str], limit: int, expires_at: int,
+              worker_id: str) -> list[Lease]:
+        """Lease up to ``limit`` ready jobs in claim order, inside the caller's write."""
+        taken = conn.execute(_Q["take_ready"], (*key, limit)).fetchall() if limit > 0 else []
+        if not taken:
+            return []
+        taken.sort(key=lambda row: (-row[1], row[2]))  # priority DESC, ord ASC
+        first = _one(conn, _Q["bump_token"], (*key, len(taken)))[0] - len(taken) + 1
+        leases = [Lease(row[0], first + i, expires_at) for i, row in enumerate(taken)]
+        conn.executemany(_Q["insert_lease"], [(*key, lease.job_id, lease.token, expires_at, worker_id)
+                                              for lease in leases])
         return leases
 
     def extend(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from ..errors import ConfigurationError, InvalidSchedule
+from ..gates import gate, pop_gates
 from ..namespaces import RUNS, SCHEDULE
 from . import control
 from .definition import Definition, build_definition, handler_name
@@ -40,8 +41,9 @@ class Declared:
     kind = "cron"
 
     def __init__(self, definition: Definition, fn: Callable[..., Any] | None, engine: Engine | None,
-                 *, register: bool = True) -> None:
+                 *, register: bool = True, gates: tuple[Any, Any] = (None, None)) -> None:
         self.definition = definition
+        self.gates = gates  # (condition, before_run), checked before each handler call (gates.py)
         self.fn: Callable[..., Any] | None = None
         self._engine = engine
         if fn is not None:
@@ -84,12 +86,12 @@ class Declared:
     def _set_handler(self, fn: Callable[..., Any], *, declare_queue: bool = True) -> None:
         if not callable(fn) or inspect.isclass(fn):
             raise InvalidSchedule(f"{self.kind} {self.name!r}: the handler must be a function.")
-        self.fn = fn
+        self.fn = fn if self.gates == (None, None) else gate(fn, condition=self.gates[0], before_run=self.gates[1])
         self.definition = self.definition.derive(handler=handler_name(fn))
         if self.definition.as_job and declare_queue:
             from .jobmode import declare_queue as declare_job_queue
 
-            declare_job_queue(self.definition, fn, self._engine)
+            declare_job_queue(self.definition, self.fn, self._engine)
 
     def __call__(self, fn: Callable[..., Any]) -> Declared:
         """Decorator form: ``@oqronkit.cron("nightly", "0 3 * * *")`` binds the function
@@ -221,8 +223,9 @@ def _seconds(ms: int | None) -> float | None:
 
 def _declare[D: Declared](cls: type[D], kind: str, name: str, handler: Any, engine: Engine | None,
                           options: dict[str, Any]) -> D:
+    gates = pop_gates(name, options)
     definition = build_definition(kind, name, handler=handler_name(handler), now=control.current_ms(), **options)  # type: ignore[arg-type]
-    return cls(definition, handler, engine)
+    return cls(definition, handler, engine, gates=gates)
 
 
 def cron(
@@ -243,6 +246,8 @@ def cron(
     handler: Callable[..., Any] | None = None,
     as_job: bool = False,
     version: int = 1,
+    condition: Callable[..., Any] | None = None,
+    before_run: Callable[..., Any] | None = None,
     engine: Engine | None = None,
 ) -> Cron:
     """Declare a cron: ``expression`` (5 fields, or 6 with seconds FIRST, or an alias
@@ -257,12 +262,14 @@ def cron(
     ``overlap``: what a slot does while the previous run is still going (``skip``,
     ``allow``, ``buffer-one``, ``cancel-previous``). ``as_job=True`` turns each slot into
     a durable job (retries, dead letters, any worker) instead of a run on the leader.
+    ``condition(ctx)`` / ``before_run(ctx)``: checked before each handler call (a False
+    or a reason string records the tick's run as ``cancelled``, ``skipped: <reason>``).
     Invalid options raise :class:`~oqronkit.errors.InvalidSchedule` here, not at 3 a.m.
     """
     options = dict(expression=expression, every=every, timezone=timezone, missed=missed,
                    catch_up_window=catch_up_window, overlap=overlap, jitter=jitter, timeout=timeout,
                    retries=retries, backoff=backoff, max_missed_runs=max_missed_runs, payload=payload,
-                   as_job=as_job, version=version)
+                   as_job=as_job, version=version, condition=condition, before_run=before_run)
     return _declare(Cron, "cron", name, handler, engine, options)
 
 
@@ -285,6 +292,8 @@ def schedule(
     handler: Callable[..., Any] | None = None,
     as_job: bool = False,
     version: int = 1,
+    condition: Callable[..., Any] | None = None,
+    before_run: Callable[..., Any] | None = None,
     engine: Engine | None = None,
 ) -> Schedule:
     """Declare a schedule: once at ``run_at``; every ``every`` (starting at ``run_at`` if
@@ -295,5 +304,5 @@ def schedule(
     options = dict(run_at=run_at, every=every, rrule=rrule, timezone=timezone, missed=missed,
                    catch_up_window=catch_up_window, overlap=overlap, jitter=jitter, timeout=timeout,
                    retries=retries, backoff=backoff, max_missed_runs=max_missed_runs, payload=payload,
-                   as_job=as_job, version=version)
+                   as_job=as_job, version=version, condition=condition, before_run=before_run)
     return _declare(Schedule, "schedule", name, handler, engine, options)

@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidRecord, OqronError, RecordTooLarge
+from ..gates import Skip, skip_reason
 from ..live import LEADER_RUN_TTL_MS, forget_runs, live_run, publish_runs
 from ..namespaces import RUNS
 from ..runs import ErrorValue, RunValue, describe_error, finish_run, shed_parts
@@ -105,6 +106,9 @@ class RunExecutor:
             if inspect.isawaitable(output):  # async def handlers: one event loop per run, on this thread
                 output = asyncio.run(_await(output))
             json.dumps(output, allow_nan=False)
+        except Skip as skip:  # its condition said no: recorded, never retried
+            self.settle(running, "cancelled", reason=skip_reason(skip.reason))
+            return
         except BaseException as exc:  # the handler's failure is the run's outcome
             self.settle(running, "failed", error=describe_error(exc))
             return

@@ -63,6 +63,8 @@ def declare_queue(definition: Definition, fn: Callable[..., Any], engine: Engine
         timeout=definition.timeout_ms / 1000 if definition.timeout_ms else None,
         backoff=Backoff.from_value(definition.backoff),
         concurrency=5 if definition.overlap == "allow" else 1, on_complete=on_complete, on_dead=on_dead,
+        on={"cancelled": lambda event: settle_claim(queue.engine if queue else None, event.job.id, "cancelled",
+                                                    attempts=event.job.attempts, reason=event.reason)},
         engine=engine,
     )
     return queue

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..clock import now_ms
@@ -55,6 +56,7 @@ class Services:
         self.scheduler = Scheduler(engine, worker_id=worker_id)
         self._last: dict[str, float] = {}
         self._upkeep: threading.Thread | None = None
+        self.on_rescued: Callable[[int], None] | None = None  # the worker's metrics count the rescues
         # Monotonic time an outage this process saw last ended (None: none since it started):
         # its last failed call, then the first call answered after it.
         self.outage_at: float | None = None
@@ -141,13 +143,18 @@ class Services:
         queues = self.known_queues()
         self.answered()  # the durable plane too
         if name == "rescue":
-            rescue_expired(self.engine, self.settled_queues(queues))
+            rescued = rescue_expired(self.engine, self.settled_queues(queues))
+            if self.on_rescued is not None:
+                self.on_rescued(rescued)
         elif name == "reconcile":
             self.reconciler.run(queues, stall_queues=set(self.settled_queues(queues)))
         elif name == "sweep":
             from ..dependencies import sweep_waiting
 
             sweep_waiting(self.engine.durable, self.engine.hot, queues)
+            from ..groups import sweep_groups
+
+            sweep_groups(self.engine.durable, self.engine.hot)
         elif name == "retention":
             prune(self.engine)
 

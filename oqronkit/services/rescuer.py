@@ -14,6 +14,7 @@ from ..dependencies import on_parent_done
 from ..durable import RecordWrite
 from ..errors import OqronError
 from ..jobs import Job, shed_error_detail
+from ..lifecycle import fire_stalled
 from ..namespaces import RUNS, dlq_namespace, job_namespace
 from ..shedding import write_shedding
 from ..skipped import guarded
@@ -112,6 +113,7 @@ def mark_stalled(engine: Engine, job: Job, token: int | None, why: str, *, claim
                 engine.durable.delete(dead, job.id)
             return
         logger.warning("job %s/%s dead-lettered: %s", job.queue, job.id, reason, extra={"action": "rescuer.dead"})
+        fire_stalled(engine.registry, job, why, "dead", reason)
         on_parent_done(engine.durable, engine.hot, job, "dead")
         return
     delay = Backoff.from_value(job.backoff).delay_ms(job.attempts)
@@ -123,6 +125,7 @@ def mark_stalled(engine: Engine, job: Job, token: int | None, why: str, *, claim
         engine.hot.signal(job.queue, [Signal(job.id, job.priority, job.run_at, job.lifo)], now)
         logger.warning("job %s/%s rescued (%s); retry in %d ms", job.queue, job.id, why, delay,
                        extra={"action": "rescuer.retry"})
+        fire_stalled(engine.registry, job, why, "retried", f"stalled; retry in {delay} ms")
 
 
 def _fail_run(engine: Engine, job: Job, why: str) -> None:

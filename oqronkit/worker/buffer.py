@@ -31,10 +31,12 @@ class QueueBuffer:
         self.queue = queue
         self.name = queue.name
         self.concurrency = concurrency
-        # Throttled queues claim only what they may start: the window counts dispatches.
-        # Held jobs keep their leases renewed; a crash counts them as stalled, like jobs
-        # that had just started (see README "Prefetch").
-        self.prefetch = Prefetch(concurrency=concurrency, fixed=0 if queue.throttle is not None else queue.prefetch)
+        # Throttled and limited queues claim only what they may start: a throttle's window
+        # counts dispatches, and a held job would take a cluster-wide slot (its lease) or
+        # rate start without running. Held jobs keep their leases renewed; a crash counts
+        # them as stalled, like jobs that had just started (see README "Prefetch").
+        unbuffered = queue.throttle is not None or queue.limits is not None
+        self.prefetch = Prefetch(concurrency=concurrency, fixed=0 if unbuffered else queue.prefetch)
         #: Every attempt of the queue this process holds, by job id, until settled.
         self.inflight: dict[str, Inflight] = {}
         #: Claimed but not started yet (prefetched), in claim order.

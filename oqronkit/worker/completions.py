@@ -19,6 +19,7 @@ from ..clock import now_ms
 from ..dependencies import on_parent_done
 from ..durable import RecordWrite
 from ..errors import BackendUnavailable, OqronError
+from ..groups import members_completed
 from ..namespaces import job_namespace
 from .inflight import Outcome
 from .run_writer import RunWriter
@@ -106,6 +107,14 @@ class Completions:
             deleted |= {(queue, job_id) for job_id in released}
         for o in outcomes:
             self._done(o)
+        members = [(o.inflight.job, o.output) for o in outcomes
+                   if o.inflight.job.group and (o.inflight.job.queue, o.inflight.job.id) in deleted]
+        if members:
+            try:
+                members_completed(self.state.durable, self.state.hot, members)
+            except Exception as exc:  # the group sweep settles them later
+                logger.warning("could not settle %d group member(s): %s", len(members), exc,
+                               exc_info=not isinstance(exc, OqronError), extra={"action": "finisher.after"})
         for o in outcomes:
             job = o.inflight.job
             if (job.queue, job.id) in deleted and job.dependents:
@@ -114,7 +123,8 @@ class Completions:
                 except Exception as exc:  # the dependency sweep resolves them later
                     logger.warning("could not resolve the dependents of %s/%s: %s", job.queue, job.id, exc,
                                    exc_info=not isinstance(exc, OqronError), extra={"action": "finisher.after"})
-            self.state.hook(o.inflight, "complete", o.output)
+            if (job.queue, job.id) in deleted:  # a lost lease's job completes (and fires) elsewhere
+                self.state.hook(o.inflight, "completed", output=o.output)
 
     def _settles_in_one_transaction(self) -> bool:
         if self._one_transaction is None:

@@ -12,6 +12,7 @@ from ..errors import OqronError
 from ..jobs import Job
 from .buffer import QueueBuffer
 from .inflight import Inflight
+from .limited import LimitedClaims
 from .state import WorkerState
 
 logger = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ class Consumer:
         self.buffer = buffer
         self.queue = buffer.queue
         self._on_held = on_held
+        self._limit = LimitedClaims(state, buffer.queue, buffer.prefetch)
 
     def loop(self) -> None:
         stopping = self.state.stopping
@@ -60,14 +62,19 @@ class Consumer:
             if free == 0:
                 buffer.room.wait(0.05 if self.queue.throttle else 0.5)
                 return None
+        if self._limit.waiting():
+            return None
         try:
-            leases = state.hot.claim(name, worker_id=state.worker_id, limit=min(free, CLAIM_BATCH),
-                                     lease_ms=self.queue.lease_ms, now=now_ms())
+            leases = self._limit.claim(min(free, CLAIM_BATCH))
             state.hot_ok = True
         except OqronError as exc:
             self._hot_down(exc)
             return None
         if not leases:
+            if self._limit.held:  # ready jobs wait for the cluster-wide limit: not idle
+                buffer.idle = False
+                self._limit.waiting()
+                return None
             if not buffer.inflight:
                 buffer.idle = True
             if state.burst:
@@ -78,6 +85,8 @@ class Consumer:
         buffer.idle = False
         state.last_claim_at = now_ms()
         buffer.claimed(len(leases))
+        if state.metrics is not None:
+            state.metrics.claimed(name, len(leases))
         return leases
 
     def _keep_unread(self, leases: list[Lease], exc: OqronError, *, log: bool) -> list[Lease]:

@@ -42,6 +42,9 @@ class JobContext:
         self._run = inflight.run
         self.run_id: str = self._run["id"]
         self.tags: list[str] = list(job.tags)
+        self.worker_id: str = state.worker_id  # the run's workerId (django.tasks reports it)
+        #: The group this job belongs to (a callback reads its members with oqronkit.group_results).
+        self.group_id: str | None = job.group
 
     def __repr__(self) -> str:
         return f"<JobContext {self.queue}/{self.job_id} attempt {self.attempt}/{self.max_attempts}>"

@@ -15,7 +15,9 @@ from typing import Any
 from ..backoff import to_ms
 from ..codec import NestingTooDeep, dumps_compact, storage_problem
 from ..errors import Discard, InvalidJob, Postpone, RetryAfter
+from ..gates import Skip
 from ..runs import describe_error, safe_text
+from ..telemetry.tracing import end_consumer, start_consumer
 from .context import JobContext
 from .inflight import Inflight, Outcome
 
@@ -51,6 +53,8 @@ def _classify(inflight: Inflight, output: Any, exc: BaseException | None) -> Out
         if isinstance(exc, Postpone):
             return Outcome(inflight, "postponed", delay_ms=delay_ms, reason=safe_text(exc.reason)[:500])
         return Outcome(inflight, "failed", error=describe_error(exc), delay_ms=delay_ms)
+    if isinstance(exc, Skip):
+        return Outcome(inflight, "skipped", reason=safe_text(exc.reason)[:500])
     if isinstance(exc, Discard):
         return Outcome(inflight, "discarded", error=describe_error(exc, kind="Discarded"))
     if isinstance(exc, asyncio.CancelledError) and inflight.cancel_reason:
@@ -62,7 +66,7 @@ def _handler(inflight: Inflight) -> Callable[[JobContext], Any]:
     fn = inflight.queue.fn
     if fn is None:  # a worker consumes only queues with a handler (process._handled_queues)
         raise RuntimeError(f"queue {inflight.queue.name!r} has no handler in this process")
-    return fn
+    return inflight.queue.lifecycle.handler(fn)
 
 
 def output_problem(output: Any) -> Exception | None:
@@ -102,26 +106,32 @@ class Executor:
         """Run a sync handler in the calling thread (a queue's slot)."""
         if inflight.settled:  # lost its lease (or the worker stopped) before a thread took it
             return
+        span, error = start_consumer(inflight.job, inflight.run["id"] if inflight.run else None), None
         try:
             output = _handler(inflight)(self._make_ctx(inflight))
         except BaseException as exc:
-            outcome = classify(inflight, exc=exc)
+            outcome, error = classify(inflight, exc=exc), exc
         else:
             outcome = classify(inflight, output)
+        if span is not None:
+            end_consumer(span, outcome.kind, outcome.error["message"] if outcome.error else None, error)
         self._on_outcome(outcome)
 
     async def _run_async(self, inflight: Inflight) -> None:
         if inflight.settled:
             return
+        span, error = start_consumer(inflight.job, inflight.run["id"] if inflight.run else None), None
         try:
             task = asyncio.current_task()
             assert task is not None
             inflight.attach_task(asyncio.get_running_loop(), task)
             output = await _handler(inflight)(self._make_ctx(inflight))
         except BaseException as exc:
-            outcome = classify(inflight, exc=exc)
+            outcome, error = classify(inflight, exc=exc), exc
         else:
             outcome = classify(inflight, output)
+        if span is not None:
+            end_consumer(span, outcome.kind, outcome.error["message"] if outcome.error else None, error)
         self._on_outcome(outcome)
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:

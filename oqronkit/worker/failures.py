@@ -22,17 +22,20 @@ from ..clock import now_ms
 from ..dependencies import on_parent_done
 from ..durable import RecordWrite
 from ..errors import BackendUnavailable, OqronError
+from ..gates import skip_reason
 from ..jobs import Job, shed_error_detail
 from ..live import forget_cancels
 from ..namespaces import dlq_namespace, job_namespace
 from ..shedding import write_shedding
+from .events import fire_buried, fire_retried
 from .inflight import Inflight, Outcome
 from .run_writer import RunWriter
 from .state import WorkerState
 
 logger = logging.getLogger(__name__)
 RUN_STATUS = {"completed": "completed", "failed": "failed", "discarded": "failed", "timeout": "failed",
-              "cancelled": "cancelled", "interrupted": "cancelled", "lost": "failed", "postponed": "held"}
+              "cancelled": "cancelled", "interrupted": "cancelled", "lost": "failed", "postponed": "held",
+              "skipped": "cancelled"}
 T = TypeVar("T")
 
 
@@ -159,7 +162,7 @@ class Failures:
             settling.closed = True
         run = self.writer.close(outcome, status, reason)
         puts = [run] if run else []
-        if inflight.queue.dead_letter or outcome.kind == "cancelled":
+        if (inflight.queue.dead_letter or outcome.kind == "cancelled") and outcome.kind != "skipped":
             job.die(reason, now_ms())
             puts.append(RecordWrite(dlq_namespace(job.queue), job.id, job.to_value()))
         if outcome.kind == "cancelled":
@@ -171,7 +174,7 @@ class Failures:
 
         def buried() -> None:  # now, or once a write held by an outage lands
             state.count("dead")
-            state.hook(inflight, "dead", outcome.error)
+            fire_buried(state, outcome, reason)
             on_parent_done(state.durable, state.hot, job, "dead")
 
         self.writer.write(puts, [(job_namespace(job.queue), job.id)], then=buried)
@@ -197,7 +200,7 @@ class Failures:
             self.writer.write([settling.run], [])
         self.state.count({"interrupted": "interrupted", "postponed": "postponed"}.get(outcome.kind, "retried"))
         if outcome.kind not in ("interrupted", "postponed"):
-            self.state.hook(inflight, "failed", outcome.error)
+            fire_retried(self.state, outcome, reason)
         return True
 
     def _store_guarded(self, job: Job, token: Any) -> bool:
@@ -231,6 +234,8 @@ def plan(outcome: Outcome, now: int) -> tuple[bool, Signal | None, str]:
         job.status, job.run_at = "delayed", now + (outcome.delay_ms or 0)
         return False, Signal(job.id, job.priority, job.run_at, job.lifo), \
             f"postponed {outcome.delay_ms} ms, attempt not counted: {outcome.reason}"
+    if outcome.kind == "skipped":  # its condition said no: the job ends, no error kept
+        return True, None, skip_reason(outcome.reason or "")
     if outcome.error:
         job.record_error({**outcome.error, "attempt": job.attempts,
                           "runId": inflight.run["id"] if inflight.run else None})

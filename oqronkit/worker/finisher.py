@@ -163,4 +163,6 @@ class Finisher:
 
     def _done(self, outcome: Outcome) -> None:
         self.runs.ended(outcome.inflight)
+        if self.state.metrics is not None:
+            self.state.metrics.settled(outcome)
         self._forget(outcome.inflight)

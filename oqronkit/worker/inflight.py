@@ -27,6 +27,7 @@ class Inflight:
     started: bool = False  # its handler was given a slot
     abandoned: bool = False  # settled (timeout, lost lease) while its handler still runs
     began: float = 0.0  # monotonic start time
+    settle_began: float = 0.0  # monotonic, when its outcome won (set only with worker metrics on)
     lock: threading.Lock = field(default_factory=threading.Lock)
     cancelled: threading.Event = field(default_factory=threading.Event)
     cancel_reason: str | None = None
@@ -84,8 +85,8 @@ class Outcome:
     """What happened to one attempt, queued for the finisher."""
 
     inflight: Inflight
-    kind: str  # completed | failed | discarded | cancelled | timeout | interrupted | postponed
+    kind: str  # completed | failed | discarded | cancelled | timeout | interrupted | postponed | skipped
     output: Any = None
     error: ErrorValue | None = None
     delay_ms: int | None = None  # the handler asked for this retry delay (RetryAfter) or postponement
-    reason: str | None = None  # why it was postponed
+    reason: str | None = None  # why it was postponed or skipped

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .. import lifecycle
 from ..clock import now_ms
 from ..errors import ConfigurationError, OqronError
 from ..live import WorkerInfo, forget_worker
@@ -22,6 +23,8 @@ from ..services import Services
 from ..topics.dispatch import IDLE_WAIT as TOPIC_POLL_INTERVAL
 from ..topics.dispatch import Dispatcher
 from ..topics.subscription import subscriptions_for
+from .batch_buffer import BatchBuffer
+from .batching import BatchSlots
 from .buffer import QueueBuffer
 from .consumer import Consumer
 from .context import JobContext
@@ -37,6 +40,7 @@ from .supervisor import Supervisor
 if TYPE_CHECKING:
     from ..engine import Engine
     from ..queue import Queue
+    from ..telemetry.worker_metrics import WorkerMetrics
 
 logger = logging.getLogger(__name__)
 #: Slot threads beyond the concurrency (idle unless a slot is being handed over).
@@ -50,7 +54,8 @@ class WorkerProcess:
 
     def __init__(self, engine: Engine, *, queues: list[str] | None = None, concurrency: int | None = None,
                  burst: bool = False, record_runs: bool = True, services: bool = True, poll_interval: float = 1.0,
-                 drain_timeout: float = 30.0, topic_poll_interval: float = TOPIC_POLL_INTERVAL) -> None:
+                 drain_timeout: float = 30.0, metrics: WorkerMetrics | None = None,
+                 topic_poll_interval: float = TOPIC_POLL_INTERVAL) -> None:
         self.engine = engine
         self.config = engine.config
         self.queues = _handled_queues(engine, queues)
@@ -61,10 +66,11 @@ class WorkerProcess:
         self.drain_timeout = drain_timeout
         self.topic_poll_interval = topic_poll_interval
         self.state = WorkerState(engine, record_runs=record_runs, burst=burst, poll_interval=poll_interval)
+        self.state.metrics = metrics
         self.worker_id = self.state.worker_id
         self.started_at = now_ms()
-        self.buffers = {q.name: QueueBuffer(q, concurrency=self.concurrency[q.name], lock=self.state.lock)
-                        for q in self.queues}
+        self.buffers = {q.name: (BatchBuffer if q.batch else QueueBuffer)(
+            q, concurrency=self.concurrency[q.name], lock=self.state.lock) for q in self.queues}
         self._drained = threading.Condition(self.state.lock)
         self._finisher_stop = threading.Event()
         self._stopped = threading.Event()
@@ -72,6 +78,7 @@ class WorkerProcess:
                                  on_batch=self.settled_batch)
         self.executor = Executor(on_outcome=self.settle, make_ctx=lambda inflight: JobContext(inflight, self.state))
         self.slots = Slots(self.state, self.executor, started=self.finisher.started, settle=self.settle)
+        self.batch_slots = BatchSlots(self.state, self.slots, settle=self.settle)
         self.heartbeat = Heartbeat(self.state, self.finisher, queues=self.queues, inflights=self.all_inflight,
                                    settle=self.settle, worker_info=self.worker_info)
         self.supervisor = Supervisor(on_fatal=self.fail)
@@ -96,17 +103,21 @@ class WorkerProcess:
             if not buffer.queue.is_async:
                 # A few spare slots take over from handlers still stuck after a timeout.
                 for n in range(buffer.concurrency + SPARE_SLOTS):
-                    self._spawn(f"oqron-slot-{buffer.name}-{n}", self.slots.slot_loop, buffer)
+                    self._spawn(f"oqron-slot-{buffer.name}-{n}", self._slot_loop(buffer), buffer)
         subscriptions = [s for q in self.queues if (s := subscriptions_for(self.engine.registry).get(q.name))]
         if subscriptions:
             dispatcher = Dispatcher(self.engine, subscriptions, self.worker_id, idle_wait=self.topic_poll_interval)
             self._spawn("oqron-topics", dispatcher.loop, self.state.stopping)
         if self.run_services:
             self.services = Services(self.engine, worker_id=self.worker_id)
+            self.services.on_rescued = metrics.rescued if (metrics := self.state.metrics) is not None else None
             self._spawn("oqron-services", self.services.loop, self._stopped)
         logger.info("worker %s started: %s", self.worker_id,
                     ", ".join(f"{q.name}x{self.concurrency[q.name]}" for q in self.queues) or "no queues",
                     extra={"action": "worker.start"})
+
+    def _slot_loop(self, buffer: QueueBuffer) -> Callable[..., None]:
+        return self.batch_slots.slot_loop if isinstance(buffer, BatchBuffer) else self.slots.slot_loop
 
     def _spawn(self, name: str, target: Callable[..., None], *args: object) -> None:
         self.supervisor.spawn(name, target, *args)
@@ -143,6 +154,7 @@ class WorkerProcess:
         deadline = time.monotonic() + (self.drain_timeout if drain_timeout is None else drain_timeout)
         self._drain(deadline)
         self._stop_finisher(deadline)
+        lifecycle.drain(max(deadline - time.monotonic(), 0) + 5)  # callbacks of settled jobs run before exit
         self._report_unrecorded()
         self._stopped.set()
         for thread in self.supervisor.threads:
@@ -205,14 +217,18 @@ class WorkerProcess:
         inflight = outcome.inflight
         if not inflight.settle():
             return
+        if self.state.metrics is not None:
+            self.state.metrics.outcome(outcome)
         buffer = self.buffers[inflight.job.queue]
         queue = buffer.queue
         if inflight.started and not queue.is_async and outcome.kind in ("timeout", "lost"):
             # Its handler still occupies a slot thread: that thread retires when the
             # handler returns, and a fresh one takes the slot now.
             inflight.abandoned = True
-            if not self.stopping:
-                self._spawn(f"oqron-slot-{queue.name}-r", self.slots.slot_loop, buffer)
+            # A batch hands its slot on once, whichever of its jobs timed out first.
+            if not self.stopping and (not isinstance(buffer, BatchBuffer)
+                                      or self.batch_slots.abandoned(buffer, inflight)):
+                self._spawn(f"oqron-slot-{queue.name}-r", self._slot_loop(buffer), buffer)
         if inflight.started:
             buffer.prefetch.observe(time.monotonic() - inflight.began)
         with self.state.lock:

@@ -4,14 +4,18 @@ declared with ``oqronkit.worker`` a record in the ``worker`` namespace."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ..clock import now_ms
 from ..durable import DurablePlane, RecordWrite
 from ..namespaces import QUEUE, WORKER
+from ..queue_limits import limits_fields, limits_from_record
 
 if TYPE_CHECKING:
     from ..queue import Queue
+
+logger = logging.getLogger(__name__)
 
 
 def publish_queue_definitions(durable: DurablePlane, queues: dict[str, tuple[Queue, int]]) -> set[str]:
@@ -26,8 +30,16 @@ def publish_queue_definitions(durable: DurablePlane, queues: dict[str, tuple[Que
         writes.append(RecordWrite(QUEUE, name, {
             **current, "name": name, "paused": bool(current.get("paused")),
             "strategy": queue.strategy, "concurrency": queue.concurrency, "retries": queue.retries,
-            "deadLetter": queue.dead_letter, "handler": handler, "updatedAt": now_ms(),
+            "deadLetter": queue.dead_letter, "handler": handler, **limits_fields(queue.limits),
+            "updatedAt": now_ms(),
+            "batch": queue.batch.describe() if queue.batch else None,
         }))
+        if current and limits_from_record(current) != queue.limits:
+            # Each process enforces the limits it declares: a mix means the cluster's limit is not one number.
+            logger.warning("queue %s: this worker's limits (%s) differ from the recorded ones (%s); every process "
+                           "must declare the same rate_limit and global_concurrency", name,
+                           limits_fields(queue.limits), limits_fields(limits_from_record(current)),
+                           extra={"action": "worker.queue_limits_differ"})
         if current.get("paused"):
             paused.add(name)
         if queue.module == "worker":

@@ -67,6 +67,10 @@ class Slots:
         for inflight in runnable:
             self.executor.submit_async(inflight)
 
+    def start(self, inflights: list[Inflight]) -> list[Inflight]:
+        """Open the runs of attempts given a slot elsewhere (a batch's); the ones to run."""
+        return self._start(inflights)
+
     def _start(self, inflights: list[Inflight]) -> list[Inflight]:
         """Open the runs of attempts just given a slot; the ones to run (a job
         cancelled while held is recorded as cancelled and not run)."""
@@ -74,23 +78,29 @@ class Slots:
         for inflight in inflights:
             self._begin(inflight, now)
         self._started(inflights)
+        if self.state.metrics is not None:
+            self.state.metrics.started(inflights)
         runnable = []
         for inflight in inflights:
             if inflight.cancelled.is_set():
                 self._settle(Outcome(inflight, "cancelled"))
             else:
                 runnable.append(inflight)
+                self.state.hook(inflight, "started")
         return runnable
 
     def _begin(self, inflight: Inflight, now: int) -> None:
         """Open the attempt's run record and start its clocks."""
         job, queue, config = inflight.job, inflight.queue, self.state.config
         job.started_at = job.updated_at = now
+        extra = queue.run_fields(job) if queue.run_fields is not None else None
+        if job.group:  # the board links a group member's runs to its group page
+            extra = {**(extra or {}), "groupId": job.group}
         run = new_run(
             name=queue.name, module=queue.module, trigger=queue.trigger, input=job.data, attempts=job.attempts,
             app=config.project, environment=config.environment, worker_id=self.state.worker_id,
             job_id=job.id, correlation_id=job.correlation_id, started_at=now,
-            extra=queue.run_fields(job) if queue.run_fields is not None else None,
+            extra=extra,
         )
         job.run_id = run["id"]
         with inflight.lock:

@@ -3,11 +3,11 @@ per-queue buffers wait on, the stop flag, the pause state and the statistics."""
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from ..lifecycle import emit
 from .inflight import Inflight
 
 if TYPE_CHECKING:
@@ -15,8 +15,7 @@ if TYPE_CHECKING:
     from ..durable import DurablePlane
     from ..engine import Engine
     from ..hot import HotPlaneFacade
-
-logger = logging.getLogger(__name__)
+    from ..telemetry.worker_metrics import WorkerMetrics
 
 
 class WorkerState:
@@ -36,6 +35,7 @@ class WorkerState:
         self.last_claim_at: int | None = None
         self.stats: Counter[str] = Counter()
         self._stats_lock = threading.Lock()
+        self.metrics: WorkerMetrics | None = None  # --metrics-port; None costs each hook one test
 
     @property
     def durable(self) -> DurablePlane:
@@ -54,13 +54,7 @@ class WorkerState:
         with self._stats_lock:
             return dict(self.stats)
 
-    def hook(self, inflight: Inflight, name: str, payload: Any) -> None:
-        """Call the queue's ``on_<name>`` hook; a hook that raises is logged, never more."""
-        fn = inflight.queue.hooks.get(name)
-        if fn is None:
-            return
-        try:
-            fn(inflight.job, payload)
-        except Exception:  # a hook must never break settling
-            logger.exception("on_%s hook of queue %s failed", name, inflight.job.queue,
-                             extra={"action": "queue.hook_failed"})
+    def hook(self, inflight: Inflight, event: str, **details: Any) -> None:
+        """Fire a lifecycle event of the attempt (lifecycle.emit: its callbacks run on the
+        signals thread; a callback that raises is logged, never more)."""
+        emit(self.engine.registry, inflight.queue, event, inflight.job, **details)

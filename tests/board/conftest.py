@@ -44,6 +44,26 @@ def board_pg_url() -> Iterator[str]:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
+@pytest.fixture(scope="session")
+def default_test_database(request: pytest.FixtureRequest, django_db_blocker) -> Iterator[None]:
+    """Django's test database on the default alias, which holds the board's logins.
+    pytest-django sets up only the aliases that collected tests mark, and the Postgres
+    variants carry no mark: run without any SQLite test, the default had no tables."""
+    from django.test.utils import setup_databases, teardown_databases
+
+    request.getfixturevalue("django_db_setup")
+    with django_db_blocker.unblock():
+        if "django_content_type" in connections["default"].introspection.table_names():
+            yield
+            return
+        created = setup_databases(verbosity=0, interactive=False, aliases={"default"})
+    try:
+        yield
+    finally:
+        with django_db_blocker.unblock():
+            teardown_databases(created, verbosity=0)
+
+
 @pytest.fixture(
     params=[
         # The engine writes through its own connection, so the SQLite test database must
@@ -65,6 +85,7 @@ def shared_db(
         yield from _shared("default", sqlite_test_url(), "sqlite", settings, django_db_blocker, scope_names)
     else:
         url = request.getfixturevalue("board_pg_url")
+        request.getfixturevalue("default_test_database")
         yield from _shared("postgres", url, "postgres", settings, django_db_blocker, scope_names)
 
 

@@ -104,7 +104,7 @@ def board(request: pytest.FixtureRequest, shared_db: SharedDatabase) -> Iterator
     logins live in the default test database, set up here, and are deleted afterwards.
     """
     if shared_db.alias != "default":
-        request.getfixturevalue("django_db_setup")
+        request.getfixturevalue("default_test_database")
     users = get_user_model()
     suffix = shared_db.project[-6:]
     ensure_operators_group()

@@ -53,3 +53,23 @@ def test_an_offsite_next_is_ignored(board: Board):
     queue_control(board.plane, "emails")
     response = board.operator.post(reverse("queue-pause", args=["emails"]), {"next": "https://evil.example/"})
     assert response["Location"] == reverse("definitions")
+
+
+def test_a_batch_queue_shows_its_batch_options(board: Board):
+    from types import SimpleNamespace
+
+    from oqronkit import Batch, Registry
+    from oqronkit.queue import Queue
+    from oqronkit.worker.queue_definitions import publish_queue_definitions
+
+    host = SimpleNamespace(registry=Registry())  # a queue needs only its registry to be declared
+    bulk = Queue("bulk", handler=lambda jobs: None, batch=Batch(size=50, max_wait=0.25, group_by="tenant"),
+                 engine=host)  # type: ignore[arg-type]
+    plain = Queue("plain", handler=lambda ctx: None, engine=host)  # type: ignore[arg-type]
+    publish_queue_definitions(board.plane, {"bulk": (bulk, 1), "plain": (plain, 1)})  # what a worker writes
+    assert board.plane.get("queue", "bulk").value["batch"] == {"size": 50, "maxWait": 0.25, "groupBy": "tenant"}
+    shown = "batch: size 50, max wait 0.25 s, group by <code>tenant</code>"
+    assert shown in board.viewer.get(reverse("definitions")).content.decode()
+    page = board.viewer.get(reverse("queue-jobs", args=["bulk"])).content.decode()
+    assert shown in page and 'data-testid="queue-batch"' in page
+    assert 'data-testid="queue-batch"' not in board.viewer.get(reverse("queue-jobs", args=["plain"])).content.decode()

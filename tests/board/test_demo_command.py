@@ -12,6 +12,7 @@ from django.core.management import call_command
 
 from oqronboard.base.roles import is_operator
 from oqronkit.engine import default_registry
+from oqronkit.scheduler.declare import registry_for as scheduled_for
 from oqronkit.topics.subscription import subscriptions_for
 from oqronkit.topics.topic import topics_for
 from oqronkit.webhooks.webhook import webhooks_for
@@ -39,7 +40,8 @@ def own_registry():
     """The demo's queues, topics and subscriptions join the default registry: put it
     back as it was afterwards."""
     kept = [(d, dict(d)) for d in (default_registry.queues, topics_for(default_registry),
-                                   subscriptions_for(default_registry), webhooks_for(default_registry))]
+                                   subscriptions_for(default_registry), webhooks_for(default_registry),
+                                   scheduled_for(default_registry))]
     try:
         yield
     finally:
@@ -85,6 +87,9 @@ def test_the_demo_queues_fail_sometimes_and_report_progress(own_registry):
         {("order-events", 3), ("user-signups", 1)}
     assert {s.queue.name for s in (oqron.bill, oqron.ship, oqron.count_order, oqron.welcome)} == {
         "order-events@billing", "order-events@shipping", "order-events@analytics", "user-signups@welcome-mail"}
+    # The Schedules page is never empty in the demo.
+    assert {(d.definition.kind, d.definition.name) for d in (oqron.stock_digest, oqron.price_sync)} == {
+        ("cron", "stock-digest"), ("schedule", "price-sync")}
     source = Path(oqron.__file__).read_text()
     assert "ctx.progress(" in source and "raise " in source
 

@@ -126,3 +126,49 @@ def test_actions_need_the_csrf_token(board: Board):
     client.force_login(get_user_model().objects.get(username=f"olivia-{board.db.project[-6:]}"))
     assert client.post(reverse("limiter-action", args=["api", "reset"]), {"key": "alice"}).status_code == 403
     assert audit_entries(board) == []
+
+
+def put_limited_queue(board: Board, name: str, *, rate=None, concurrency=None) -> None:
+    from oqronkit.backends.claim_limits import ClaimLimits
+    from oqronkit.clock import now_ms
+    from oqronkit.queue_limits import limits_fields
+
+    board.plane.put("queue", name, {"name": name, "paused": False, "concurrency": 5, "strategy": "fifo",
+                                    "updatedAt": now_ms(), **limits_fields(ClaimLimits(concurrency, rate))})
+
+
+def test_queue_limits_show_with_their_held_back_claims(board: Board):
+    from oqronkit.backends.claim_limits import ClaimLimits
+    from oqronkit.backends.hot_types import Signal
+    from oqronkit.clock import now_ms
+
+    body = board.viewer.get(reverse("limits")).content.decode()
+    assert 'data-testid="no-queue-limits"' in body
+    put_limited_queue(board, "capped", concurrency=1)
+    put_limited_queue(board, "paced", rate=(3, 500))
+    put_limited_queue(board, "both", rate=(10, 60_000), concurrency=4)
+    put_limited_queue(board, "unlimited")
+    hot, now = board.scope.engine.hot, now_ms()
+    hot.signal("capped", [Signal("a"), Signal("b")], now)
+    for _ in range(3):  # one taken, then held back three times: the first claim was cut short too
+        hot.claim_limited("capped", worker_id="w", limit=2, lease_ms=30_000, now=now, limits=ClaimLimits(1))
+    body = board.viewer.get(reverse("limits")).content.decode()
+    assert 'data-testid="queue-limit-unlimited"' not in body
+    assert "3 starts per 500 ms" in body and "10 starts per 60000 ms" in body and "4 at once" in body
+    row = body[body.index('data-testid="queue-limit-capped"'):]
+    row = row[:row.index("</tr>")]
+    assert "1 at once" in row and 'data-testid="queue-held">3 claims<' in row
+    live = board.viewer.get(reverse("limits") + "?panel=live", HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-testid="queue-limit-paced"' in live and "<html" not in live
+
+
+def test_a_hostile_queue_name_is_text_and_another_scopes_queue_is_not_shown(board: Board):
+    from oqronkit.clock import now_ms
+
+    put_limited_queue(board, HOSTILE, concurrency=2)
+    other = BoardScope(board.db.project + "-other", board.db.environment)
+    other.engine.durable.put("queue", "secret-queue", {"name": "secret-queue", "globalConcurrency": 2,
+                                                      "updatedAt": now_ms()})
+    body = board.viewer.get(reverse("limits")).content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body and HOSTILE not in body
+    assert "secret-queue" not in body

@@ -9,7 +9,10 @@ from django.core.management import call_command
 
 
 @pytest.mark.django_db
-def test_makemigrations_is_clean():
+def test_makemigrations_is_clean(settings):
+    # With a router configured makemigrations checks every alias's history, and the
+    # postgres alias is outside this test's databases; the files are what is checked.
+    settings.DATABASE_ROUTERS = []
     out = io.StringIO()
     try:
         call_command("makemigrations", "--check", "--dry-run", stdout=out, stderr=out)

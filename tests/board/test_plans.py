@@ -19,7 +19,7 @@ from django.db import connections
 from django.test.utils import CaptureQueriesContext
 
 from definitions.queries import audit_entries, definitions, queue_controls
-from jobs.queries import DeadFilters, dead_groups, dead_list, dlq_depths, get_job, queue_jobs
+from jobs.queries import DeadFilters, dead_groups, dead_list, dlq_depths, get_job, job_queues, queue_jobs
 from oqronboard.base.audit import Action
 from oqronboard.base.cursors import decode_cursor
 from oqronboard.base.scope import BoardScope
@@ -149,6 +149,9 @@ def cases(scope: BoardScope) -> list[tuple[str, Callable[[], object], Indexes, I
         ("definitions", lambda: definitions(scope), "oqron_records_kind_idx", "oqron_records_kind_idx", False),
         ("queues and their oldest waiting job", lambda: queue_states(scope), "oqron_jobs_status_created_idx",
          "oqron_jobs_status_created_idx", False),
+        # Any index leading with (project, environment, namespace) serves the skip scan.
+        ("queues holding jobs (a skip scan)", lambda: job_queues(scope), "oqron_jobs_pkey",
+         ("sqlite_autoindex_oqron_jobs_1", "oqron_jobs_status_created_idx"), False),
     ]
 
 

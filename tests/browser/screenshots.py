@@ -124,6 +124,13 @@ SHOTS = [
          nav("nav-topics")),
     Shot("topic-log", "A topic's retained log, newest first, with its groups", topic_page),
     Shot("topic-message", "A message: payload, headers, its delivery to each group", message_page),
+    Shot("schedules", "Schedules: each cron and schedule, its next fires, last run and counters",
+         nav("nav-schedules")),
+    Shot("webhooks", "Webhooks: deliveries in flight and dead, each endpoint's breaker and success rate",
+         nav("nav-webhooks")),
+    Shot("logs", "The engine's module logs, newest first", nav("nav-logs")),
+    Shot("limits", "Rate limiters: algorithm, tiers, a key's usage", nav("nav-limits")),
+    Shot("caches", "Caches: TTL, tags, hits, misses and hit ratio", nav("nav-caches")),
     Shot("audit", "Audit log of operator actions", nav("nav-audit")),
 ]
 
@@ -157,6 +164,9 @@ def demo_workload(board: LiveBoard) -> None:
                  board=board)
         wait_for(lambda: plane.count("queue_dlq:order-events@billing") >= 1, timeout=60,
                  what="a dead delivery in order-events@billing", board=board)
+        # The Schedules page with a last run: the demo cron fires every minute.
+        wait_for(lambda: plane.list("runs", name="stock-digest", limit=1).records, timeout=90,
+                 what="a run of the demo cron stock-digest", board=board)
     finally:
         plane.close()
 

@@ -145,11 +145,11 @@ def test_table_name_for_namespace(namespace, table):
 def test_sole_namespace_of_kind_names_the_only_namespace_a_kind_can_have(kind):
     # A kind filter may add this namespace (an index serves it): it must never drop a row.
     namespace = sole_namespace_of_kind(kind)
-    expected = {"run": "runs", "state": "webhook_cb"}.get(kind)
+    expected = {"run": "runs"}.get(kind)  # state: webhook_cb, queue_groups and the queue_unique/debounce families
     assert namespace == expected
     if namespace is not None:
         assert classify_namespace(namespace) == kind
-        others = [ns for ns, _ in SPEC_ROWS] + ["x", "x:y", "runs:x", "webhook_cb:x"]
+        others = [ns for ns, _ in SPEC_ROWS] + ["x", "x:y", "runs:x", "webhook_cb:x", "queue_groups"]
         assert all(classify_namespace(other) != kind or other == namespace for other in others)
 
 
@@ -163,6 +163,20 @@ FAMILIES = [
     (ns.webhook_endpoints_namespace, ns.webhook_of_endpoints, "webhook_endpoints:", "definition"),
     (ns.module_logs_namespace, ns.module_of_logs, "module_logs:", "log"),
 ]
+# Not in the spec's table (README "Layout"): add's uniqueness windows and debounce keys.
+OWN_FAMILIES = [
+    (ns.unique_namespace, "queue_unique:", "state"),
+    (ns.debounce_namespace, "queue_debounce:", "state"),
+]
+
+
+@pytest.mark.parametrize(("build", "prefix", "kind"), OWN_FAMILIES)
+@pytest.mark.parametrize("name", ["emails", "a:b", ""])
+def test_own_families(build, prefix, kind, name):
+    assert build(name) == prefix + name
+    assert classify_namespace(build(name)) == kind
+    assert table_name_for_namespace(build(name)) == "oqron_records"
+    assert classify_namespace(prefix[:-1]) == "record"
 
 
 @pytest.mark.parametrize(("build", "parse", "prefix", "kind"), FAMILIES)
@@ -214,3 +228,13 @@ def test_audit_namespaces_are_plain_records():
     assert ns.job_audit_namespace("a:b", "j:1") == "audit:job:a:b:j:1"
     assert classify_namespace(ns.AUDIT) == "record"
     assert classify_namespace(ns.job_audit_namespace("emails", "j1")) == "record"
+
+
+@pytest.mark.parametrize(
+    ("namespace", "kind"),
+    [("queue_groups", "state"), ("queue_group_members:01abc", "record"), ("queue_groups:x", "record")],
+)
+def test_group_namespaces_beyond_the_spec(namespace, kind):
+    """Groups (README "Layout", a deviation): in oqron_records, off the definitions page."""
+    assert classify_namespace(namespace) == kind
+    assert ns.group_members_namespace("g1") == "queue_group_members:g1"

@@ -13,6 +13,7 @@ from django.utils.module_loading import autodiscover_modules
 
 from oqronkit import OqronError
 from oqronkit.runner import add_worker_arguments, child_argv, import_modules, run_single, supervise
+from oqronkit.telemetry.json_logs import use_json_logs
 
 from ... import engine
 
@@ -25,6 +26,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         logging.getLogger("oqronkit").setLevel(options["log_level"].upper())
+        if options["log_format"] == "json":
+            use_json_logs()
         if options["processes"] < 1:
             raise CommandError("--processes must be at least 1.")
         if options["processes"] > 1:
@@ -49,7 +52,8 @@ class Command(BaseCommand):
         try:
             code = run_single(engine.get_engine(), queues=options["queues"], concurrency=options["concurrency"],
                               burst=options["burst"], drain_timeout=options["drain_timeout"],
-                              cpu_affinity=options["cpu_affinity"])
+                              cpu_affinity=options["cpu_affinity"], metrics_port=options["metrics_port"],
+                              metrics_addr=options["metrics_addr"], log_format=options["log_format"])
         except OqronError as exc:
             raise CommandError(str(exc)) from exc
         if code:

@@ -15,6 +15,7 @@ import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import psycopg
@@ -30,6 +31,7 @@ from ..types import Scope
 from .arrays import BigintArray, TextArray
 from .broadcast import PostgresBroadcast
 from .pool import LazyPool
+from .qlimits import PostgresQueueLimits
 from .upkeep import table_upkeep
 
 _PACKAGE = "oqronkit.backends.postgres"
@@ -55,10 +57,11 @@ def channel_for(scope: Scope, queue: str) -> str:
 
 
 #: The tables of hot_schema.sql, for table upkeep.
-HOT_TABLES = ("oqron_hot_jobs", "oqron_hot_kv", "oqron_hot_locks", "oqron_hot_counters", "oqron_hot_rates")
+HOT_TABLES = ("oqron_hot_jobs", "oqron_hot_kv", "oqron_hot_locks", "oqron_hot_counters", "oqron_hot_rates",
+              "oqron_hot_qlimits")
 
 
-class PostgresHotPlane(PostgresBroadcast):
+class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
     """Hot plane on PostgreSQL (``postgres`` mode).
 
     The pool opens on first use, so building a plane never touches the network. Pool
@@ -332,6 +335,9 @@ class PostgresHotPlane(PostgresBroadcast):
                                            expires_at=now + ttl_ms))
 
     # -- connections -----------------------------------------------------------------
+
+    def _connection(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._pool.connection()
 
     def _run(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """One named statement, autocommitted; its rows (none for a bare write)."""

@@ -141,6 +141,15 @@ class PostgresDurableStore:
                     inserted.update((ns, id) for ns, id in cursor.fetchall())
         return inserted
 
+    def insert_guarded(self, scope: Scope, guard: EncodedRow, rows: Sequence[EncodedRow]) -> bool:
+        with self._pool.connection() as conn, conn.transaction():
+            # ON CONFLICT DO NOTHING: a taken guard returns no row and writes nothing.
+            if not conn.execute(statement("insert_rows", guard.table), row_columns(scope, [guard])).fetchall():
+                return False
+            for query, table, chunk in _writes(rows, trust_new=False):  # not _apply: it may BEGIN/COMMIT itself
+                conn.execute(statement(query, table), row_columns(scope, chunk))
+            return True
+
     def insert_new(self, scope: Scope, table: str, rows: Iterable[EncodedRow]) -> None:
         # COPY skips the per-row conflict arbitration of INSERT ... ON CONFLICT, and rows
         # stream: the server inserts the first ones while the caller builds the rest. A

@@ -48,7 +48,8 @@ from .connection import (
     read_retry,
 )
 from .keys import counter_key, kv_keys, lock_key, queue_keys, rate_key
-from .scripts import Scripts
+from .qlimits import RedisQueueLimits
+from .scripts import PROMOTE_BATCH, Scripts
 from .waker import Waker
 
 T = TypeVar("T")
@@ -56,11 +57,8 @@ T = TypeVar("T")
 SCRIPTS = (
     "signal", "claim", "extend", "ack", "release", "take_expired", "remove", "promote", "present", "depths",
     "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete", "kv_prune", "rate_hit",
-    "rate_override",
+    "rate_override", "claim_limited",
 )
-#: Most due delayed jobs one claim promotes: bounds the script's run time (Redis runs
-#: nothing else meanwhile); the rest are promoted by the next claims.
-PROMOTE_BATCH = 1000
 #: Signals per script call: a bigger batch is split, pipelined in one round trip.
 SIGNAL_BATCH = 5000
 #: Locks and ephemeral groups also get a Redis TTL (ttl + this grace) so keys nobody
@@ -70,7 +68,7 @@ GC_GRACE_MS = 60_000
 _KV_DELETE_BATCH = 1000
 
 
-class RedisHotPlane(RedisBroadcast):
+class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
     """Hot plane on Redis. Safe to share between threads; building one never touches
     the network (the pool connects on first use)."""
 

@@ -46,6 +46,8 @@ class QueueKeys:
     expiry: str  # zset: job id -> lease expiry
     seq: str  # string: enqueue sequence
     token: str  # string: last fencing token
+    starts: str  # zset: lease token -> claim time (the rate limit's log)
+    held: str  # hash: minute start -> claims held back by the queue's limits
     channel: str  # pub/sub channel (not a key) the queue's wake-ups go to
 
 
@@ -53,7 +55,7 @@ class QueueKeys:
 def queue_keys(scope: Scope, queue: str) -> QueueKeys:
     base = f"{scope_prefix(scope)}{{{scope.project}:{scope.environment}:{queue}}}:"
     return QueueKeys(*(base + part for part in ("ready", "delayed", "meta", "leases", "expiry", "seq", "token",
-                                                "wake")))
+                                                "starts", "held", "wake")))
 
 
 def lock_key(scope: Scope, name: str) -> str:

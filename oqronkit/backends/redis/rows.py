@@ -82,3 +82,24 @@ def filter_index(base: str, table: str, order: str, field: str, namespace: str, 
     """The key of one filter index, exactly as lua/durable_write.lua names it."""
     which = "s" if order == "started" else "i"
     return f"{base}fx:{table}:{which}:{field}:{len(namespace.encode())}:{namespace}:{value}"
+
+
+_Op = tuple[str, str, str, str]  # code, id, payload, expected (see lua/durable_write.lua)
+
+
+class Batch:
+    """Operations for one durable_write call, grouped per (table, namespace)."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[str, str], tuple[list[str], list[_Op]]] = {}
+
+    def add(self, table: str, namespace: str, kind: str, code: str, id: str, payload: str = "",
+            expected: str = "") -> None:
+        kinds, ops = self.groups.setdefault((table, namespace), ([], []))
+        if kind:
+            kinds.append(kind)
+        ops.append((code, id, payload, expected))
+
+    def refs(self) -> list[tuple[str, str]]:
+        """(namespace, id) of every operation, in the order of the script's results."""
+        return [(ns, op[1]) for (_t, ns), (_k, ops) in self.groups.items() for op in ops]

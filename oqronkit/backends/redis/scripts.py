@@ -20,6 +20,9 @@ import redis
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
+#: Most due delayed jobs one claim promotes: bounds the script's run time (Redis runs
+#: nothing else meanwhile); the rest are promoted by the next claims.
+PROMOTE_BATCH = 1000
 _REQUIRES = re.compile(r"^--\s*requires:\s*(?P<name>[\w.]+)\s*$", re.MULTILINE)
 
 

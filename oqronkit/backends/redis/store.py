@@ -45,6 +45,7 @@ from .keys import durable_base
 from .rows import (
     FILTER_FIELDS,
     KEY_WIDTH,
+    Batch,
     decode_row,
     encode_row,
     filter_index,
@@ -63,27 +64,6 @@ SCAN_PAGE = 500
 PRUNE_BATCH = 1000
 #: compare_and_set retries its atomic swap while other writers keep changing the row.
 CAS_ATTEMPTS = 100
-
-_Op = tuple[str, str, str, str]  # code, id, payload, expected (see lua/durable_write.lua)
-
-
-class _Batch:
-    """Operations for one durable_write call, grouped per (table, namespace)."""
-
-    def __init__(self) -> None:
-        self.groups: dict[tuple[str, str], tuple[list[str], list[_Op]]] = {}
-
-    def add(self, table: str, namespace: str, kind: str, code: str, id: str, payload: str = "",
-            expected: str = "") -> None:
-        kinds, ops = self.groups.setdefault((table, namespace), ([], []))
-        if kind:
-            kinds.append(kind)
-        ops.append((code, id, payload, expected))
-
-    def refs(self) -> list[tuple[str, str]]:
-        """(namespace, id) of every operation, in the order of the script's results."""
-        return [(ns, op[1]) for (_t, ns), (_k, ops) in self.groups.items() for op in ops]
-
 
 class RedisDurableStore:
     """Durable store on Redis (``redis`` mode). Building one never touches the network."""
@@ -137,7 +117,7 @@ class RedisDurableStore:
     def apply(
         self, scope: Scope, puts: Sequence[EncodedRow], deletes: Sequence[tuple[str, str, str]]
     ) -> None:
-        batch = _Batch()
+        batch = Batch()
         for row in puts:  # puts first, then deletes, as the other backends do
             batch.add(row.table, row.namespace, row.kind, "P", row.id, encode_row(row))
         for table, namespace, id in deletes:
@@ -146,10 +126,16 @@ class RedisDurableStore:
         self._write(scope, batch, retry=True)
 
     def insert_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> set[tuple[str, str]]:
-        batch = _Batch()
+        batch = Batch()
         for row in rows:
             batch.add(row.table, row.namespace, row.kind, "N", row.id, encode_row(row))
         return {ref for ref, done in zip(batch.refs(), self._write(scope, batch), strict=True) if done}
+
+    def insert_guarded(self, scope: Scope, guard: EncodedRow, rows: Sequence[EncodedRow]) -> bool:
+        batch = Batch()  # the guard's op comes first: a taken guard ('F') stops the rest
+        for code, row in [("F", guard), *(("P", r) for r in rows)]:
+            batch.add(row.table, row.namespace, row.kind, code, row.id, encode_row(row))
+        return bool(self._write(scope, batch)[0])
 
     def insert_new(self, scope: Scope, table: str, rows: Iterable[EncodedRow]) -> None:
         rows = list(rows)
@@ -157,7 +143,7 @@ class RedisDurableStore:
         if len(inserted) == len(rows):
             return
         # Undo this batch's rows: their ids are fresh, so nothing else refers to them.
-        undo = _Batch()
+        undo = Batch()
         for row in rows:
             if (row.namespace, row.id) in inserted:
                 undo.add(row.table, row.namespace, "", "D", row.id)
@@ -166,7 +152,7 @@ class RedisDurableStore:
         raise DuplicateRecord(f"{taken.namespace}/{taken.id} already exists; nothing of the batch was written.")
 
     def delete_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> int:
-        batch = _Batch()
+        batch = Batch()
         for id in dict.fromkeys(ids):
             batch.add(table, namespace, "", "D", id)
         return sum(self._write(scope, batch))
@@ -184,7 +170,7 @@ class RedisDurableStore:
         if isinstance(expect, _Absent):
             if row is None:  # "delete if absent" changes nothing; it only checks
                 return not self._call("compare_and_set", lambda: self._client.hexists(rows_key, id), retry=True)
-            batch = _Batch()
+            batch = Batch()
             batch.add(table, namespace, row.kind, "N", id, encode_row(row))
             return bool(self._write(scope, batch)[0])
         # Compare in Python (fields_match: the semantics of every backend), then swap in
@@ -196,7 +182,7 @@ class RedisDurableStore:
                              retry=True)
             if raw is None or not fields_match(json.loads(row_json(raw)), expect):
                 return False
-            batch = _Batch()
+            batch = Batch()
             if row is None:
                 batch.add(table, namespace, "", "S", id, "", raw)
             else:
@@ -258,7 +244,7 @@ class RedisDurableStore:
         while True:
             members = self._call("prune_expired", lambda: cast("list[str]", self._client.zrangebyscore(
                 exp_key, "-inf", now_ms, start=0, num=PRUNE_BATCH)), retry=True)
-            batch = _Batch()
+            batch = Batch()
             for member in members:
                 namespace, id = split_expiry_member(member)
                 # X re-checks the row's expiry in the script: a row renewed meanwhile stays.
@@ -277,7 +263,7 @@ class RedisDurableStore:
         cutoff = inserted_key(cutoff_ms)
         members = self._call("prune_older_than", lambda: cast("list[str]", self._client.zrangebylex(
             ins_key, "-", "(" + cutoff, start=0, num=limit)), retry=True)
-        batch = _Batch()
+        batch = Batch()
         for member in members:
             # O re-checks in the script, so a row re-inserted meanwhile (newer) stays.
             batch.add(table, namespace, "", "O", member[KEY_WIDTH:], cutoff)
@@ -348,19 +334,19 @@ class RedisDurableStore:
                 f"{base}st:{table}:{namespace}", f"{base}nsk:{table}", f"{base}exp:{table}"]
 
     def _put_args(self, scope: Scope, rows: Sequence[EncodedRow]) -> tuple[builtins.list[str], builtins.list[str]]:
-        batch = _Batch()
+        batch = Batch()
         for row in rows:
             batch.add(row.table, row.namespace, row.kind, "P", row.id, encode_row(row))
         return self._args(scope, batch)
 
-    def _write(self, scope: Scope, batch: _Batch, *, retry: bool = False) -> builtins.list[int]:
+    def _write(self, scope: Scope, batch: Batch, *, retry: bool = False) -> builtins.list[int]:
         if not batch.groups:
             return []
         keys, args = self._args(scope, batch)
         done: list[int] = self._script("durable_write", keys, args, retry=retry)
         return done
 
-    def _args(self, scope: Scope, batch: _Batch) -> tuple[builtins.list[str], builtins.list[str]]:
+    def _args(self, scope: Scope, batch: Batch) -> tuple[builtins.list[str], builtins.list[str]]:
         keys: list[str] = []
         args: list[str] = [durable_base(scope)]
         for (table, namespace), (kinds, ops) in batch.groups.items():

@@ -27,6 +27,7 @@ from redis.backoff import NoBackoff
 from redis.crc import key_slot
 from redis.retry import Retry
 
+from oqronkit.backends.claim_limits import ClaimLimits
 from oqronkit.backends.hot_types import Lease, Signal
 from oqronkit.backends.redis import RedisHotPlane
 from oqronkit.backends.redis.hot import SIGNAL_BATCH
@@ -128,7 +129,10 @@ def claim_ids(hot, scope, queue="q", limit=100, now=NOW) -> list[str]:
 
 def test_every_key_has_the_scope_prefix_and_a_queue_lives_in_one_slot(hot, scope, redis_url):
     hot.signal(scope, "mail", [Signal("a"), Signal("b", priority=3), Signal("c", run_at=NOW + 5_000)], NOW)
-    hot.claim(scope, "mail", worker_id="w", limit=1, lease_ms=LEASE, now=NOW)
+    # A limited claim, cut short: the rate's start log and the held-back counts join the queue's slot.
+    held = hot.claim_limited(scope, "mail", worker_id="w", limit=2, lease_ms=LEASE, now=NOW,
+                             limits=ClaimLimits(rate=(1, 1_000)))
+    assert len(held.leases) == 1 and held.held
     hot.signal(scope, "other", [Signal("x")], NOW)
     hot.acquire_lock(scope, "leader", "n1", ttl_ms=1_000, now=NOW)
     hot.incr(scope, "done")
@@ -141,8 +145,10 @@ def test_every_key_has_the_scope_prefix_and_a_queue_lives_in_one_slot(hot, scope
     tag = f"{{{scope.project}:{scope.environment}:mail}}"
     mail = {key for key in keys if tag in key}
     assert {key.removeprefix(prefix + tag + ":") for key in mail} == {
-        "ready", "delayed", "meta", "leases", "expiry", "seq", "token"}
+        "ready", "delayed", "meta", "leases", "expiry", "seq", "token", "starts", "held"}
     assert len({key_slot(key.encode()) for key in mail}) == 1
+    with redis.Redis.from_url(redis_url, decode_responses=True) as client:  # the limits' state expires by itself
+        assert all(client.pttl(prefix + tag + ":" + part) > 0 for part in ("starts", "held"))
     counters = [key for key in keys if ":counter:" in key]
     assert len(counters) == 2 and len({key_slot(key.encode()) for key in counters}) == 1
     kv = [key for key in keys if ":kv:" in key]

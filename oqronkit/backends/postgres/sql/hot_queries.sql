@@ -322,3 +322,37 @@ SET state = CASE WHEN r.expires_at > %(now)s THEN r.state ELSE '{}' END || EXCLU
 -- name: rate_prune
 -- Expired rate-limit states.
 DELETE FROM oqron_hot_rates WHERE expires_at <= %(now)s;
+
+-- name: qlimit_ensure
+-- A limited claim's first statement: the queue's limit row, created if missing.
+INSERT INTO oqron_hot_qlimits (project, environment, queue, state)
+VALUES (%(project)s, %(environment)s, %(queue)s, '')
+ON CONFLICT (project, environment, queue) DO NOTHING;
+
+-- name: qlimit_lock
+-- Its second: the row locked until the claim's transaction ends, read once the previous
+-- claimer committed (a lock, not a write: an idle poll leaves no dead tuple).
+SELECT state FROM oqron_hot_qlimits
+WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+FOR UPDATE;
+
+-- name: qlimit_write
+UPDATE oqron_hot_qlimits SET state = %(state)s
+WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s;
+
+-- name: qlimit_read
+SELECT state FROM oqron_hot_qlimits
+WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s;
+
+-- name: live_leases
+-- A queue's leases still live at now: its global concurrency in use (the lease index).
+SELECT count(*) FROM oqron_hot_jobs
+WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+  AND token IS NOT NULL AND expires_at > %(now)s;
+
+-- name: queue_has_ready
+SELECT EXISTS (
+    SELECT 1 FROM oqron_hot_jobs
+    WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+      AND token IS NULL AND run_at IS NULL
+);

@@ -84,6 +84,18 @@ CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_kv (
     PRIMARY KEY (project, environment, grp, key)
 );
 
+-- Cluster-wide queue limits (backends/claim_limits.py): per queue, the JSON log of claim
+-- times inside the rate window and the per-minute held-back counts. A limited claim
+-- locks its queue's row first (postgres/qlimits.py), so limited claims of one queue run
+-- one after another, each counting the leases and starts its predecessors committed.
+CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_qlimits (
+    project     text COLLATE "C" NOT NULL,
+    environment text COLLATE "C" NOT NULL,
+    queue       text COLLATE "C" NOT NULL,
+    state       text NOT NULL,
+    PRIMARY KEY (project, environment, queue)
+);
+
 -- Rate limiters' state of one key: jsonb {"<algorithm>:<period>": [n, ...], "ban":
 -- [start, strikes, until], "ov": [limit, ...]}, gone once expires_at <= now (pruned by
 -- upkeep). Checked by oqron_rate_hit_v3 below, a port of backends/rate_step.py.

@@ -17,34 +17,14 @@
 -- Returns JSON [first token (text), job id, job id, ...] in claim order; the tokens are
 -- consecutive from the first.
 
-local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[5]))
-if #due > 0 then
-  -- Due order is (run_at, id): the order they would have become ready in.
-  local metas = redis.call('HMGET', KEYS[3], unpack(due))
-  local priorities, lifos = {}, {}
-  for i = 1, #due do
-    priorities[i], lifos[i] = unpack_meta(metas[i])
-  end
-  make_ready(KEYS[1], KEYS[6], due, priorities, lifos)
-  redis.call('ZREM', KEYS[2], unpack(due))
-  redis.call('HDEL', KEYS[3], unpack(due))
-end
+promote_due(KEYS[1], KEYS[2], KEYS[3], KEYS[6], ARGV[1], tonumber(ARGV[5]))
 
-local taken = redis.call('ZPOPMIN', KEYS[1], ARGV[2])
-local n = #taken / 2
-if n == 0 then
+local first, ids = lease_ready(KEYS[1], KEYS[4], KEYS[5], KEYS[7], ARGV[2], ARGV[3], ARGV[4])
+if not first then
   return '[]'
 end
-local first = redis.call('INCRBY', KEYS[7], n) - n + 1
-local leases, expiries, out = {}, {}, {exact(first)}
-for i = 1, n do
-  local id = taken[2 * i - 1]
-  leases[#leases + 1] = id
-  leases[#leases + 1] = exact(first + i - 1) .. '|' .. ARGV[4]
-  expiries[#expiries + 1] = ARGV[3]
-  expiries[#expiries + 1] = id
-  out[#out + 1] = id
+local out = {exact(first)}
+for i = 1, #ids do
+  out[i + 1] = ids[i]
 end
-call_chunked('HSET', KEYS[4], leases)
-call_chunked('ZADD', KEYS[5], expiries)
 return reply(out)

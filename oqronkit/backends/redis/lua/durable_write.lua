@@ -27,6 +27,7 @@
 -- operations, then per operation four values: code, id, payload, expected. Codes:
 --   P  upsert payload (an existing row keeps its inserted_at)
 --   N  insert payload only if the id is free
+--   F  as N, but a taken id stops the batch: every later operation is not done
 --   S  swap: only if the stored row is exactly `expected`, write payload (delete if '')
 --   D  delete
 --   X  delete if the row's expires_at is at or before payload (now, epoch ms)
@@ -92,6 +93,7 @@ local function delete(k, old, id)
 end
 
 local results = {}
+local stopped = false  -- set by a taken 'F' (a guarded insert)
 local a, g = 2, 0
 while a <= #ARGV do
   g = g + 1
@@ -105,7 +107,10 @@ while a <= #ARGV do
     a = a + 4
     local old = redis.call('HGET', k.rows, id)
     local done = 0
-    if code == 'P' or (code == 'N' and not old) or (code == 'S' and old == expected and payload ~= '') then
+    if stopped then
+      done = 0
+    elseif code == 'P' or ((code == 'N' or code == 'F') and not old)
+        or (code == 'S' and old == expected and payload ~= '') then
       write(k, old, id, payload)
       done = 1
     elseif old and (code == 'D' or (code == 'S' and old == expected)) then
@@ -124,6 +129,8 @@ while a <= #ARGV do
     elseif old and code == 'O' and string.sub(old, 1, 16) < payload then
       delete(k, old, id)
       done = 1
+    elseif code == 'F' then
+      stopped = true
     end
     results[#results + 1] = done
   end

@@ -105,3 +105,42 @@ local function earliest(delayed_key)
   end
   return nil
 end
+
+-- Move up to max_n due delayed jobs to ready, keeping their priority and LIFO flag.
+local function promote_due(ready_key, delayed_key, meta_key, seq_key, now, max_n)
+  local due = redis.call('ZRANGEBYSCORE', delayed_key, '-inf', now, 'LIMIT', 0, max_n)
+  if #due > 0 then
+    -- Due order is (run_at, id): the order they would have become ready in.
+    local metas = redis.call('HMGET', meta_key, unpack(due))
+    local priorities, lifos = {}, {}
+    for i = 1, #due do
+      priorities[i], lifos[i] = unpack_meta(metas[i])
+    end
+    make_ready(ready_key, seq_key, due, priorities, lifos)
+    redis.call('ZREM', delayed_key, unpack(due))
+    redis.call('HDEL', meta_key, unpack(due))
+  end
+end
+
+-- Lease the first n ready jobs to worker until expires_at under fresh consecutive
+-- tokens; returns the first token (nil when none was ready) and the ids in claim order.
+local function lease_ready(ready_key, leases_key, expiry_key, token_key, n, expires_at, worker)
+  local taken = redis.call('ZPOPMIN', ready_key, n)
+  local count = #taken / 2
+  if count == 0 then
+    return nil, {}
+  end
+  local first = redis.call('INCRBY', token_key, count) - count + 1
+  local leases, expiries, ids = {}, {}, {}
+  for i = 1, count do
+    local id = taken[2 * i - 1]
+    leases[#leases + 1] = id
+    leases[#leases + 1] = exact(first + i - 1) .. '|' .. worker
+    expiries[#expiries + 1] = expires_at
+    expiries[#expiries + 1] = id
+    ids[i] = id
+  end
+  call_chunked('HSET', leases_key, leases)
+  call_chunked('ZADD', expiry_key, expiries)
+  return first, ids
+end

@@ -235,3 +235,21 @@ ON CONFLICT (project, environment, name, key) DO UPDATE SET state = excluded.sta
 
 -- name: rate_prune
 DELETE FROM oqron_hot_rates WHERE expires_at <= ?1;
+
+-- name: qlimit_read
+SELECT state FROM oqron_hot_qlimits WHERE project = ?1 AND environment = ?2 AND queue = ?3;
+
+-- name: qlimit_write
+INSERT INTO oqron_hot_qlimits (project, environment, queue, state) VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (project, environment, queue) DO UPDATE SET state = excluded.state;
+
+-- name: live_leases
+-- A queue's leases still live at ?4 (its global concurrency in use).
+SELECT count(*) FROM oqron_hot_leases INDEXED BY oqron_hot_leases_expiry_idx
+WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND expires_at > ?4;
+
+-- name: any_ready
+SELECT EXISTS (
+    SELECT 1 FROM oqron_hot_jobs INDEXED BY oqron_hot_jobs_ready_idx
+    WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND run_at IS NULL
+);

@@ -103,4 +103,15 @@ CREATE TABLE IF NOT EXISTS oqron_hot_rates (
     PRIMARY KEY (project, environment, name, key)
 ) WITHOUT ROWID;
 
+-- Cluster-wide queue limits (backends/claim_limits.py): per queue, the JSON log of claim
+-- times inside the rate window and the per-minute held-back counts, rewritten by each
+-- limited claim inside its write transaction.
+CREATE TABLE IF NOT EXISTS oqron_hot_qlimits (
+    project     TEXT NOT NULL,
+    environment TEXT NOT NULL,
+    queue       TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    PRIMARY KEY (project, environment, queue)
+) WITHOUT ROWID;
+
 COMMIT;

@@ -1,0 +1,185 @@
+"""What every API view shares: who is asking (a session, or ``Authorization: Bearer
+<token>`` mapped to a user by ``OQRON_API_TOKENS``), CSRF for sessions, the scope, the
+methods allowed, and every refusal as JSON ``{"error": message}``: never HTML, never
+an unhandled 500."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Callable, Mapping
+from functools import wraps
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import PermissionDenied
+from django.db import DataError
+from django.http import Http404, HttpRequest, JsonResponse, QueryDict
+from django.middleware.csrf import CsrfViewMiddleware
+from django.views.decorators.csrf import csrf_exempt
+
+from definitions.queries import known_scopes
+from oqronkit import ConfigurationError, OqronError
+
+from .. import engine
+from ..base.middleware import unstorable
+from ..base.pages import BadFilter, BoardRequest
+from ..base.roles import is_operator
+from ..base.scope import BoardScope, configured_scope, current_scope
+
+logger = logging.getLogger(__name__)
+SOURCE = "api"
+# A token shorter than this never authenticates (a guessable secret is no secret).
+MIN_TOKEN_CHARS = 20
+SAFE_METHODS = ("GET", "HEAD")
+
+
+class ApiError(Exception):
+    """A refusal with its HTTP status and message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def error(status: int, message: str, **headers: str) -> JsonResponse:
+    response = JsonResponse({"error": message}, status=status)
+    for name, value in headers.items():
+        response[name.replace("_", "-")] = value
+    return response
+
+
+def token_user(header: str) -> Any:
+    """The active user ``OQRON_API_TOKENS`` maps the bearer token to; ApiError 401 otherwise."""
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise ApiError(401, "Authorization must be 'Bearer <token>'.")
+    username = None
+    tokens: Mapping[str, str] = getattr(settings, "OQRON_API_TOKENS", {}) or {}
+    for known, name in tokens.items():
+        # Compared in constant time, every entry checked: no timing tells a prefix.
+        if len(known) >= MIN_TOKEN_CHARS and hmac.compare_digest(known.encode(), token.encode()):
+            username = name
+    user = get_user_model().objects.filter(username=username, is_active=True).first() if username else None
+    if user is None:
+        raise ApiError(401, "Unknown API token.")
+    return user
+
+
+def _authenticate(request: HttpRequest) -> bool:
+    """Set ``request.user``; True when it came from a token (no CSRF check then)."""
+    header = request.headers.get("Authorization", "")
+    if header:
+        request.user = token_user(header)
+        return True
+    if not request.user.is_authenticated:
+        raise ApiError(401, "Log in, or send 'Authorization: Bearer <token>'.")
+    return False
+
+
+def _unused(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({})
+
+
+def _check_csrf(request: HttpRequest) -> None:
+    # The board's own CSRF rule for a session's unsafe request: the X-CSRFToken header.
+    refused = CsrfViewMiddleware(_unused).process_view(request, _unused, (), {})
+    if refused is not None:
+        raise ApiError(403, "CSRF check failed: send the csrftoken cookie's value in X-CSRFToken, "
+                            "or authenticate with a bearer token.")
+
+
+def _scope(request: HttpRequest, by_token: bool) -> BoardScope:
+    """``?scope=project/environment`` when given (a scope the database knows), else the
+    session's (a browser) or the configured one (a token)."""
+    raw = request.GET.get("scope", "")
+    if not raw:
+        return configured_scope() if by_token else current_scope(request)
+    chosen = BoardScope.parse(raw)
+    if chosen is None or chosen not in known_scopes():
+        raise ApiError(400, "Unknown scope: use project/environment as the board's switcher lists them.")
+    return chosen
+
+
+def api_view(*methods: str, operator: bool = False) -> Callable[[Callable[..., Any]], Callable[..., JsonResponse]]:
+    """An API view: ``methods`` allowed (405 otherwise), authenticated (401), an operator
+    when ``operator`` (403), CSRF for a session's POST, ``request.scope`` set; the view
+    returns a JSON-ready dict (or a JsonResponse) and every refusal is JSON."""
+
+    def decorate(view: Callable[..., Any]) -> Callable[..., JsonResponse]:
+        @login_not_required
+        @csrf_exempt
+        @wraps(view)
+        def wrapper(request: BoardRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+            try:
+                return _answer(view, methods, operator, request, *args, **kwargs)
+            except ApiError as exc:
+                extra = {"WWW_Authenticate": "Bearer"} if exc.status == 401 else {}
+                return error(exc.status, str(exc), **extra)
+            except Exception:  # a bug must still answer JSON; the traceback goes to the log
+                logger.exception("api view %s failed", view.__name__, extra={"action": "board.api_error"})
+                return error(500, "Internal error: the board's log has the details.")
+
+        return wrapper
+
+    return decorate
+
+
+def _answer(view: Callable[..., Any], methods: tuple[str, ...], operator: bool, request: BoardRequest,
+            *args: Any, **kwargs: Any) -> JsonResponse:
+    by_token = _authenticate(request)  # first: an anonymous caller learns nothing of the routes
+    allowed = (*methods, "HEAD") if "GET" in methods else methods
+    if request.method not in allowed:
+        return error(405, f"Method {request.method} not allowed here; use {', '.join(methods)}.",
+                     Allow=", ".join(allowed))
+    if not by_token and request.method not in SAFE_METHODS:
+        _check_csrf(request)
+    if operator and not is_operator(request.user):
+        raise ApiError(403, "Operating the board needs the oqronboard.operate permission.")
+    try:
+        config = engine.get_config()
+    except ConfigurationError as exc:
+        raise ApiError(503, str(exc)) from exc
+    if config.mode in engine.NON_SQL_MODES:
+        raise ApiError(503, f"The board needs a SQL durable plane; mode {config.mode} has none.")
+    try:
+        engine.get_durable()
+        request.scope = _scope(request, by_token)
+        result = view(request, *args, **kwargs)
+    except (BadFilter, DataError, OverflowError) as exc:
+        message = str(exc) if isinstance(exc, BadFilter) else "A value the database cannot hold."
+        raise ApiError(400, message) from exc
+    except Http404 as exc:
+        raise ApiError(404, str(exc) or "Not found.") from exc
+    except PermissionDenied as exc:
+        raise ApiError(403, str(exc) or "Forbidden.") from exc
+    except OqronError as exc:
+        logger.warning("api view %s: %s", view.__name__, exc, extra={"action": "board.engine_error"})
+        raise ApiError(400 if isinstance(exc, ValueError) else 503, str(exc)) from exc
+    return result if isinstance(result, JsonResponse) else JsonResponse(result)
+
+
+def body(request: HttpRequest) -> QueryDict:
+    """A POST's fields, from a JSON object or a form, as the board's forms read them."""
+    if request.content_type != "application/json":
+        return request.POST
+    try:
+        data = json.loads(request.body or b"{}")
+    except (ValueError, RecursionError) as exc:
+        raise BadFilter("The body is not valid JSON.") from exc
+    if not isinstance(data, dict):
+        raise BadFilter("The body must be a JSON object.")
+    fields = QueryDict(mutable=True)
+    for key, value in data.items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, dict | list):
+                raise BadFilter(f"{key}: a string, number or boolean (or a list of them).")
+            if unstorable(str(key)) or unstorable(str(item)):
+                raise BadFilter("A NUL character or a lone surrogate in the body, which no id or filter can hold.")
+            fields.appendlist(str(key), "" if item is None else str(item).lower() if isinstance(item, bool)
+                              else str(item))
+    return fields

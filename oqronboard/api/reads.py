@@ -1,0 +1,131 @@
+"""The API's reads: the board pages' queries, answered as JSON. A list is a keyset page
+like the page's "load more": ``next_cursor`` (null at the end) goes back as ``?cursor=``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from definitions.queries import audit_entries, definitions, queue_control
+from jobs.forms import JobListForm, check_queue, dead_filters
+from jobs.queries import dead_groups, dead_list, dlq_depths, queue_jobs
+from jobs.views import job_context, job_or_404, queue_counts
+from oqronkit.namespaces import QUEUE, job_audit_namespace
+from runs.forms import run_filters
+from runs.queries import job_runs
+from runs.queries import run_list as query_runs
+from runs.views import run_or_404
+
+from .. import overview, queues
+from ..base.cursors import decode_cursor
+from ..base.filters import clean_or_400
+from ..base.pages import BoardRequest, scope_of
+from ..views import groups
+from ..views.runs import run_detail_context
+from ..views.schedules import schedule_rows
+from .base import api_view
+
+
+def _page(rows: list[dict], cursor: str | None, **more: Any) -> dict[str, Any]:
+    return {**more, "results": rows, "next_cursor": cursor}
+
+
+@api_view("GET")
+def queue_list(request: BoardRequest) -> dict[str, Any]:
+    """Every queue of the scope with the overview's numbers, and the live workers."""
+    data = overview.build(scope_of(request))
+    internal = overview.internal_queues()
+    rows = []
+    for row in data.queues:
+        fields = asdict(row)
+        fields.pop("chart", None)
+        # internal: the overview page leaves it out (OQRON_INTERNAL_QUEUES); listed here.
+        rows.append({**fields, "failure_rate": row.failure_rate, "unattended": row.unattended,
+                     "internal": row.name in internal})
+    return {"queues": rows, "workers": len(data.workers), "hot_problem": data.hot_problem,
+            "status_counts_last_hour": data.status_counts}
+
+
+@api_view("GET")
+def queue_detail(request: BoardRequest, queue: str) -> dict[str, Any]:
+    """One queue's counts by status and its control record; ``?status=&cursor=`` pages
+    its jobs in one status (waiting by default), newest first."""
+    check_queue(queue)
+    scope = scope_of(request)
+    data = clean_or_400(JobListForm(request.GET))
+    status = data["status"] or "waiting"
+    rows, next_cursor = queue_jobs(scope, queue, status, cursor=decode_cursor(data["cursor"]))
+    return _page(rows, next_cursor, queue=queue, status=status, **queue_counts(request, queue),
+                 control=queue_control(scope, queue) or {"paused": False})
+
+
+@api_view("GET")
+def job_detail(request: BoardRequest, queue: str, job_id: str) -> dict[str, Any]:
+    """A job or dead letter, its latest runs and the operator actions taken on it."""
+    record = job_or_404(request, queue, job_id)
+    scope = scope_of(request)
+    audit, _ = audit_entries(scope, job_audit_namespace(queue, job_id), limit=20)
+    context = job_context(record, queue, job_runs(scope, job_id), audit)
+    return {key: context[key] for key in ("job_id", "queue", "status", "dead", "job", "runs", "audit")}
+
+
+@api_view("GET")
+def run_list(request: BoardRequest) -> dict[str, Any]:
+    """The runs page's list: the same filters (status, module, name, worker, job,
+    window, q) and cursor."""
+    filters, data = run_filters(request.GET)
+    rows, next_cursor = query_runs(scope_of(request), filters)
+    return _page(rows, next_cursor, status_implied_by_search=data["search_status_implied"])
+
+
+@api_view("GET")
+def run_detail(request: BoardRequest, run_id: str) -> dict[str, Any]:
+    """One run in full, its job's status and every run of its job."""
+    run = run_or_404(request, run_id)
+    context = run_detail_context(request, run)
+    return {"id": run.id, "run": context["run"], "queue": context["queue"], "job_status": context["job_status"],
+            "siblings": context["siblings"]}
+
+
+@api_view("GET")
+def dead_letter_list(request: BoardRequest) -> dict[str, Any]:
+    """Dead letters newest first (filters queue, fingerprint, q), the depth per queue
+    and the error groups (first page only)."""
+    scope = scope_of(request)
+    filters, _ = dead_filters(request.GET)
+    rows, next_cursor = dead_list(scope, filters)
+    more: dict[str, Any] = {}
+    if filters.cursor is None:
+        more = {"depths": dict(sorted(dlq_depths(scope).items())),
+                "groups": dead_groups(scope, queue=filters.queue)}
+    return _page(rows, next_cursor, **more)
+
+
+@api_view("GET")
+def definition_list(request: BoardRequest) -> dict[str, Any]:
+    """Every definition and control record; a queue record with no job and no dead
+    letter is ``stale``."""
+    scope = scope_of(request)
+    records = definitions(scope, annotate=queues.usage_annotations(scope))
+    return {"definitions": [
+        {"namespace": r.namespace, "kind": r.record_kind, "id": r.id, "value": r.value,
+         "stale": r.namespace == QUEUE and not (r.holds_jobs or r.holds_dead)}
+        for r in records
+    ]}
+
+
+@api_view("GET")
+def schedule_list(request: BoardRequest) -> dict[str, Any]:
+    """Every cron and schedule with its next fires, last run and counters."""
+    rows, capped = schedule_rows(scope_of(request))
+    return {"schedules": rows, "capped": capped}
+
+
+@api_view("GET")
+def group_detail(request: BoardRequest, group_id: str) -> dict[str, Any]:
+    """A group (README "Groups"): its record, progress, callbacks and first members."""
+    scope = scope_of(request)
+    context = groups.group_context(scope, group_id)
+    return {"group": asdict(context["group"]), "counts": context["counts"], "pending_now": dict(context["live"]),
+            "callbacks": context["callbacks"], "members": groups.first_member_rows(scope, group_id),
+            "more_members": context["hidden"]}

@@ -1,0 +1,143 @@
+"""``get_result``: a task's ``TaskResult`` read from its job and its runs.
+
+The result id is the job id. Two indexed reads through the board's read-only models:
+the job (waiting, running or dead-lettered) by primary key in the backend's queues, and
+its runs (one per attempt) by the ``jobId`` index. A completed job has left
+``oqron_jobs``: its completed run then holds the answer, its ``input`` the payload.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.tasks import TaskResult, TaskResultStatus
+from django.tasks.base import TaskError
+from django.tasks.exceptions import TaskResultDoesNotExist
+
+from jobs.models import JobRecord
+from oqronboard import engine
+from oqronboard.base.expressions import JsonText, RunStarted
+from oqronkit.namespaces import RUNS, dlq_namespace, job_namespace
+from runs.models import RunRecord
+
+from . import payload
+
+# A job holds at most 1,000 attempts (oqronkit.bounds.MAX_ATTEMPTS): one run each.
+MAX_RUNS = 1000
+# The run field where the dispatcher records the exception's full class path.
+EXCEPTION_PATH_KEY = "exceptionClassPath"
+
+
+def read_result(result_id: str, queues: Sequence[str]) -> TaskResult[..., Any]:
+    """The result of task ``result_id`` among the oqronkit ``queues`` (TaskResultDoesNotExist)."""
+    config = engine.get_config()
+    namespaces = [ns for q in queues for ns in (job_namespace(q), dlq_namespace(q))]
+    job = (JobRecord.objects.scoped(config.project, config.environment)
+           .filter(namespace__in=namespaces, id=result_id).only("namespace", "value").first())
+    runs = runs_of(result_id)
+    data = job.value.get("data") if job is not None else next(
+        (r.get("input") for r in reversed(runs) if isinstance(r.get("input"), Mapping)), None)
+    if not isinstance(data, Mapping) or "task" not in data:
+        raise TaskResultDoesNotExist(result_id)
+    dead = job is not None and job.namespace.startswith("queue_dlq:")
+    return build_result(result_id, data, job.value if job is not None else None, runs, dead=dead)
+
+
+def runs_of(result_id: str) -> list[dict[str, Any]]:
+    """The runs of job ``result_id``, oldest first (the jobId index)."""
+    config = engine.get_config()
+    return [r.value for r in RunRecord.objects.scoped(config.project, config.environment)
+            .filter(namespace=RUNS).alias(job_id=JsonText("jobId")).filter(job_id=result_id)
+            .order_by(RunStarted(), "id").only("value")[:MAX_RUNS]]
+
+
+def build_result(result_id: str, data: Mapping[str, Any], job: Mapping[str, Any] | None,
+                 runs: Sequence[Mapping[str, Any]], *, dead: bool) -> TaskResult[..., Any]:
+    """A ``TaskResult`` from a payload, the job (None once completed) and its runs, oldest first."""
+    status = _status(job, runs, dead=dead)
+    last = runs[-1] if runs else None
+    finished = None
+    if status in (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED):
+        finished = payload.from_ms((last or {}).get("endedAt") or (job or {}).get("diedAt"))
+    task = payload.task_of(data)
+    result: TaskResult[..., Any] = TaskResult(
+        task=task, id=result_id, status=status,
+        enqueued_at=payload.from_ms(data.get("enqueuedAt")),
+        started_at=payload.from_ms(runs[0].get("startedAt")) if runs else None,
+        finished_at=finished,
+        last_attempted_at=payload.from_ms(last.get("startedAt")) if last else None,
+        args=list(data.get("args") or []), kwargs=dict(data.get("kwargs") or {}),
+        backend=task.backend, errors=task_errors(runs),
+        worker_ids=[str(r.get("workerId")) for r in runs],
+    )
+    if status == TaskResultStatus.SUCCESSFUL and last is not None:
+        object.__setattr__(result, "_return_value", last.get("output"))
+    return result
+
+
+def _status(job: Mapping[str, Any] | None, runs: Sequence[Mapping[str, Any]], *, dead: bool) -> TaskResultStatus:
+    last = runs[-1] if runs else None
+    if dead:
+        return TaskResultStatus.FAILED
+    if last is not None and last.get("status") == "running":
+        return TaskResultStatus.RUNNING  # a job finishing leaves oqron_jobs before its run is rewritten
+    if job is not None:
+        return TaskResultStatus.RUNNING if job.get("status") == "active" else TaskResultStatus.READY
+    if last is not None and last.get("status") == "completed":
+        return TaskResultStatus.SUCCESSFUL
+    return TaskResultStatus.FAILED  # its dead letter was deleted: the runs are what is left
+
+
+def task_errors(runs: Sequence[Mapping[str, Any]]) -> list[TaskError]:
+    """One ``TaskError`` per failed run, oldest first."""
+    errors = []
+    for run in runs:
+        error = run.get("error")
+        if run.get("status") != "failed" or not isinstance(error, Mapping):
+            continue
+        path = run.get(EXCEPTION_PATH_KEY) or _qualified(str(error.get("type") or "Exception"))
+        errors.append(TaskError(exception_class_path=str(path), traceback=str(error.get("traceback") or "")))
+    return errors
+
+
+def _qualified(name: str) -> str:
+    """A bare exception name the engine stored (``ValueError``) as an import path."""
+    if "." in name:
+        return name
+    return f"builtins.{name}" if isinstance(getattr(builtins, name, None), type) else name
+
+
+def running_result(data: Mapping[str, Any], *, result_id: str, worker_id: str, started_ms: int,
+                   earlier: Sequence[Mapping[str, Any]]) -> TaskResult[..., Any]:
+    """The RUNNING result a worker hands to ``task_started`` and the task's context;
+    ``earlier`` are the previous attempts' runs (read on a retry only), oldest first."""
+    task = payload.task_of(data)
+    started = payload.from_ms(started_ms)
+    return _from_json(
+        task=task, id=result_id, status=TaskResultStatus.RUNNING,
+        enqueued_at=payload.from_ms(data.get("enqueuedAt")),
+        started_at=payload.from_ms(earlier[0].get("startedAt")) if earlier else started,
+        finished_at=None, last_attempted_at=started,
+        args=list(data.get("args") or []), kwargs=dict(data.get("kwargs") or {}),
+        backend=task.backend, errors=task_errors(earlier),
+        worker_ids=[*(str(r.get("workerId")) for r in earlier), worker_id],
+    )
+
+
+_RESULT_FIELDS = frozenset({"task", "id", "status", "enqueued_at", "started_at", "finished_at", "last_attempted_at",
+                            "args", "kwargs", "backend", "errors", "worker_ids", "_return_value"})
+if frozenset(f.name for f in dataclasses.fields(TaskResult)) != _RESULT_FIELDS:  # checked once, at import
+    raise ImportError("django.tasks.TaskResult's fields changed: update oqronboard.tasks.results._from_json.")
+
+
+def _from_json(**values: Any) -> TaskResult[..., Any]:
+    """A TaskResult whose args and kwargs came out of JSON: the per-task hot path skips
+    ``__post_init__``'s normalisation walk, which could change nothing in them."""
+    result: TaskResult[..., Any] = object.__new__(TaskResult)
+    for name, value in values.items():
+        object.__setattr__(result, name, value)
+    object.__setattr__(result, "_return_value", None)
+    return result

@@ -1,0 +1,80 @@
+"""A task backend on a real database and a real (in-process, burst) worker.
+
+``tasks_on`` configures the engine (SQLite file or a private Postgres schema, a fresh
+project) and ``TASKS`` for a whole module, so one burst worker run serves many tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from django.db import connections
+from django.tasks import task_backends
+from django.test import override_settings
+
+from oqronboard import engine
+from oqronboard.tasks import declare_configured_queues
+from oqronkit.worker.process import WorkerProcess
+from tests.services import unique_name
+
+TASK_QUEUES = ["default", "queue_1"]
+
+
+def tasks_settings(**options: Any) -> dict[str, Any]:
+    return {"default": {"BACKEND": "oqronboard.tasks.OqronBackend", "QUEUES": TASK_QUEUES, "OPTIONS": options}}
+
+
+@contextlib.contextmanager
+def tasks_on(alias: str, url: str, mode: str, **options: Any) -> Iterator[None]:
+    """The engine on ``url`` for a fresh project, the board reading ``alias``, ``TASKS``
+    on our backend; everything undone at the end."""
+    oqron = {"MODE": mode, "DATABASE_URL": url, "PROJECT": unique_name("tasks"), "ENVIRONMENT": "test"}
+    with override_settings(OQRON=oqron, OQRON_DATABASE_ALIAS=alias, TASKS=tasks_settings(**options)):
+        try:
+            engine.get_durable()  # creates the tables
+            yield
+        finally:
+            engine.reset()
+            connections["postgres"].close()
+
+
+def burst(timeout: float = 30.0) -> WorkerProcess:
+    """Declare the task queues, as runworker's autodiscovery does, and run a burst worker
+    to its end (threads in this process)."""
+    queues = declare_configured_queues()
+    process = WorkerProcess(engine.get_engine(), queues=queues, burst=True, poll_interval=0.05)
+    thread = threading.Thread(target=process.run, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    assert not thread.is_alive(), "burst worker did not end"
+    return process
+
+
+def backend() -> Any:
+    return task_backends["default"]
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 10.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met"
+        time.sleep(0.02)
+
+
+@contextlib.contextmanager
+def on_database(kind: str, request: Any, django_db_blocker: Any, **options: Any) -> Iterator[str]:
+    """``tasks_on`` the SQLite test database or the private Postgres schema; yields the alias."""
+    if kind == "sqlite":
+        request.getfixturevalue("django_db_setup")
+    url = request.getfixturevalue("board_pg_url") if kind == "postgres" else None
+    with django_db_blocker.unblock():
+        from tests.board.conftest import sqlite_test_url
+
+        alias = "postgres" if kind == "postgres" else "default"
+        with tasks_on(alias, url or sqlite_test_url(), kind, **options):
+            yield alias
