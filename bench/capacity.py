@@ -220,7 +220,9 @@ def measure_phase(bench: Bench, system: OqronSystem, n: int, skip: int) -> dict[
         with Worker(system.phase_argv(bench, phase), env, log, stop_timeout=bench.args.stop_timeout) as worker:
             assert worker.proc is not None
             sid = worker.proc.pid
-            workers = Tracker()
+            workers, supervisor = Tracker(), Tracker()
+            # with --processes > 1 the session leader is the supervisor (no jobs of its own)
+            lead = [sid] if system.processes > 1 else []
             began = time.monotonic()
             start: dict[str, Any] | None = None
             last_sample = 0.0
@@ -230,6 +232,7 @@ def measure_phase(bench: Bench, system: OqronSystem, n: int, skip: int) -> dict[
                 now = time.monotonic()
                 if start is None and done >= skip:
                     workers.sample(session_pids(sid))
+                    supervisor.sample(lead)
                     pg.sample()
                     start = {"t": time.monotonic(), "done": int(rds.get(names["done"]) or 0),
                              "machine": machine_times(), "redis": redis_cpu(monitor)}
@@ -238,6 +241,7 @@ def measure_phase(bench: Bench, system: OqronSystem, n: int, skip: int) -> dict[
                     end = {"t": time.monotonic(), "done": done, "machine": machine_times(),
                            "redis": redis_cpu(monitor)}
                     workers.sample(session_pids(sid))
+                    supervisor.sample(lead)
                     pg.sample()
                     break
                 elif start is not None and now - last_sample > 0.25:
@@ -269,7 +273,8 @@ def measure_phase(bench: Bench, system: OqronSystem, n: int, skip: int) -> dict[
     ours = worker_s + pg_back + pg_aux + redis_all
     other = max(0.0, machine["busy"] - ours) + machine["steal"]
     return {"jobs": jobs, "wall": wall, "rate": jobs / wall,
-            "worker_us": worker_s / jobs * 1e6, "pg_us": pg_back / jobs * 1e6, "pg_aux_us": pg_aux / jobs * 1e6,
+            "worker_us": worker_s / jobs * 1e6, "supervisor_us": supervisor.total() / jobs * 1e6,
+            "pg_us": pg_back / jobs * 1e6, "pg_aux_us": pg_aux / jobs * 1e6,
             "redis_us": redis_all / jobs * 1e6, "redis_main_us": redis_main / jobs * 1e6,
             "other_cores": other / wall, "idle_cores": machine["idle"] / wall,
             "worker_cores": worker_s / wall, "unaccounted_cores": max(0.0, ours - machine["busy"]) / wall}
@@ -312,7 +317,8 @@ def report(results: dict[tuple[str, int], list[dict[str, Any]]], args: argparse.
     out: dict[str, Any] = {"per_job": {}, "ceiling": {}, "check": []}
     print(f"\nCPU per job, medians of {args.repeat} runs ({args.n} jobs, window from the {args.skip}th completion; "
           f"{NCPU} CPUs):")
-    print(f"{'mode':16} {'P':>2} {'jobs/s':>7} {'worker':>7} {'pg':>6} {'pg aux':>6} {'redis':>6} {'(main)':>6}"
+    print(f"{'mode':16} {'P':>2} {'jobs/s':>7} {'worker':>7} {'(sup)':>5} {'pg':>6} {'pg aux':>6} {'redis':>6} "
+          f"{'(main)':>6}"
           f" {'sum us':>7} {'wrk cores':>9} {'other':>6} {'idle':>5}")
     for (mode, procs), rows in results.items():
         if not rows:
@@ -320,10 +326,12 @@ def report(results: dict[tuple[str, int], list[dict[str, Any]]], args: argparse.
         m = medians(rows)
         out["per_job"][f"{mode}@{procs}"] = m
         total = m["worker_us"] + m["pg_us"] + m["pg_aux_us"] + m["redis_us"]
-        print(f"{mode:16} {procs:>2} {m['rate']:>7,.0f} {m['worker_us']:>7.0f} {m['pg_us']:>6.0f} "
+        print(f"{mode:16} {procs:>2} {m['rate']:>7,.0f} {m['worker_us']:>7.0f} {m['supervisor_us']:>5.0f} "
+              f"{m['pg_us']:>6.0f} "
               f"{m['pg_aux_us']:>6.0f} {m['redis_us']:>6.0f} {m['redis_main_us']:>6.0f} {total:>7.0f} "
               f"{m['worker_cores']:>9.2f} {m['other_cores']:>6.2f} {m['idle_cores']:>5.2f}")
-    print("  (us of CPU per job; 'pg' = backends of the bench database, 'pg aux' = walwriter, background writer and"
+    print("  (us of CPU per job; 'worker' = every process of the worker, '(sup)' = of which the --processes"
+          "\n   supervisor; 'pg' = backends of the bench database, 'pg aux' = walwriter, background writer and"
           "\n   checkpointer; 'redis' = all threads, '(main)' = main thread; in postgres and sqlite modes Redis only"
           "\n   runs the bench's counter INCR. wrk cores / other / idle: CPUs used by the workers, by everything"
           "\n   else on the machine (and steal), and left idle, averaged over the window)")
@@ -345,7 +353,8 @@ def report(results: dict[tuple[str, int], list[dict[str, Any]]], args: argparse.
 
     print(f"\nModel check on this machine ({NCPU} CPUs shared by the workers, Postgres, Redis and everything else):"
           "\n  predicted = min((cpus - other) / sum of CPU per job, P / worker CPU per job, 1 / redis main per job)")
-    print(f"{'mode':16} {'P':>2} {'measured':>9} {'own':>8} {'err':>6} {'from p1':>8} {'err':>6}  binding (own)")
+    print(f"{'mode':16} {'P':>2} {'measured':>9} {'own':>8} {'err':>6} {'':4} {'from p1':>8} {'err':>6} {'':4}"
+          f"  binding (own)")
     for (mode, procs), rows in results.items():
         if not rows:
             continue
@@ -367,10 +376,13 @@ def report(results: dict[tuple[str, int], list[dict[str, Any]]], args: argparse.
                  "from_p1": med(p1_pred) if p1_pred else None, "from_p1_err": med(p1_err) if p1_err else None,
                  "binding": max(set(bindings), key=bindings.count), "runs_own_err": own_err, "runs_p1_err": p1_err}
         out["check"].append(entry)
-        p1 = (f"{entry['from_p1']:>8,.0f} {entry['from_p1_err'] * 100:>+5.1f}%" if p1_pred else f"{'-':>8} {'-':>6}")
-        verdict = "PASS" if abs(entry["from_p1_err"] if p1_err else entry["own_err"]) <= 0.15 else "FAIL"
+        def verdict(err: float) -> str:
+            return "PASS" if abs(err) <= 0.15 else "FAIL"
+
+        p1 = (f"{entry['from_p1']:>8,.0f} {entry['from_p1_err'] * 100:>+5.1f}% {verdict(entry['from_p1_err'])}"
+              if p1_pred and procs != 1 else f"{'-':>8} {'-':>6} {'':4}")
         print(f"{mode:16} {procs:>2} {entry['measured']:>9,.0f} {entry['own']:>8,.0f} {entry['own_err'] * 100:>+5.1f}% "
-              f"{p1}  {entry['binding']}  {verdict}")
+              f"{verdict(entry['own_err'])} {p1}  {entry['binding']}")
     print("  (own: each run from its own CPU per job; from p1: from the 1-process medians with the run's own other"
           "\n   load; err = predicted / measured - 1, median over runs; PASS within 15%)")
     return out
