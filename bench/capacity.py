@@ -226,6 +226,8 @@ def measure_phase(bench: Bench, system: OqronSystem, n: int, skip: int) -> dict[
                    timeout=60 + n / 50)
         system.analyze(bench)
         env = {**phase.env, "BENCH_TARGET": str(n)}
+        if bench.args.cpu_affinity:
+            env["OQRON_CPU_AFFINITY"] = bench.args.cpu_affinity
         log = bench.scratch / f"{phase.tag}.log"
         with Worker(system.phase_argv(bench, phase), env, log, stop_timeout=bench.args.stop_timeout) as worker:
             assert worker.proc is not None
@@ -465,6 +467,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=5, help="interleaved runs per (mode, processes); medians")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--concurrency", type=int, default=None, help="the queue's concurrency (default: 5)")
+    parser.add_argument("--cpu-affinity", choices=("auto", "off"), default=None,
+                        help="the workers' OQRON_CPU_AFFINITY (default: the engine's, auto: each process pinned)")
     parser.add_argument("--cores-per-host", type=int, default=NCPU, help=f"worker host cores (default {NCPU})")
     parser.add_argument("--pg-cores", type=float, default=float(NCPU), help=f"Postgres cores (default {NCPU})")
     parser.add_argument("--chunk", type=int, default=1_000, help="jobs per add_bulk call")
