@@ -204,6 +204,15 @@ class PgWatch:
         self.backends.sample([pid for pid, db, _ in rows if db == self.database])
         self.aux.sample([pid for pid, db, kind in rows if db != self.database and kind in PG_AUX])
 
+    def db_stats(self) -> dict[str, int]:
+        """The bench database's cumulative commits and tuples written (pg_stat_database:
+        backends report them at most once a second, so a window's delta is approximate)."""
+        if self.conn is None:
+            return {}
+        row = self.conn.execute("SELECT xact_commit, tup_inserted + tup_updated + tup_deleted, tup_fetched "
+                                "FROM pg_stat_database WHERE datname = %s", (self.database,)).fetchone()
+        return {"commits": int(row[0]), "written": int(row[1]), "fetched": int(row[2])} if row else {}
+
     def close(self) -> None:
         if self.conn is not None:
             self.conn.close()
@@ -247,11 +256,11 @@ def measure_phase(bench: Bench, system: OqronSystem, n: int, skip: int) -> dict[
                     supervisor.sample(lead)
                     pg.sample()
                     start = {"t": time.monotonic(), "done": int(rds.get(names["done"]) or 0),
-                             "machine": machine_times(), "redis": redis_cpu(monitor)}
+                             "machine": machine_times(), "redis": redis_cpu(monitor), "db": pg.db_stats()}
                     last_sample = now
                 elif start is not None and done >= n:
                     end = {"t": time.monotonic(), "done": done, "machine": machine_times(),
-                           "redis": redis_cpu(monitor)}
+                           "redis": redis_cpu(monitor), "db": pg.db_stats()}
                     workers.sample(session_pids(sid))
                     supervisor.sample(lead)
                     pg.sample()
@@ -289,7 +298,8 @@ def measure_phase(bench: Bench, system: OqronSystem, n: int, skip: int) -> dict[
             "pg_us": pg_back / jobs * 1e6, "pg_aux_us": pg_aux / jobs * 1e6,
             "redis_us": redis_all / jobs * 1e6, "redis_main_us": redis_main / jobs * 1e6,
             "other_cores": other / wall, "idle_cores": machine["idle"] / wall,
-            "worker_cores": worker_s / wall, "unaccounted_cores": max(0.0, ours - machine["busy"]) / wall}
+            "worker_cores": worker_s / wall, "unaccounted_cores": max(0.0, ours - machine["busy"]) / wall,
+            **{f"pg_{k}_per_job": (end["db"][k] - start["db"][k]) / jobs for k in end["db"]}}
 
 
 # -- the model --------------------------------------------------------------------------------
@@ -537,8 +547,10 @@ def run(args: argparse.Namespace) -> int:
                     print(f"run {rep + 1}/{args.repeat} {key[0]}@{key[1]}: {row['rate']:,.0f} jobs/s, worker "
                           f"{row['worker_us']:.0f} pg {row['pg_us']:.0f}+{row['pg_aux_us']:.0f} redis "
                           f"{row['redis_us']:.0f} ({row['redis_main_us']:.0f}) us/job, other "
-                          f"{row['other_cores']:.2f} idle {row['idle_cores']:.2f} cores "
-                          f"({time.monotonic() - began:.0f} s)", flush=True)
+                          f"{row['other_cores']:.2f} idle {row['idle_cores']:.2f} cores"
+                          + (f", pg commits {row['pg_commits_per_job']:.2f} written {row['pg_written_per_job']:.2f} "
+                             f"fetched {row['pg_fetched_per_job']:.1f} /job" if "pg_commits_per_job" in row else "")
+                          + f" ({time.monotonic() - began:.0f} s)", flush=True)
             summary = report(results, args)
             if args.json is not None:
                 args.json.write_text(json.dumps({"args": {k: v for k, v in vars(args).items() if k != "json"},
