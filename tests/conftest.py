@@ -25,6 +25,16 @@ def pg_schema_url() -> Iterator[str]:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[object]:
+    """A local Redis Cluster (3 masters, a replica each) for this session; see
+    tests/redis_cluster.py. Skips without redis-server, fails under CI=true."""
+    from tests.redis_cluster import local_cluster
+
+    with local_cluster() as cluster:
+        yield cluster
+
+
 @pytest.fixture
 def scope_names() -> tuple[str, str]:
     """A fresh (project, environment) so tests sharing a database never collide."""

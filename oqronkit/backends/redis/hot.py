@@ -44,7 +44,10 @@ from .connection import (
     check_eviction_policy,
     check_pubsub_allowed,
     check_server_version,
-    open_client,
+    disconnect_idle,
+    node_where,
+    open_hot_client,
+    primaries,
     read_retry,
 )
 from .keys import counter_key, kv_keys, lock_key, queue_keys, rate_key
@@ -86,7 +89,7 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
     ) -> None:
         self._where = redact_url(url)
         self._check_eviction = check_eviction
-        self._client = open_client(url, connect_timeout=connect_timeout, socket_timeout=socket_timeout)
+        self._client = open_hot_client(url, connect_timeout=connect_timeout, socket_timeout=socket_timeout)
         self._scripts = Scripts(self._client, SCRIPTS)
         self._retry = read_retry(read_retries)
         self._closed = False
@@ -101,8 +104,10 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
         publish, then load every script (a server refusing them fails here, not on the
         first claim)."""
         def start() -> None:
-            check_server_version(self._client, self._where)
-            check_eviction_policy(self._client, self._where, enforce=self._check_eviction)
+            for node in primaries(self._client):  # a cluster: every master holds keys
+                where = node_where(node, self._where)
+                check_server_version(node, where)
+                check_eviction_policy(node, where, enforce=self._check_eviction)
             check_pubsub_allowed(self._client, self._where)
             self._scripts.load_all()
 
@@ -118,7 +123,7 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
         # Idle connections only: a call still in flight on another thread finishes (its
         # reply is already on the way) rather than failing under it; its connection is
         # closed when the pool is collected.
-        self._client.connection_pool.disconnect(inuse_connections=False)
+        disconnect_idle(self._client)
 
     # -- broker ----------------------------------------------------------------------
 
