@@ -4,6 +4,7 @@ ours, the read-retry policy, and the start-up check of the eviction policy."""
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from urllib.parse import unquote, urlsplit
@@ -11,6 +12,15 @@ from urllib.parse import unquote, urlsplit
 import redis
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    ReadOnlyError,
+    RedisClusterException,
+    RedisClusterUnreachableError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 from redis.retry import Retry
 
 from ...errors import BackendUnavailable, ConfigurationError, InvalidRecord
@@ -119,9 +129,25 @@ def node_where(node: redis.Redis, where: str) -> str:
     return f"{where} (node {kwargs.get('host')}:{kwargs.get('port')})" if "+cluster" in where else where
 
 
+#: Replies saying the command did not run (a cluster mid-failover or resharding, a
+#: demoted master, a slot no client-side table covers): any call may be sent again.
+NOT_RUN: tuple[type[Exception], ...] = (
+    ClusterDownError, TryAgainError, AskError, ReadOnlyError, SlotNotCoveredError,
+)
+
+
 def read_retry(retries: int = READ_RETRIES) -> Retry:
-    """The retry policy of idempotent calls: connection and timeout errors only."""
-    return Retry(ExponentialBackoff(cap=_BACKOFF_CAP_S, base=_BACKOFF_BASE_S), retries)
+    """The retry policy of idempotent calls: connection and timeout errors, and replies
+    saying the command did not run."""
+    return Retry(ExponentialBackoff(cap=_BACKOFF_CAP_S, base=_BACKOFF_BASE_S), retries,
+                 supported_errors=(redis.ConnectionError, redis.TimeoutError, socket.timeout,
+                                   RedisClusterUnreachableError, *NOT_RUN))
+
+
+def not_run_retry(retries: int = READ_RETRIES) -> Retry:
+    """The retry policy of calls that must not run twice: only replies saying the
+    command did not run (a lost reply may hide a script that ran: never retried)."""
+    return Retry(ExponentialBackoff(cap=_BACKOFF_CAP_S, base=_BACKOFF_BASE_S), retries, supported_errors=NOT_RUN)
 
 
 @contextmanager
@@ -131,7 +157,7 @@ def translated(where: str, action: str) -> Iterator[None]:
         yield
     except redis.DataError as exc:
         raise InvalidRecord(f"Redis refused a value during {action}: {exc}") from exc
-    except redis.RedisError as exc:
+    except (redis.RedisError, RedisClusterException) as exc:
         raise BackendUnavailable(f"Redis at {where} failed during {action}: {exc}") from exc
 
 

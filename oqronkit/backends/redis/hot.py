@@ -29,6 +29,8 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, TypeVar, cast
 
+from redis.cluster import RedisCluster
+
 from ...config import redact_url
 from ...errors import BackendUnavailable
 from ..hot_types import MAX_PRIORITY, MIN_PRIORITY, Lease, QueueDepths, Signal
@@ -46,12 +48,14 @@ from .connection import (
     check_server_version,
     disconnect_idle,
     node_where,
+    not_run_retry,
     open_hot_client,
     primaries,
     read_retry,
 )
 from .keys import counter_key, kv_keys, lock_key, queue_keys, rate_key
 from .qlimits import RedisQueueLimits
+from .replicated import run_replicated
 from .scripts import PROMOTE_BATCH, Scripts
 from .waker import Waker
 
@@ -62,6 +66,8 @@ SCRIPTS = (
     "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete", "kv_prune", "rate_hit",
     "rate_override", "claim_limited",
 )
+#: Scripts whose effect must outlive a cluster failover before the caller acts on it.
+REPLICATED = frozenset({"claim", "claim_limited"})
 #: Signals per script call: a bigger batch is split, pipelined in one round trip.
 SIGNAL_BATCH = 5000
 #: Locks and ephemeral groups also get a Redis TTL (ttl + this grace) so keys nobody
@@ -91,7 +97,7 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
         self._check_eviction = check_eviction
         self._client = open_hot_client(url, connect_timeout=connect_timeout, socket_timeout=socket_timeout)
         self._scripts = Scripts(self._client, SCRIPTS)
-        self._retry = read_retry(read_retries)
+        self._retry, self._not_run = read_retry(read_retries), not_run_retry(read_retries)
         self._closed = False
         self._waker_lock = threading.Lock()
         self._waker: Waker | None = None
@@ -346,13 +352,15 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
     # -- calls -----------------------------------------------------------------------
 
     def _script(self, name: str, keys: Sequence[str], args: Sequence[Any], *, retry: bool = False) -> Any:
-        script = self._scripts[name]
+        script, client = self._scripts[name], self._client
+        if name in REPLICATED and isinstance(client, RedisCluster):
+            return self._call(name, lambda: run_replicated(client, script, keys, args), retry=retry)
         return self._call(name, lambda: script(keys=keys, args=args), retry=retry)
 
     def _call(self, action: str, fn: Callable[[], T], *, retry: bool = False) -> T:
         if self._closed:
             raise BackendUnavailable(f"The Redis hot plane for {self._where} is closed.")
-        return call(self._where, action, fn, self._retry if retry else None)
+        return call(self._where, action, fn, self._retry if retry else self._not_run)
 
 
 @lru_cache(maxsize=1024)
