@@ -50,6 +50,7 @@ def _free(port: int) -> bool:
 class LocalCluster:
     workdir: Path
     ports: list[int] = field(default_factory=list)
+    killed: set[int] = field(default_factory=set)
 
     @property
     def url(self) -> str:
@@ -63,8 +64,8 @@ class LocalCluster:
             subprocess.run(
                 ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
                  "--cluster-config-file", str(node_dir / "nodes.conf"), "--cluster-node-timeout",
-                 str(NODE_TIMEOUT_MS), "--save", "", "--appendonly", "no", "--daemonize", "yes",
-                 "--dir", str(node_dir), "--pidfile", str(node_dir / "redis.pid"),
+                 str(NODE_TIMEOUT_MS), "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0",
+                 "--daemonize", "yes", "--dir", str(node_dir), "--pidfile", str(node_dir / "redis.pid"),
                  "--logfile", str(node_dir / "redis.log")],
                 check=True, capture_output=True,
             )
@@ -85,23 +86,38 @@ class LocalCluster:
         """Every live node says the cluster is ok and every slot is served."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            alive = [p for p in self.ports if self.pid(p) is not None]
+            alive = self.alive()
             infos = [self.cli(p, "cluster", "info") for p in alive]
             if (infos and all("cluster_state:ok" in i and "cluster_slots_ok:16384" in i for i in infos)
-                    and len(self.masters()) == len(self.ports) // 2):
+                    and len(self.masters()) == len(self.ports) // 2 and self._replicas_in_sync(alive)):
                 return
             time.sleep(0.1)
         raise TimeoutError("the local Redis Cluster did not become healthy")
 
+    def _replicas_in_sync(self, alive: list[int]) -> bool:
+        """Every live replica whose master lives has finished its sync: a replica still
+        in its first sync cannot be promoted."""
+        for port in alive:
+            info = self.cli(port, "info", "replication")
+            if "role:slave" not in info:
+                continue
+            master = int(info.split("master_port:")[1].split()[0])
+            if master not in self.killed and "master_link_status:up" not in info:
+                return False
+        return True
+
+    def alive(self) -> list[int]:
+        return [p for p in self.ports if p not in self.killed]
+
     def masters(self) -> list[int]:
-        """The ports of the live masters."""
-        out = self.cli(self.ports[0], "cluster", "nodes")
+        """The ports of the masters not marked failed (as a live node sees them)."""
+        out = self.cli(self.alive()[0], "cluster", "nodes")
         return [int(line.split()[1].split(":")[1].split("@")[0]) for line in out.splitlines()
                 if "master" in line.split()[2] and "fail" not in line.split()[2]]
 
     def master_of(self, key: str) -> int:
-        slot = int(self.cli(self.ports[0], "cluster", "keyslot", key).strip())
-        for line in self.cli(self.ports[0], "cluster", "nodes").splitlines():
+        slot = int(self.cli(self.alive()[0], "cluster", "keyslot", key).strip())
+        for line in self.cli(self.alive()[0], "cluster", "nodes").splitlines():
             parts = line.split()
             if "master" not in parts[2] or "fail" in parts[2]:
                 continue
@@ -123,8 +139,21 @@ class LocalCluster:
     def kill(self, port: int) -> None:
         """SIGKILL one node: no shutdown, no last words to its replica."""
         pid = self.pid(port)
+        self.killed.add(port)
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
+
+    def wait_failover(self, port: int, timeout: float = 60.0) -> None:
+        """Until every live node marks ``port`` failed and serves every slot without it."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            views = [self.cli(p, "cluster", "nodes") for p in self.alive()]
+            if all(any(f":{port}@" in line and "fail" in line.split()[2] and "fail?" not in line.split()[2]
+                       for line in view.splitlines()) for view in views):
+                self.wait_healthy(max(deadline - time.monotonic(), 1.0))
+                return
+            time.sleep(0.05)
+        raise TimeoutError(f"no replica took over from the node on port {port}")
 
     def stop(self) -> None:
         for port in self.ports:
