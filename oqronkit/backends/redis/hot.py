@@ -52,6 +52,7 @@ from .connection import (
     open_hot_client,
     primaries,
     read_retry,
+    translated,
 )
 from .keys import counter_key, kv_keys, lock_key, queue_keys, rate_key
 from .qlimits import RedisQueueLimits
@@ -95,7 +96,8 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
     ) -> None:
         self._where = redact_url(url)
         self._check_eviction = check_eviction
-        self._client = open_hot_client(url, connect_timeout=connect_timeout, socket_timeout=socket_timeout)
+        with translated(self._where, "connect"):  # a cluster client reads the topology when built
+            self._client = open_hot_client(url, connect_timeout=connect_timeout, socket_timeout=socket_timeout)
         self._scripts = Scripts(self._client, SCRIPTS)
         self._retry, self._not_run = read_retry(read_retries), not_run_retry(read_retries)
         self._closed = False
