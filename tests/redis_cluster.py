@@ -127,6 +127,13 @@ class LocalCluster:
                     return int(parts[1].split(":")[1].split("@")[0])
         raise LookupError(f"no live master serves slot {slot}")
 
+    def replica_of(self, master: int) -> int:
+        """The port of a live replica of the master on ``master``."""
+        nodes = self.cli(self.alive()[0], "cluster", "nodes").splitlines()
+        master_id = next(line.split()[0] for line in nodes if f":{master}@" in line)
+        return next(int(line.split()[1].split(":")[1].split("@")[0]) for line in nodes
+                    if line.split()[3] == master_id and "fail" not in line.split()[2])
+
     def pid(self, port: int) -> int | None:
         pidfile = self.workdir / str(port) / "redis.pid"
         try:
