@@ -65,8 +65,8 @@ class LocalCluster:
                 ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
                  "--cluster-config-file", str(node_dir / "nodes.conf"), "--cluster-node-timeout",
                  str(NODE_TIMEOUT_MS), "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0",
-                 "--daemonize", "yes", "--dir", str(node_dir), "--pidfile", str(node_dir / "redis.pid"),
-                 "--logfile", str(node_dir / "redis.log")],
+                 "--enable-debug-command", "local", "--daemonize", "yes", "--dir", str(node_dir),
+                 "--pidfile", str(node_dir / "redis.pid"), "--logfile", str(node_dir / "redis.log")],
                 check=True, capture_output=True,
             )
         for port in self.ports:
@@ -149,6 +149,16 @@ class LocalCluster:
         self.killed.add(port)
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
+
+    def take_over(self, replica: int, timeout: float = 30.0) -> None:
+        """``CLUSTER FAILOVER TAKEOVER`` on ``replica``: it becomes master at once, without
+        its master's agreement (which a dead master cannot give) or the cluster's vote."""
+        self.cli(replica, "cluster", "failover", "takeover")
+        deadline = time.monotonic() + timeout
+        while "role:master" not in self.cli(replica, "info", "replication"):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the replica on port {replica} did not take over")
+            time.sleep(0.05)
 
     def wait_failover(self, port: int, timeout: float = 60.0) -> None:
         """Until every live node marks ``port`` failed and serves every slot without it."""

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
+import redis
 from redis.cluster import RedisCluster
 from redis.commands.core import Script
 from redis.crc import key_slot
@@ -24,6 +27,10 @@ from redis.exceptions import AskError, ConnectionError, NoScriptError, TimeoutEr
 
 logger = logging.getLogger(__name__)
 
+#: How long a master's replica count is trusted: a new replica is waited for this soon.
+REPLICAS_TTL_S = 5.0
+_counts: dict[str, tuple[float, int]] = {}
+_counts_lock = threading.Lock()
 #: Longest wait for the replicas (ms): a replica that is down but not yet marked failed
 #: holds a claim this long, then the claim goes ahead with a warning.
 WAIT_MS = 500
@@ -43,7 +50,7 @@ def run_replicated(client: RedisCluster, script: Script, keys: Sequence[str], ar
             client.nodes_manager.initialize()
             continue
         node = client.get_redis_connection(nodes[0])
-        replicas = len(nodes) - 1  # failed replicas are left out of CLUSTER SLOTS
+        replicas = _replicas(nodes[0].name, node)
         pipe = node.pipeline(transaction=False)
         pipe.evalsha(script.sha, len(keys), *keys, *args)
         if replicas:
@@ -68,3 +75,19 @@ def run_replicated(client: RedisCluster, script: Script, keys: Sequence[str], ar
                            acked[0], replicas, WAIT_MS, extra={"action": "redis.claim_unreplicated"})
         return reply
     raise AskError(f"slot {key_slot(keys[0].encode())} kept moving")
+
+
+def _replicas(name: str, node: redis.Redis) -> int:
+    """How many replicas the master ``name`` streams to, asked at most every few seconds.
+
+    Not from CLUSTER SLOTS: Redis 7.0 leaves a replica out of it until gossip has carried
+    a replication offset, so a fresh cluster would show none."""
+    now = time.monotonic()
+    with _counts_lock:
+        known = _counts.get(name)
+    if known is not None and known[0] > now:
+        return known[1]
+    count = int(node.info("replication").get("connected_slaves", 0))
+    with _counts_lock:
+        _counts[name] = (now + REPLICAS_TTL_S, count)
+    return count

@@ -94,3 +94,49 @@ def test_a_wake_up_published_on_one_master_reaches_a_waiter_on_any_node(hot, sco
     hot.signal(scope, queues[-1], [Signal("late")], NOW)
     waiter.join(6)
     assert woke == [True] and time.monotonic() - started < 1.0
+
+
+def test_a_claim_outlives_its_master_even_when_the_replica_lags(scope):
+    # The replica sleeps through the claim (DEBUG SLEEP): the claim's reply waits until
+    # the replica has acknowledged it (the WAIT), then the master dies and the replica
+    # takes over (CLUSTER FAILOVER TAKEOVER) with the lease. On one host a SIGKILLed
+    # master's socket still delivers what it had sent, so only the wait is the WAIT's
+    # own proof here; a host crash or a partition loses an unacknowledged claim.
+    from tests.redis_cluster import local_cluster
+
+    with local_cluster() as cluster:
+        plane = RedisHotPlane(cluster.url)
+        try:
+            plane.ensure_ready()
+            plane.signal(scope, "q", [Signal("j")], NOW)
+            master = cluster.master_of(queue_keys(scope, "q").leases)
+            replica = cluster.replica_of(master)
+            sleeper = threading.Thread(target=cluster.cli, args=(replica, "debug", "sleep", "0.3"))
+            sleeper.start()
+            time.sleep(0.05)
+            started = time.monotonic()
+            leases = plane.claim(scope, "q", worker_id="w", limit=1, lease_ms=LEASE, now=NOW)
+            waited = time.monotonic() - started
+            cluster.kill(master)
+            sleeper.join()
+            cluster.take_over(replica)
+            depths = _eventually(lambda: plane.depths(scope, "q", NOW))
+            assert [lease.job_id for lease in leases] == ["j"] and (depths.ready, depths.active) == (0, 1)
+            assert plane.claim(scope, "q", worker_id="w2", limit=1, lease_ms=LEASE, now=NOW) == []
+            assert waited > 0.1  # the claim's reply waited for the sleeping replica
+        finally:
+            plane.close()
+
+
+def _eventually(fn, timeout: float = 20.0):
+    """``fn()`` once the client has found the new master (calls fail until it has)."""
+    from oqronkit.errors import BackendUnavailable
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return fn()
+        except BackendUnavailable:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
