@@ -5,6 +5,8 @@ wake-ups across nodes. Runs on the session's local cluster (tests/redis_cluster.
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 
@@ -97,11 +99,11 @@ def test_a_wake_up_published_on_one_master_reaches_a_waiter_on_any_node(hot, sco
 
 
 def test_a_claim_outlives_its_master_even_when_the_replica_lags(scope):
-    # The replica sleeps through the claim (DEBUG SLEEP): the claim's reply waits until
-    # the replica has acknowledged it (the WAIT), then the master dies and the replica
-    # takes over (CLUSTER FAILOVER TAKEOVER) with the lease. On one host a SIGKILLed
-    # master's socket still delivers what it had sent, so only the wait is the WAIT's
-    # own proof here; a host crash or a partition loses an unacknowledged claim.
+    # The replica is stopped (SIGSTOP) during the claim: the claim's reply waits until
+    # the replica, resumed, has acknowledged it (the WAIT); then the master dies and the
+    # replica takes over (CLUSTER FAILOVER TAKEOVER) with the lease. On one host a
+    # SIGKILLed master's socket still delivers what it had sent, so only the wait is the
+    # WAIT's own proof here; a host crash or a partition loses an unacknowledged claim.
     from tests.redis_cluster import local_cluster
 
     with local_cluster() as cluster:
@@ -111,19 +113,24 @@ def test_a_claim_outlives_its_master_even_when_the_replica_lags(scope):
             plane.signal(scope, "q", [Signal("j")], NOW)
             master = cluster.master_of(queue_keys(scope, "q").leases)
             replica = cluster.replica_of(master)
-            sleeper = threading.Thread(target=cluster.cli, args=(replica, "debug", "sleep", "0.3"))
-            sleeper.start()
-            time.sleep(0.05)
-            started = time.monotonic()
-            leases = plane.claim(scope, "q", worker_id="w", limit=1, lease_ms=LEASE, now=NOW)
-            waited = time.monotonic() - started
+            plane.depths(scope, "q", NOW)  # connected: the claim below is one round trip
+            claimed: list[list] = []
+            os.kill(cluster.pid(replica) or 0, signal.SIGSTOP)
+            try:
+                claiming = threading.Thread(target=lambda: claimed.append(
+                    plane.claim(scope, "q", worker_id="w", limit=1, lease_ms=LEASE, now=NOW)))
+                claiming.start()
+                claiming.join(0.25)
+                held_back = claiming.is_alive()
+            finally:
+                os.kill(cluster.pid(replica) or 0, signal.SIGCONT)
+            claiming.join(5)
+            assert held_back, "the claim's reply should wait for the stopped replica"
             cluster.kill(master)
-            sleeper.join()
             cluster.take_over(replica)
             depths = _eventually(lambda: plane.depths(scope, "q", NOW))
-            assert [lease.job_id for lease in leases] == ["j"] and (depths.ready, depths.active) == (0, 1)
+            assert [lease.job_id for lease in claimed[0]] == ["j"] and (depths.ready, depths.active) == (0, 1)
             assert plane.claim(scope, "q", worker_id="w2", limit=1, lease_ms=LEASE, now=NOW) == []
-            assert waited > 0.1  # the claim's reply waited for the sleeping replica
         finally:
             plane.close()
 
