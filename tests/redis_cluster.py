@@ -65,7 +65,7 @@ class LocalCluster:
                 ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
                  "--cluster-config-file", str(node_dir / "nodes.conf"), "--cluster-node-timeout",
                  str(NODE_TIMEOUT_MS), "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0",
-                 "--enable-debug-command", "local", "--daemonize", "yes", "--dir", str(node_dir),
+                 "--daemonize", "yes", "--dir", str(node_dir),
                  "--pidfile", str(node_dir / "redis.pid"), "--logfile", str(node_dir / "redis.log")],
                 check=True, capture_output=True,
             )
