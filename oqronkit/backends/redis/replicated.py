@@ -50,12 +50,12 @@ def run_replicated(client: RedisCluster, script: Script, keys: Sequence[str], ar
             client.nodes_manager.initialize()
             continue
         node = client.get_redis_connection(nodes[0])
-        replicas = _replicas(nodes[0].name, node)
-        pipe = node.pipeline(transaction=False)
-        pipe.evalsha(script.sha, len(keys), *keys, *args)
-        if replicas:
-            pipe.wait(replicas, WAIT_MS)
         try:
+            replicas = _replicas(nodes[0].name, node)
+            pipe = node.pipeline(transaction=False)
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+            if replicas:
+                pipe.wait(replicas, WAIT_MS)
             reply, *acked = pipe.execute()
         except (ConnectionError, TimeoutError):
             # Not retried (the claim may have run), but the next call must find the new master.
