@@ -15,28 +15,13 @@ from oqronkit import Engine, OqronConfig, Registry
 from oqronkit.worker import WorkerProcess
 
 # "redis-cluster-postgres": mode redis-postgres with the hot plane on a local Redis
-# Cluster (tests/redis_cluster.py); it runs the modules of CLUSTER_SLICE only.
+# Cluster (tests/redis_cluster.py); it runs the modules of CLUSTER_SLICE only (the other
+# suites that share MODES or this `mode` fixture drop it: tests/conftest.py).
 MODES = ["memory", "sqlite", "postgres", "redis-postgres", "redis", "redis-cluster-postgres"]
 CLUSTER_SLICE = frozenset({
     "test_add", "test_control", "test_lifecycle", "test_prefetch", "test_processing", "test_queue_limits",
     "test_reconciler", "test_rescue_races", "test_settling",
 })
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep the cluster mode to the representative slice: the whole suite on a second
-    Redis deployment would add minutes and test the same hot-plane calls again."""
-    dropped = [item for item in items if _cluster_outside_slice(item)]
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if item not in set(dropped)]
-
-
-def _cluster_outside_slice(item: pytest.Item) -> bool:
-    callspec = getattr(item, "callspec", None)
-    if callspec is None or callspec.params.get("mode") != "redis-cluster-postgres":
-        return False
-    return item.module is None or item.module.__name__.rpartition(".")[2] not in CLUSTER_SLICE
 
 
 def make_config(mode: str, request: pytest.FixtureRequest, tmp_path, project: str) -> OqronConfig:
