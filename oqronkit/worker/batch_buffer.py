@@ -69,13 +69,7 @@ class BatchBuffer(QueueBuffer):
         free = 2 * capacity - self.running - self.held_count
         backlog = max(2 * capacity, SETTLE_BACKLOG_FLOOR)
         free = min(free, backlog + 2 * capacity - len(self.inflight))
-        throttle = self.queue.throttle
-        if throttle is not None and free > 0:
-            limit, window = throttle
-            now = time.monotonic()
-            self._dispatched = [t for t in self._dispatched if now - t < window]
-            free = min(free, limit - len(self._dispatched))
-        return max(free, 0)
+        return self._throttled(free)
 
     def hold(self, held: list[Inflight]) -> None:
         """Keep claimed attempts under their group key. A key function that raises

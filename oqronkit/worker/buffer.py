@@ -60,6 +60,10 @@ class QueueBuffer:
         # Don't run further ahead of the finisher than a few batches of outcomes.
         backlog = max(concurrency * SETTLE_BACKLOG, SETTLE_BACKLOG_FLOOR)
         free = min(free, backlog + concurrency + prefetch - len(self.inflight))
+        return self._throttled(free)
+
+    def _throttled(self, free: int) -> int:
+        """``free`` cut to what the queue's throttle window still allows (never negative)."""
         throttle = self.queue.throttle
         if throttle is not None and free > 0:
             limit, window = throttle
