@@ -1,5 +1,6 @@
 """Rate-limit checks per second on one Redis: ``oqronkit.rate_limit`` (sliding window and
-gcra, through the engine's public API) against the ``limits`` package's Redis
+gcra, through the engine's public API; the sliding window also through redis-py's client
+path instead of the lean one, ``backends/redis/fast_eval.py``) against the ``limits`` package's Redis
 sliding-window-counter and moving-window limiters, and against a raw redis-py
 ``INCR``+``EXPIRE`` pipeline (a floor: one round trip, no algorithm, not a peer).
 
@@ -34,12 +35,14 @@ LIMIT, PERIOD_S = 1_000_000, 3600  # never refuses within a run: every system do
 SHAPES = {"one hot key": 1, "10,000 keys": 10_000}
 
 
-def oqron_system(url: str, project: str, algorithm: str) -> Callable[[str], Any]:
+def oqron_system(url: str, project: str, algorithm: str, *, lean: bool = True) -> Callable[[str], Any]:
     from oqronkit import Engine, OqronConfig, Registry
 
     engine = Engine(OqronConfig(mode="redis", database_url=None, redis_url=url, project=project),
                     registry=Registry())
     limiter = engine.rate_limit("bench", algorithm=algorithm, limit=LIMIT, period=PERIOD_S)
+    if not lean:  # the same check through redis-py's client path (backends/redis/fast_eval.py off)
+        engine.hot.plane._fast_rate = None  # type: ignore[attr-defined]
     return limiter.check
 
 
@@ -91,6 +94,8 @@ def main() -> None:
     makers: dict[str, Callable[[], Callable[[str], Any]]] = {
         "oqronkit sliding-window": lambda: oqron_system(args.redis_url, project, "sliding-window"),
         "oqronkit gcra": lambda: oqron_system(args.redis_url, project + "-g", "gcra"),
+        "oqronkit sliding redis-py": lambda: oqron_system(args.redis_url, project + "-r", "sliding-window",
+                                                          lean=False),
         "limits sliding-window": lambda: limits_system(args.redis_url, prefix + "-s", "sliding"),
         "limits moving-window": lambda: limits_system(args.redis_url, prefix + "-m", "moving"),
         "floor INCR+EXPIRE": lambda: floor_system(args.redis_url, prefix + "-f:"),
