@@ -7,7 +7,8 @@ sliding-window-counter and moving-window limiters, and against a raw redis-py
 Each system runs sequential ``check()``/``hit()`` calls from one thread for ``--seconds``,
 on two shapes: every call on one hot key, and calls spread over 10,000 keys (random
 order). Systems run interleaved, ``--repeat`` times in a shuffled order; the table shows
-each system's median checks/s and its ratio to limits' moving window and to the floor.
+each system's median checks/s and its ratio to limits' moving window and to the floor (of
+the medians, and the median of each repetition's ratio: steadier on a noisy machine).
 Targets: >= 1.5x limits' moving window and >= 0.5x the floor. Every key is dropped after.
 
 Needs ``pip install limits==5.8.0`` (requirements-dev.txt).
@@ -118,13 +119,19 @@ def main() -> None:
                 client.delete(key)
 
     print(f"\nchecks/s, one thread, median of {args.repeat} x {args.seconds:g} s, Redis {args.redis_url}")
-    print(f"{'system':26} {'shape':12} {'checks/s':>10} {'x moving':>9} {'x floor':>8}")
+    print("(p): the median of each repetition's ratio, both measured within seconds of each other")
+    print(f"{'system':26} {'shape':12} {'checks/s':>10} {'x moving':>9} {'x floor':>8} "
+          f"{'x mov(p)':>8} {'x floor(p)':>10}")
     for shape in SHAPES:
-        moving = statistics.median(results[("limits moving-window", shape)])
-        floor = statistics.median(results[("floor INCR+EXPIRE", shape)])
+        moving_runs, floor_runs = results[("limits moving-window", shape)], results[("floor INCR+EXPIRE", shape)]
+        moving, floor = statistics.median(moving_runs), statistics.median(floor_runs)
         for name in systems:
-            rate = statistics.median(results[(name, shape)])
-            print(f"{name:26} {shape:12} {rate:10,.0f} {rate / moving:9.2f} {rate / floor:8.2f}")
+            runs = results[(name, shape)]
+            rate = statistics.median(runs)
+            paired_moving = statistics.median(r / m for r, m in zip(runs, moving_runs, strict=True))
+            paired_floor = statistics.median(r / f for r, f in zip(runs, floor_runs, strict=True))
+            print(f"{name:26} {shape:12} {rate:10,.0f} {rate / moving:9.2f} {rate / floor:8.2f} "
+                  f"{paired_moving:8.2f} {paired_floor:10.2f}")
 
 
 if __name__ == "__main__":

@@ -176,8 +176,9 @@ class FastEval:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.settimeout(self._timeout)
             setup = []
-            if self._password is not None:
-                auth = [b"AUTH", *([self._username.encode()] if self._username else []), self._password.encode()]
+            if self._username or self._password:  # as redis-py sends it
+                password = (self._password or "").encode()
+                auth = [b"AUTH", *([self._username.encode()] if self._username else []), password]
                 setup.append(b"*%d\r\n" % len(auth) + b"".join(_bulk(part) for part in auth))
             if self._db:
                 setup.append(b"*2\r\n" + _bulk(b"SELECT") + _bulk(str(self._db).encode()))

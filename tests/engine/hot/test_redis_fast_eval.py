@@ -154,3 +154,17 @@ def test_threads_each_use_their_own_connection():
     finally:
         plane.close()
         drop_redis_project(url, SCOPE.project)
+
+
+def test_the_url_s_user_password_and_database_are_used():
+    with dedicated_redis() as server:
+        admin = redis.Redis.from_url(server.url)
+        admin.acl_setuser("lim", enabled=True, passwords=["+s3cret"], keys=["*"], channels=["*"], commands=["+@all"])
+        plane = RedisHotPlane(f"redis://lim:s3cret@127.0.0.1:{server.port}/2")
+        plane.ensure_ready()
+        assert hit(plane) == 99
+        assert redis.Redis(port=server.port, db=2).exists("oqron:fast-eval:test:rate:3:lim:k")
+        plane.close()
+        wrong = RedisHotPlane(f"redis://lim:wrong@127.0.0.1:{server.port}/2")
+        with pytest.raises(BackendUnavailable):
+            hit(wrong)
