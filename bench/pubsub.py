@@ -25,6 +25,9 @@ Every task body is ``bench/peers/common.py``'s ``INCR``. Checks: the counter end
 exactly 2N (N for ``queue1``), every delivery left one completed run in its group's
 queue, no job or dead letter is left, each group's lag is 0.
 
+``--against DIR`` adds another checkout's engine (``against-oqron-<mode>``, a before) to
+every block, so a change is measured against its before within the same repetitions.
+
 Targets: ``publish_many`` >= 0.5x pipelined ``XADD``; deliveries/s (both groups
 together, a run each) >= 0.5x the ``queue`` phase's jobs/s, per mode. A ratio is the
 median of the per-repetition ratios (its two sides ran in the same block of the same
@@ -82,14 +85,16 @@ class Phase:
     env: dict[str, str]
     stream: str
     project: str | None = None
+    peers: Path = PEERS  # the checkout whose driver and app the phase runs
 
 
 class System:
     """Our engine in one mode, or the Redis Streams floor (``mode`` None)."""
 
-    def __init__(self, mode: str | None) -> None:
+    def __init__(self, mode: str | None, root: Path = ROOT) -> None:
         self.mode = mode
-        self.name = f"oqron-{mode}" if mode else FLOOR
+        self.root = root  # --against: another checkout's engine, measured in the same blocks
+        self.name = (f"oqron-{mode}" if root == ROOT else f"against-oqron-{mode}") if mode else FLOOR
         self.database: str | None = None
 
     @property
@@ -106,8 +111,8 @@ class System:
         env.update({"BENCH_REDIS_URL": bench.redis_url, "BENCH_KEY": f"oqbench:{tag}",
                     "BENCH_PARTITIONS": str(bench.args.partitions), "BENCH_CONCURRENCY": str(bench.args.concurrency),
                     "BENCH_ANALYZE": "1" if bench.args.analyze else "0",
-                    "PYTHONPATH": f"{PEERS}{os.pathsep}{ROOT}", "PYTHONUNBUFFERED": "1"})
-        phase = Phase(tag, env, stream=f"oqbench:{tag}:stream")
+                    "PYTHONPATH": f"{self.root / 'bench' / 'peers'}{os.pathsep}{self.root}", "PYTHONUNBUFFERED": "1"})
+        phase = Phase(tag, env, stream=f"oqbench:{tag}:stream", peers=self.root / "bench" / "peers")
         if self.mode:
             phase.project = f"ps-{tag}"
             env.update({"OQRON_MODE": self.mode, "OQRON_PROJECT": phase.project, "OQRON_ENVIRONMENT": "bench",
@@ -146,7 +151,7 @@ class System:
 
 
 def driver(phase: Phase, *args: str, timeout: float) -> dict[str, Any]:
-    out = run_checked([PYTHON, str(PEERS / "pubsub_driver.py"), *args], phase.env, timeout=timeout,
+    out = run_checked([PYTHON, str(phase.peers / "pubsub_driver.py"), *args], phase.env, timeout=timeout,
                       what=f"pubsub_driver.py {' '.join(args)}")
     try:
         return json.loads(out.strip().splitlines()[-1])
@@ -455,6 +460,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--lock-timeout", type=float, default=3600.0,
                         help="how long to wait for another bench run on the same server (throughput.py's lock)")
     parser.add_argument("--json", type=Path, default=None, help="also write every run's figures here")
+    parser.add_argument("--against", type=Path, default=None,
+                        help="another checkout (a before): its engine runs as against-oqron-<mode> in the same "
+                             "blocks, so before and after share every slow spell of the machine")
     parser.add_argument("--keep-logs", action="store_true", help="keep worker logs")
     args = parser.parse_args(argv)
     if args.quick:
@@ -476,6 +484,8 @@ def run(args: argparse.Namespace) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="oqron-pubsub-"))
     bench = Bench(args.pg_url, args.redis_url, args, scratch)
     systems = [System(m) for m in args.mode_list] + [System(None)]
+    if args.against is not None:
+        systems[-1:-1] = [System(m, args.against.resolve()) for m in args.mode_list]
     failed = True
     try:
         check_servers(bench)

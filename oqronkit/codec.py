@@ -74,6 +74,13 @@ def dumps_checked(value: Any) -> str:
     return dumps_compact(value)
 
 
+def json_fragment(text: str) -> Any:
+    """Compact JSON ``text``, already checked, to place in a value that
+    :func:`dumps_checked` encodes: orjson embeds a Fragment as is, instead of encoding
+    the value it came from a second time; without orjson, the decoded value."""
+    return orjson.Fragment(text) if orjson is not None else json.loads(text)
+
+
 def encode_value(value: Any, *, limit: int, what: str, checked: bool = False) -> str:
     """Encode a record value (a JSON object) to compact text, refusing non-objects,
     non-JSON values and anything over ``limit`` bytes of UTF-8. ``checked``: the value

@@ -126,10 +126,18 @@ class OqronConfig:
                 )
             if scheme == "sqlite":
                 sqlite_path(self.database_url)
-        redis_ok = self.redis_url is not None and self.redis_url.startswith(("redis://", "rediss://", "unix://"))
+        redis_ok = self.redis_url is not None and self.redis_url.startswith(
+            ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://"))
         if self.mode in ("redis", "redis-postgres") and not redis_ok:
             raise ConfigurationError(
-                f"OQRON mode {self.mode!r} needs a Redis URL (OQRON_REDIS_URL=redis://host:6379/0)."
+                f"OQRON mode {self.mode!r} needs a Redis URL (OQRON_REDIS_URL=redis://host:6379/0, or "
+                "redis+cluster://host:port,host:port for a Redis Cluster)."
+            )
+        if self.mode == "redis" and self.redis_url is not None and "+cluster://" in self.redis_url:
+            # The durable store's scripts are not cluster-tested: only the hot plane is.
+            raise ConfigurationError(
+                "A Redis Cluster (redis+cluster://) serves the hot plane of mode 'redis-postgres'; "
+                "mode 'redis' keeps its durable store on a single Redis."
             )
 
     def with_scope(self, *, project: str, environment: str) -> OqronConfig:

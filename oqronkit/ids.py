@@ -6,6 +6,7 @@ import os
 import random
 import secrets
 import socket
+from collections.abc import Callable
 
 from .clock import now_ms
 
@@ -20,6 +21,13 @@ os.register_at_fork(after_in_child=lambda: _random.seed(secrets.randbits(128)))
 def new_id() -> str:
     """A 26-character lowercase hex-ish id: 12 hex digits of ms time + 14 random."""
     return f"{now_ms():012x}{_random.getrandbits(56):014x}"
+
+
+def new_ids_at(at_ms: int) -> Callable[[], str]:
+    """:func:`new_id` for a batch made at ``at_ms``: the time part formatted once (a
+    third of an id's cost), the random part fresh for each."""
+    prefix, bits = f"{at_ms:012x}", _random.getrandbits
+    return lambda: f"{prefix}{bits(56):014x}"
 
 
 def node_id() -> str:

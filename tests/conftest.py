@@ -25,6 +25,38 @@ def pg_schema_url() -> Iterator[str]:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep the "redis-cluster-postgres" mode to the queue suite's representative slice:
+    every suite sharing MODES or the queue suite's `mode` fixture would run it otherwise,
+    adding minutes that test the same hot-plane calls again."""
+    dropped = [item for item in items if _cluster_outside_slice(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        kept = set(items) - set(dropped)
+        items[:] = [item for item in items if item in kept]
+
+
+def _cluster_outside_slice(item: pytest.Item) -> bool:
+    from tests.engine.queue.conftest import CLUSTER_SLICE
+
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or "redis-cluster-postgres" not in callspec.params.values():
+        return False
+    module = item.module.__name__ if item.module is not None else ""
+    package, _, name = module.rpartition(".")
+    return package != "tests.engine.queue" or name not in CLUSTER_SLICE
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[object]:
+    """A local Redis Cluster (3 masters, a replica each) for this session; see
+    tests/redis_cluster.py. Skips without redis-server, fails under CI=true."""
+    from tests.redis_cluster import local_cluster
+
+    with local_cluster() as cluster:
+        yield cluster
+
+
 @pytest.fixture
 def scope_names() -> tuple[str, str]:
     """A fresh (project, environment) so tests sharing a database never collide."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple
 
@@ -117,5 +117,9 @@ class LogAppend:
     counter_table: TableKey
     counter_namespace: str
     counter_id: str
-    build: Callable[[list[str], int], list[EncodedRow]]
+    build: Callable[[list[str], int], Iterable[EncodedRow]]  # may be lazy: take each row once
     counter: Callable[[int], EncodedRow]
+    #: A broadcast channel of the hot plane to notify when the append commits, in its
+    #: transaction (None: no notification). Only set where the hot plane broadcasts
+    #: within this store's database (the same transaction domain); other stores ignore it.
+    notify: str | None = None

@@ -7,7 +7,8 @@ up costs one job row per message only while the message is in flight, never a ro
 message per group for the log's whole retention.
 
 One process at a time dispatches a group (a hot-plane lock, renewed every pass); any
-process that consumes the group takes over when the lock lapses. A pass reads past the
+process that consumes the group takes over when the lock lapses. An idle dispatcher
+sleeps until a publish to its topic wakes it (:mod:`.wake`) or its poll comes round. A pass reads past the
 cursor, adds the jobs (their ids are the message ids, so a pass repeated after a crash
 or a lost lock finds them already there while they are in flight), then moves the
 cursor by compare-and-set on the group's version, in two steps: it first claims the
@@ -33,12 +34,14 @@ from ..queue import QueueHost
 from . import groups, log
 from .ordering import KeyChains
 from .subscription import Message, Subscription
+from .wake import Wakeup
 
 logger = logging.getLogger(__name__)
 #: Deliveries a group may have in its queue (waiting, retrying or running) before its
 #: dispatcher waits: the rows a slow group costs, and how far a crash may repeat work.
 WINDOW = 1000
 BATCH = 500
+#: The idle poll: how soon a message is found when its wake was lost (or the plane has none).
 IDLE_WAIT = 0.1
 LOCK_TTL_MS = 10_000
 #: A range claimed by a dispatcher that has not handed it over within this long is
@@ -47,20 +50,26 @@ PENDING_TIMEOUT_MS = 30_000
 
 
 class Dispatcher:
-    def __init__(self, engine: QueueHost, subscriptions: list[Subscription], worker_id: str) -> None:
+    def __init__(self, engine: QueueHost, subscriptions: list[Subscription], worker_id: str, *,
+                 idle_wait: float = IDLE_WAIT) -> None:
         self.engine = engine
         self.subscriptions = subscriptions
         self.worker_id = worker_id
+        self.idle_wait = idle_wait
         self._failing: set[str] = set()  # groups whose last pass failed (logged once until they recover)
         self._chains: dict[str, KeyChains] = {}  # ordered groups whose lock this process holds
 
     def loop(self, stop: threading.Event) -> None:
+        wakeup = Wakeup(self.engine.hot, (sub.topic for sub in self.subscriptions))
         try:
+            wakeup.wait_ready()
             while not stop.is_set():
+                wakeup.clear()  # a publish committed during the pass wakes the next wait
                 moved = sum(self._pass(sub) for sub in self.subscriptions)
                 if not moved:
-                    stop.wait(IDLE_WAIT)
+                    wakeup.wait(self.idle_wait, stop)
         finally:
+            wakeup.close()
             self._release()
 
     def _pass(self, sub: Subscription) -> int:
@@ -84,12 +93,13 @@ class Dispatcher:
         if group["paused"]:
             return 0
         pending = group.get("pending")
+        read: dict[str, list[StoredRecord]] = {}  # the range's messages, when this pass read them
         if pending is not None:
             if pending["owner"] != self.worker_id and now_ms() - pending["at"] < PENDING_TIMEOUT_MS:
                 return 0  # another dispatcher is handing this range over now
             target = pending["cursor"]  # ours, or left by a dispatcher that died: hand it over again
         else:
-            found = self._next_range(sub, group)
+            found = self._next_range(sub, group, read)
             if found is None:
                 return 0
             target = found
@@ -97,7 +107,7 @@ class Dispatcher:
             if claimed is None:
                 return 0  # the group changed meanwhile (a seek, another dispatcher)
             group = claimed
-        items = self._deliveries(sub, group["cursor"], target)
+        items = self._deliveries(sub, group["cursor"], target, read)
         if items and sub.ordered:
             self._chains_of(sub).chain(durable, sub.queue.namespace, items)
         if items:
@@ -105,8 +115,10 @@ class Dispatcher:
         moved = sum(target[p] - group["cursor"].get(p, -1) for p in target)
         return moved if groups.advance(durable, group, target) else 0
 
-    def _next_range(self, sub: Subscription, group: groups.GroupValue) -> dict[str, int] | None:
-        """The cursor after the next batch the group has room for, or None."""
+    def _next_range(self, sub: Subscription, group: groups.GroupValue,
+                    read: dict[str, list[StoredRecord]]) -> dict[str, int] | None:
+        """The cursor after the next batch the group has room for, or None; the
+        messages of the batch, by partition, into ``read``."""
         depths = self.engine.hot.depths(sub.queue.name, now_ms())
         room = min(WINDOW - (depths.ready + depths.delayed + depths.active), BATCH)
         if room <= 0:
@@ -116,16 +128,22 @@ class Dispatcher:
             got = log.read(self.engine.durable, sub.topic, partition, after=target[str(partition)], limit=room)
             if got:
                 target[str(partition)] = int(got[-1].value["offset"])
+                read[str(partition)] = got
                 room -= len(got)
             if room <= 0:
                 break
         return target if target != group["cursor"] else None
 
-    def _deliveries(self, sub: Subscription, cursor: dict[str, int], target: dict[str, int]) -> list[dict[str, Any]]:
-        """The jobs of the messages after ``cursor`` up to ``target``, filtered."""
+    def _deliveries(self, sub: Subscription, cursor: dict[str, int], target: dict[str, int],
+                    read: dict[str, list[StoredRecord]]) -> list[dict[str, Any]]:
+        """The jobs of the messages after ``cursor`` up to ``target``, filtered (a
+        partition in ``read`` is taken from there: the pass read exactly that range)."""
         items: list[dict[str, Any]] = []
         for partition, last in target.items():
             after = cursor.get(partition, -1)
+            if partition in read:
+                items += [item for r in read[partition] if _wanted(sub, item := _delivery(r))]
+                continue
             while after < last:
                 page = log.read(self.engine.durable, sub.topic, int(partition), after=after,
                                 limit=min(last - after, BATCH))

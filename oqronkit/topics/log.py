@@ -10,12 +10,14 @@ reused and commit in order).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from ..backends.types import EncodedRow, LogAppend, StoredRecord
+from ..clock import now_ms
+from ..codec import check_size, dumps_checked, json_fragment, utf8_size
 from ..durable import DurablePlane, RecordWrite
-from ..namespaces import TOPIC_STATE, topic_msg_namespace
+from ..namespaces import TOPIC_STATE, classify_namespace, table_for_kind, topic_msg_namespace
 
 
 class MessageValue(TypedDict):
@@ -47,6 +49,9 @@ class Draft(NamedTuple):
     idempotency_key: str | None
     published_at: int
     run_at: int | None = None
+    #: The payload's compact JSON, set by the publisher once it checked it and every
+    #: other text of the draft: the record is then encoded around it, not checked again.
+    payload_json: str | None = None
 
 
 def counter_id(topic: str, partition: int) -> str:
@@ -64,13 +69,43 @@ def message_value(topic: str, partition: int, offset: int, draft: Draft) -> Mess
     return value
 
 
-def append(durable: DurablePlane, topic: str, partition: int, drafts: Sequence[Draft]) -> dict[str, int]:
+def message_json(topic: str, partition: int, offset: int, draft: Draft) -> str:
+    """The stored JSON of a published draft: its checked payload text embedded as is."""
+    assert draft.payload_json is not None
+    value: dict[str, Any] = {
+        "id": draft.id, "topic": topic, "key": draft.key, "partition": partition, "offset": offset,
+        "publishedAt": draft.published_at, "payload": json_fragment(draft.payload_json), "headers": draft.headers,
+        "correlationId": draft.correlation_id, "idempotencyKey": draft.idempotency_key,
+    }
+    if draft.run_at is not None:
+        value["runAt"] = draft.run_at
+    return dumps_checked(value)
+
+
+def _prepared_rows(durable: DurablePlane, namespace: str, texts: Iterable[tuple[str, str]]) -> Iterator[EncodedRow]:
+    """Rows of published messages, lazily, so a store streaming them (COPY) sends the
+    first while the rest are encoded. Every text in them was checked by the publisher
+    (and the ids are its own), so only the size is checked here."""
+    kind = classify_namespace(namespace)
+    table, at, limit = table_for_kind(kind), now_ms(), durable.max_record_bytes
+    for id, text in texts:
+        if utf8_size(text) > limit:
+            check_size(text, limit=limit, what=f"{namespace}/{id}")  # raises, with the record's name
+        yield EncodedRow(namespace, id, kind, table, text, at, None)
+
+
+def append(durable: DurablePlane, topic: str, partition: int, drafts: Sequence[Draft], *,
+           notify: str | None = None) -> dict[str, int]:
     """Append ``drafts`` to one partition; every draft id's offset (a draft whose id is
-    already in the log keeps the offset it had: that is how idempotency keys dedupe)."""
+    already in the log keeps the offset it had: that is how idempotency keys dedupe).
+    ``notify``: a hot-plane broadcast channel the store notifies as the append commits."""
     namespace = topic_msg_namespace(topic)
     by_id = {d.id: d for d in drafts}
 
-    def build(new_ids: list[str], first: int) -> list[EncodedRow]:
+    def build(new_ids: list[str], first: int) -> Iterable[EncodedRow]:
+        if all(by_id[id].payload_json is not None for id in new_ids):
+            return _prepared_rows(durable, namespace, ((id, message_json(topic, partition, first + i, by_id[id]))
+                                                       for i, id in enumerate(new_ids)))
         return durable.encode_all(RecordWrite(namespace, id, message_value(topic, partition, first + i, by_id[id]),
                                               checked=True) for i, id in enumerate(new_ids))
 
@@ -81,7 +116,8 @@ def append(durable: DurablePlane, topic: str, partition: int, drafts: Sequence[D
     return durable.store.append_log(durable.scope, LogAppend(
         table="runs", namespace=namespace, partition=partition, ids=list(by_id),
         maybe_present=[d.id for d in drafts if d.idempotency_key is not None], counter_table="records",
-        counter_namespace=TOPIC_STATE, counter_id=counter_id(topic, partition), build=build, counter=counter))
+        counter_namespace=TOPIC_STATE, counter_id=counter_id(topic, partition), build=build, counter=counter,
+        notify=notify))
 
 
 def read(durable: DurablePlane, topic: str, partition: int, *, after: int, limit: int) -> list[StoredRecord]:

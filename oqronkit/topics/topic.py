@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any, Literal
 
 from ..backoff import to_ms
 from ..bounds import MAX_CONCURRENCY
 from ..clock import now_ms
-from ..codec import dumps_compact, storage_problem
 from ..declared import DeclaredByName, OnEngine
 from ..errors import ConfigurationError, InvalidJob
 from ..namespaces import TOPIC, TOPIC_STATE
 from ..queue import Queue, QueueHost, Registry
-from . import groups, log, publish
+from . import groups, log, publish, wake
 from .log import Draft
 from .subscription import Message, Subscription, check_name, delivery_queue_name, subscribe, subscriptions_for
 
@@ -63,15 +62,22 @@ class Topic(OnEngine):
     def publish_many(self, items: Iterable[Any]) -> list[str]:
         """Append many messages, one durable transaction per partition touched. Each
         item is a payload or ``{"payload": ..., **options}``. Their ids, in order."""
-        drafted = [self._draft(item) for item in items]
+        drafter = publish.Drafter(self.name, partitions=self.partitions,
+                                  max_bytes=self.max_message_bytes or self.engine.config.max_record_bytes)
+        drafted = [drafter(item) for item in items]
         if not drafted:
             return []
         self._declare()
         by_partition: dict[int, list[Draft]] = defaultdict(list)
         for partition, draft in drafted:
             by_partition[partition].append(draft)
-        for partition, drafts in by_partition.items():
-            log.append(self.engine.durable, self.name, partition, drafts)
+        notify = wake.at_commit(self.engine, self.name)
+        try:
+            for partition, drafts in by_partition.items():
+                log.append(self.engine.durable, self.name, partition, drafts, notify=notify)
+        finally:
+            if notify is None:
+                wake.request(self.engine, self.name)  # one per call; also for the partitions written before a failure
         return [draft.id for _, draft in drafted]
 
     def publish_on_commit(self, payload: Any = None, *, using: str | None = None, **options: Any) -> None:
@@ -79,25 +85,6 @@ class Topic(OnEngine):
         from django.db import transaction  # only meaningful inside a Django project
 
         transaction.on_commit(lambda: self.publish(payload, **options), using=using)
-
-    def _draft(self, item: Any) -> tuple[int, Draft]:
-        if isinstance(item, Mapping) and "payload" in item:
-            options = {k: v for k, v in item.items() if k != "payload"}
-            payload = item["payload"]
-        else:
-            options, payload = {}, item
-        limit = self.max_message_bytes or self.engine.config.max_record_bytes
-        try:
-            text = dumps_compact(payload)
-        except (TypeError, ValueError) as exc:
-            raise InvalidJob(f"Topic {self.name!r}: the payload is not JSON: {exc}") from exc
-        problem = storage_problem(text)
-        if problem is not None:
-            raise InvalidJob(f"Topic {self.name!r}: the payload cannot be stored: {problem}.")
-        size = len(text.encode("utf-8"))
-        if size > limit:
-            raise InvalidJob(f"Topic {self.name!r}: a {size:,}-byte payload is over the {limit:,}-byte limit.")
-        return publish.draft(self.name, payload, options, partitions=self.partitions)
 
     def _declare(self) -> None:
         """Record the topic's definition and state once per process."""

@@ -20,6 +20,7 @@ from ..clock import now_ms
 from ..errors import ConfigurationError, OqronError
 from ..live import WorkerInfo, forget_worker
 from ..services import Services
+from ..topics.dispatch import IDLE_WAIT as TOPIC_POLL_INTERVAL
 from ..topics.dispatch import Dispatcher
 from ..topics.subscription import subscriptions_for
 from .batch_buffer import BatchBuffer
@@ -47,11 +48,14 @@ SPARE_SLOTS = 1
 
 
 class WorkerProcess:
-    """Runs the handlers of ``queues`` (default: every declared queue with a handler)."""
+    """Runs the handlers of ``queues`` (default: every declared queue with a handler).
+    ``topic_poll_interval``: how soon an idle topic dispatcher looks for messages whose
+    wake on publish did not reach it (or on a hot plane that cannot broadcast)."""
 
     def __init__(self, engine: Engine, *, queues: list[str] | None = None, concurrency: int | None = None,
                  burst: bool = False, record_runs: bool = True, services: bool = True, poll_interval: float = 1.0,
-                 drain_timeout: float = 30.0, metrics: WorkerMetrics | None = None) -> None:
+                 drain_timeout: float = 30.0, metrics: WorkerMetrics | None = None,
+                 topic_poll_interval: float = TOPIC_POLL_INTERVAL) -> None:
         self.engine = engine
         self.config = engine.config
         self.queues = _handled_queues(engine, queues)
@@ -60,6 +64,7 @@ class WorkerProcess:
         self.record_runs = record_runs
         self.run_services = services
         self.drain_timeout = drain_timeout
+        self.topic_poll_interval = topic_poll_interval
         self.state = WorkerState(engine, record_runs=record_runs, burst=burst, poll_interval=poll_interval)
         self.state.metrics = metrics
         self.worker_id = self.state.worker_id
@@ -101,7 +106,7 @@ class WorkerProcess:
                     self._spawn(f"oqron-slot-{buffer.name}-{n}", self._slot_loop(buffer), buffer)
         subscriptions = [s for q in self.queues if (s := subscriptions_for(self.engine.registry).get(q.name))]
         if subscriptions:
-            dispatcher = Dispatcher(self.engine, subscriptions, self.worker_id)
+            dispatcher = Dispatcher(self.engine, subscriptions, self.worker_id, idle_wait=self.topic_poll_interval)
             self._spawn("oqron-topics", dispatcher.loop, self.state.stopping)
         if self.run_services:
             self.services = Services(self.engine, worker_id=self.worker_id)

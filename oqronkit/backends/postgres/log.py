@@ -8,13 +8,18 @@ the counter, are never reused.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import psycopg
 
+from ..sqlfiles import load_queries
 from ..types import EncodedRow, LogAppend, Scope, StoredRecord
 from .arrays import TextArray
+from .broadcast import broadcast_channel
 from .statements import row_columns, statement
+
+_NOTIFY = load_queries("oqronkit.backends.postgres", "sql/broadcast.sql")["broadcast"]
 
 
 def append_log(conn: psycopg.Connection[Any], scope: Scope, append: LogAppend) -> dict[str, int]:
@@ -42,16 +47,20 @@ def append_log(conn: psycopg.Connection[Any], scope: Scope, append: LogAppend) -
         if new:
             rows = append.build(new, counter)
             if lookup:  # ids from idempotency keys: another partition's append may race for one
-                conn.execute(statement("insert_rows", append.table), row_columns(scope, rows))
+                conn.execute(statement("insert_rows", append.table), row_columns(scope, list(rows)))
             else:  # fresh ids: COPY, ~5 us of server CPU a row less than INSERT .. ON CONFLICT
                 _copy(conn, scope, append.table, rows)
-            conn.execute(statement("upsert_rows", append.counter_table),
-                         row_columns(scope, [append.counter(counter + len(new))]))
+            with conn.pipeline():  # the counter and the wake in one round trip, before COMMIT
+                conn.execute(statement("upsert_rows", append.counter_table),
+                             row_columns(scope, [append.counter(counter + len(new))]))
+                if append.notify is not None:  # sent by the server when this commits
+                    conn.execute(_NOTIFY, {"channel": broadcast_channel(scope, append.notify), "message": ""})
         offsets.update((id, counter + i) for i, id in enumerate(new))
     return offsets
 
 
-def _copy(conn: psycopg.Connection[Any], scope: Scope, table: str, rows: list[EncodedRow]) -> None:
+def _copy(conn: psycopg.Connection[Any], scope: Scope, table: str, rows: Iterable[EncodedRow]) -> None:
+    # ``rows`` is lazy: psycopg sends each 32 KiB as it fills, so the server parses while we encode.
     with conn.cursor().copy(statement("copy_rows", table)) as copy:
         for row in rows:
             copy.write_row((scope.project, scope.environment, row.namespace, row.kind, row.id, row.value_json,

@@ -17,11 +17,10 @@ import time
 from collections.abc import Callable
 from typing import cast
 
-import redis
 from redis.client import PubSub
 
 from ..types import Scope
-from .connection import call
+from .connection import Client, call
 from .keys import broadcast_channel
 
 logger = logging.getLogger(__name__)
@@ -45,7 +44,7 @@ class Subscription:
 class Listener:
     """The process's pub/sub connection and the thread that reads it."""
 
-    def __init__(self, client: redis.Redis, where: str) -> None:
+    def __init__(self, client: Client, where: str) -> None:
         self._client, self._where = client, where
         self._lock = threading.Lock()
         self._subs: dict[str, list[Subscription]] = {}
@@ -145,7 +144,7 @@ class RedisBroadcast:
     """The Redis hot plane's ``broadcast`` and ``listen`` (mixed into RedisHotPlane)."""
 
     supports_broadcast = True
-    _client: redis.Redis
+    _client: Client
     _where: str
     _listener: Listener | None = None
     _listener_pid: int = 0

@@ -4,11 +4,23 @@ ours, the read-retry policy, and the start-up check of the eviction policy."""
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from urllib.parse import unquote, urlsplit
 
 import redis
 from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.cluster import ClusterNode, RedisCluster
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    ReadOnlyError,
+    RedisClusterException,
+    RedisClusterUnreachableError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 from redis.retry import Retry
 
 from ...errors import BackendUnavailable, ConfigurationError, InvalidRecord
@@ -24,6 +36,23 @@ SOCKET_TIMEOUT_S = 10.0
 READ_RETRIES = 3
 _BACKOFF_BASE_S = 0.05
 _BACKOFF_CAP_S = 1.0
+
+
+#: A standalone client or a cluster client: both take the same commands and pipelines.
+Client = redis.Redis | RedisCluster
+CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
+
+
+def is_cluster_url(url: str) -> bool:
+    return url.startswith(CLUSTER_SCHEMES)
+
+
+def open_hot_client(url: str, *, connect_timeout: float, socket_timeout: float) -> Client:
+    """The hot plane's client: a cluster client for a ``redis+cluster://`` URL (it reads
+    the topology from its first reachable startup node when built), else a standalone one."""
+    if is_cluster_url(url):
+        return open_cluster(url, connect_timeout=connect_timeout, socket_timeout=socket_timeout)
+    return open_client(url, connect_timeout=connect_timeout, socket_timeout=socket_timeout)
 
 
 def open_client(url: str, *, connect_timeout: float, socket_timeout: float) -> redis.Redis:
@@ -44,9 +73,81 @@ def open_client(url: str, *, connect_timeout: float, socket_timeout: float) -> r
     return redis.Redis(connection_pool=pool)
 
 
+def open_cluster(url: str, *, connect_timeout: float, socket_timeout: float) -> RedisCluster:
+    """A cluster client for ``redis+cluster://[user:password@]host:port[,host:port...]``
+    (``rediss+cluster://`` for TLS): each host is a startup node, any one reachable is
+    enough to discover the others.
+
+    MOVED, ASK and TRYAGAIN replies are followed inside redis-py (the command did not
+    run). Its retry of connection errors is off (``Retry(NoBackoff(), 0)``), as for the
+    standalone pool: a script whose reply was lost may have run, so only the idempotent
+    calls retry, through :func:`read_retry`.
+    """
+    tls = url.startswith("rediss+")
+    parsed = urlsplit("redis" + url.split("+cluster", 1)[1])
+    nodes = []
+    for part in parsed.netloc.rpartition("@")[2].split(","):
+        host, _, port = part.rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigurationError(f"A Redis Cluster URL lists host:port pairs separated by commas; got {part!r}.")
+        nodes.append(ClusterNode(host.strip("[]"), int(port)))  # type: ignore[no-untyped-call]
+    if parsed.path.strip("/") not in ("", "0"):
+        raise ConfigurationError("A Redis Cluster has only database 0; drop the /<db> from OQRON_REDIS_URL.")
+    return RedisCluster(
+        startup_nodes=nodes,
+        username=unquote(parsed.username) if parsed.username else None,
+        password=unquote(parsed.password) if parsed.password else None,
+        ssl=tls,
+        decode_responses=True,
+        socket_connect_timeout=connect_timeout,
+        socket_timeout=socket_timeout,
+        retry=Retry(NoBackoff(), 0),
+    )
+
+
+def primaries(client: Client) -> list[redis.Redis]:
+    """A client per master: the one server, or every master of a cluster (the start-up
+    checks run on each, since each holds part of the keys)."""
+    if isinstance(client, RedisCluster):
+        return [client.get_redis_connection(node) for node in client.get_primaries()]  # type: ignore[no-untyped-call]
+    return [client]
+
+
+def disconnect_idle(client: Client) -> None:
+    """Close the idle pooled connections (of every node of a cluster)."""
+    if isinstance(client, RedisCluster):
+        for node in client.get_nodes():  # type: ignore[no-untyped-call]
+            if node.redis_connection is not None:
+                node.redis_connection.connection_pool.disconnect(inuse_connections=False)
+        return
+    client.connection_pool.disconnect(inuse_connections=False)
+
+
+def node_where(node: redis.Redis, where: str) -> str:
+    """``where`` (the redacted URL) naming one node of it, for messages about that node."""
+    kwargs = node.connection_pool.connection_kwargs
+    return f"{where} (node {kwargs.get('host')}:{kwargs.get('port')})" if "+cluster" in where else where
+
+
+#: Replies saying the command did not run (a cluster mid-failover or resharding, a
+#: demoted master, a slot no client-side table covers): any call may be sent again.
+NOT_RUN: tuple[type[Exception], ...] = (
+    ClusterDownError, TryAgainError, AskError, ReadOnlyError, SlotNotCoveredError,
+)
+
+
 def read_retry(retries: int = READ_RETRIES) -> Retry:
-    """The retry policy of idempotent calls: connection and timeout errors only."""
-    return Retry(ExponentialBackoff(cap=_BACKOFF_CAP_S, base=_BACKOFF_BASE_S), retries)
+    """The retry policy of idempotent calls: connection and timeout errors, and replies
+    saying the command did not run."""
+    return Retry(ExponentialBackoff(cap=_BACKOFF_CAP_S, base=_BACKOFF_BASE_S), retries,
+                 supported_errors=(redis.ConnectionError, redis.TimeoutError, socket.timeout,
+                                   RedisClusterUnreachableError, *NOT_RUN))
+
+
+def not_run_retry(retries: int = READ_RETRIES) -> Retry:
+    """The retry policy of calls that must not run twice: only replies saying the
+    command did not run (a lost reply may hide a script that ran: never retried)."""
+    return Retry(ExponentialBackoff(cap=_BACKOFF_CAP_S, base=_BACKOFF_BASE_S), retries, supported_errors=NOT_RUN)
 
 
 @contextmanager
@@ -56,7 +157,7 @@ def translated(where: str, action: str) -> Iterator[None]:
         yield
     except redis.DataError as exc:
         raise InvalidRecord(f"Redis refused a value during {action}: {exc}") from exc
-    except redis.RedisError as exc:
+    except (redis.RedisError, RedisClusterException) as exc:
         raise BackendUnavailable(f"Redis at {where} failed during {action}: {exc}") from exc
 
 
@@ -91,7 +192,7 @@ def check_server_version(client: redis.Redis, where: str) -> None:
         )
 
 
-def check_pubsub_allowed(client: redis.Redis, where: str) -> None:
+def check_pubsub_allowed(client: Client, where: str) -> None:
     """Refuse a Redis user that may not PUBLISH: the scripts that make jobs ready publish
     the wake-ups (Redis 7 ACL users get no channel access unless given some)."""
     try:

@@ -29,6 +29,8 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, TypeVar, cast
 
+from redis.cluster import RedisCluster
+
 from ...config import redact_url
 from ...errors import BackendUnavailable
 from ..hot_types import MAX_PRIORITY, MIN_PRIORITY, Lease, QueueDepths, Signal
@@ -44,12 +46,18 @@ from .connection import (
     check_eviction_policy,
     check_pubsub_allowed,
     check_server_version,
-    open_client,
+    disconnect_idle,
+    node_where,
+    not_run_retry,
+    open_hot_client,
+    primaries,
     read_retry,
+    translated,
 )
 from .fast_eval import open_fast_eval
 from .keys import counter_key, kv_keys, lock_key, queue_keys, rate_key
 from .qlimits import RedisQueueLimits
+from .replicated import run_replicated
 from .scripts import PROMOTE_BATCH, Scripts
 from .waker import Waker
 
@@ -60,6 +68,8 @@ SCRIPTS = (
     "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete", "kv_prune", "rate_hit",
     "rate_override", "claim_limited",
 )
+#: Scripts whose effect must outlive a cluster failover before the caller acts on it.
+REPLICATED = frozenset({"claim", "claim_limited"})
 #: Signals per script call: a bigger batch is split, pipelined in one round trip.
 SIGNAL_BATCH = 5000
 #: Locks and ephemeral groups also get a Redis TTL (ttl + this grace) so keys nobody
@@ -87,9 +97,10 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
     ) -> None:
         self._where = redact_url(url)
         self._check_eviction = check_eviction
-        self._client = open_client(url, connect_timeout=connect_timeout, socket_timeout=socket_timeout)
+        with translated(self._where, "connect"):  # a cluster client reads the topology when built
+            self._client = open_hot_client(url, connect_timeout=connect_timeout, socket_timeout=socket_timeout)
         self._scripts = Scripts(self._client, SCRIPTS)
-        self._retry = read_retry(read_retries)
+        self._retry, self._not_run = read_retry(read_retries), not_run_retry(read_retries)
         self._closed = False
         self._waker_lock = threading.Lock()
         self._waker: Waker | None = None
@@ -103,8 +114,10 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
         publish, then load every script (a server refusing them fails here, not on the
         first claim)."""
         def start() -> None:
-            check_server_version(self._client, self._where)
-            check_eviction_policy(self._client, self._where, enforce=self._check_eviction)
+            for node in primaries(self._client):  # a cluster: every master holds keys
+                where = node_where(node, self._where)
+                check_server_version(node, where)
+                check_eviction_policy(node, where, enforce=self._check_eviction)
             check_pubsub_allowed(self._client, self._where)
             self._scripts.load_all()
 
@@ -122,7 +135,7 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
         # Idle connections only: a call still in flight on another thread finishes (its
         # reply is already on the way) rather than failing under it; its connection is
         # closed when the pool is collected.
-        self._client.connection_pool.disconnect(inuse_connections=False)
+        disconnect_idle(self._client)
 
     # -- broker ----------------------------------------------------------------------
 
@@ -350,13 +363,15 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
     # -- calls -----------------------------------------------------------------------
 
     def _script(self, name: str, keys: Sequence[str], args: Sequence[Any], *, retry: bool = False) -> Any:
-        script = self._scripts[name]
+        script, client = self._scripts[name], self._client
+        if name in REPLICATED and isinstance(client, RedisCluster):
+            return self._call(name, lambda: run_replicated(client, script, keys, args), retry=retry)
         return self._call(name, lambda: script(keys=keys, args=args), retry=retry)
 
     def _call(self, action: str, fn: Callable[[], T], *, retry: bool = False) -> T:
         if self._closed:
             raise BackendUnavailable(f"The Redis hot plane for {self._where} is closed.")
-        return call(self._where, action, fn, self._retry if retry else None)
+        return call(self._where, action, fn, self._retry if retry else self._not_run)
 
 
 @lru_cache(maxsize=1024)

@@ -20,7 +20,10 @@ a hash tag ends at the first '}', and every key of one queue has the same text u
 there; no suffix contains "}:", so two queues never share a key), counters share one
 slot so MGET reads them at once, and the durable store keeps a scope in one slot because
 apply() and compare_and_set() are atomic across its namespaces. Project and environment
-names hold no ':', '{' or '}' (config.py).
+names hold no ':', '{' or '}' (config.py). A lock and a rate limiter's key are one key per
+call and need no tag. On a Redis Cluster (connection.py) every script and pipelined read
+thus touches one slot, and queues spread over the masters; a wake-up channel carries its
+queue's tag, so its PUBLISH from a script stays in that slot too.
 """
 
 from __future__ import annotations

@@ -16,9 +16,11 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import redis
+from redis.cluster import RedisCluster
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError
+
+from .connection import Client
 
 #: Most due delayed jobs one claim promotes: bounds the script's run time (Redis runs
 #: nothing else meanwhile); the rest are promoted by the next claims.
@@ -37,7 +39,7 @@ def lua_source(name: str) -> str:
 class Scripts:
     """The named scripts of one client (``scripts["claim"](keys=..., args=...)``)."""
 
-    def __init__(self, client: redis.Redis, names: Iterable[str]) -> None:
+    def __init__(self, client: Client, names: Iterable[str]) -> None:
         self._client = client
         self._scripts: dict[str, Script] = {
             name: client.register_script(lua_source(f"{name}.lua")) for name in names
@@ -49,6 +51,11 @@ class Scripts:
     def load_all(self) -> None:
         """SCRIPT LOAD every script in one round trip, so a syntax error or a server that
         refuses scripts shows at start-up rather than on the first claim."""
+        if isinstance(self._client, RedisCluster):
+            # SCRIPT LOAD goes to every master; a cluster pipeline cannot fan out.
+            for script in self._scripts.values():
+                script.sha = self._client.script_load(script.script)
+            return
         pipe = self._client.pipeline(transaction=False)
         for script in self._scripts.values():
             pipe.script_load(script.script)
@@ -78,7 +85,8 @@ class Scripts:
             pipe.evalsha(self._scripts[name].sha, len(keys), *keys, *args)
         if mget is not None:  # a plain read after the scripts, in the same round trip (``mget``)
             if mget:
-                pipe.mget(mget)
+                # Raw: a cluster pipeline blocks .mget(); the keys share one slot (keys.py).
+                pipe.execute_command("MGET", *mget)
             else:
                 return [*pipe.execute(), []]
         return pipe.execute()

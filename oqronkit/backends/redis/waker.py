@@ -23,8 +23,9 @@ import threading
 import time
 from collections.abc import Sequence
 
-import redis
 from redis.client import PubSub
+
+from .connection import Client
 
 #: The listener wakes this often to notice close().
 _SLICE_S = 0.5
@@ -35,7 +36,7 @@ _RECONNECT_CAP_S = 1.0
 class Waker:
     """Per-channel message counts, kept current by a daemon listener thread."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: Client) -> None:
         self._client = client
         self._changed = threading.Condition()
         self._versions: dict[str, int] = {}

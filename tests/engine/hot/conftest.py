@@ -19,7 +19,8 @@ from oqronkit.errors import BackendUnavailable
 
 # "sqlite-3.12.1": SQLite through the connection class Python 3.12.0/3.12.1 get
 # (backends/sqlite_compat.py), so its parameter binding passes the contract on any version.
-HOT_BACKENDS = ["memory", "sqlite", "sqlite-3.12.1", "postgres", "redis"]
+# "redis-cluster": the Redis plane on a local 3-master cluster (tests/redis_cluster.py).
+HOT_BACKENDS = ["memory", "sqlite", "sqlite-3.12.1", "postgres", "redis", "redis-cluster"]
 NOW = 1_700_000_000_000
 LEASE = 30_000
 
@@ -50,6 +51,14 @@ def make_hot(name: str, request: pytest.FixtureRequest, tmp_path):
         project = request.getfixturevalue("scope_names")[0]
         request.addfinalizer(lambda: drop_redis_project(url, project))  # only this test's keys
         return RedisHotPlane(url)
+    if name == "redis-cluster":
+        from oqronkit.backends.redis import RedisHotPlane
+        from tests.redis_cluster import drop_cluster_project
+
+        cluster = request.getfixturevalue("redis_cluster")
+        project = request.getfixturevalue("scope_names")[0]
+        request.addfinalizer(lambda: drop_cluster_project(cluster, project))
+        return RedisHotPlane(cluster.url)
     from oqronkit.backends.postgres import PostgresHotPlane
 
     return PostgresHotPlane(request.getfixturevalue("pg_schema_url"))

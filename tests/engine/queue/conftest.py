@@ -14,7 +14,14 @@ import pytest
 from oqronkit import Engine, OqronConfig, Registry
 from oqronkit.worker import WorkerProcess
 
-MODES = ["memory", "sqlite", "postgres", "redis-postgres", "redis"]
+# "redis-cluster-postgres": mode redis-postgres with the hot plane on a local Redis
+# Cluster (tests/redis_cluster.py); it runs the modules of CLUSTER_SLICE only (the other
+# suites that share MODES or this `mode` fixture drop it: tests/conftest.py).
+MODES = ["memory", "sqlite", "postgres", "redis-postgres", "redis", "redis-cluster-postgres"]
+CLUSTER_SLICE = frozenset({
+    "test_add", "test_control", "test_lifecycle", "test_prefetch", "test_processing", "test_queue_limits",
+    "test_reconciler", "test_rescue_races", "test_settling",
+})
 
 
 def make_config(mode: str, request: pytest.FixtureRequest, tmp_path, project: str) -> OqronConfig:
@@ -27,6 +34,9 @@ def make_config(mode: str, request: pytest.FixtureRequest, tmp_path, project: st
     if mode == "redis":
         return OqronConfig(mode="redis", database_url=None, redis_url=require_redis(), project=project)
     pg_url = request.getfixturevalue("pg_schema_url")
+    if mode == "redis-cluster-postgres":
+        cluster_url = request.getfixturevalue("redis_cluster").url
+        return OqronConfig(mode="redis-postgres", database_url=pg_url, redis_url=cluster_url, project=project)
     if mode == "redis-postgres":
         return OqronConfig(mode="redis-postgres", database_url=pg_url, redis_url=require_redis(), project=project)
     return OqronConfig(mode="postgres", database_url=pg_url, project=project)
@@ -47,7 +57,11 @@ def built_engine(mode: str, request: pytest.FixtureRequest, tmp_path, project: s
         yield eng
     finally:
         eng.close()
-        if mode.startswith("redis"):
+        if mode == "redis-cluster-postgres":
+            from tests.redis_cluster import drop_cluster_project
+
+            drop_cluster_project(request.getfixturevalue("redis_cluster"), project)
+        elif mode.startswith("redis"):
             from tests.services import drop_redis_project
 
             drop_redis_project(eng.config.redis_url or "", project)
