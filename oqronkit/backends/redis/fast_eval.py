@@ -11,7 +11,8 @@ sockets, clusters, credential providers and any other option keep redis-py's pat
 (:func:`open_fast_eval` answers None). The rules are the normal path's:
 
 * a reply ``NOSCRIPT`` means the script did not run: it is loaded through the normal
-  client and the call sent once more;
+  client and the call sent once more; other replies saying it did not run (``READONLY``,
+  ...) are retried by the caller's policy (``connection.not_run_retry``);
 * a socket error or a timeout (the client's ``socket_timeout``) drops the connection and
   raises :class:`~oqronkit.errors.BackendUnavailable`, never retried (a check that may
   have run must not count twice);
@@ -31,7 +32,9 @@ from functools import lru_cache
 from typing import Any
 
 import redis
+from redis._parsers.base import BaseParser
 from redis.commands.core import Script
+from redis.retry import Retry
 
 from ...errors import BackendUnavailable
 
@@ -87,8 +90,9 @@ class FastEval:
     opens its connection on first use."""
 
     def __init__(self, client: redis.Redis, script: Script, where: str, action: str,
-                 options: dict[str, Any]) -> None:
+                 options: dict[str, Any], retry: Retry | None = None) -> None:
         self._client, self._script, self._where, self._action = client, script, where, action
+        self._retry = retry
         self._host, self._port = str(options.get("host", "127.0.0.1")), int(options.get("port", 6379))
         self._db = int(options.get("db") or 0)
         self._username, self._password = options.get("username"), options.get("password")
@@ -111,14 +115,20 @@ class FastEval:
         body = b"".join([b"$%d\r\n%s\r\n" % (len(encoded), encoded),
                          *[b"$%d\r\n%d\r\n" % (len(str(arg)), arg) for arg in args], _encoded(tail)])
         count = b"*%d\r\n" % (4 + len(args) + len(tail))
-        reply = self._send(count + self._head + body)
-        if reply is None:  # NOSCRIPT: it did not run; load it and send once more
-            self._reload()
+
+        def attempt() -> bytes:
             reply = self._send(count + self._head + body)
-            if reply is None:
-                raise BackendUnavailable(f"Redis at {self._where} failed during {self._action}: "
-                                         "NOSCRIPT after loading the script")
-        return reply.decode()
+            if reply is None:  # NOSCRIPT: it did not run; load it and send once more
+                self._reload()
+                reply = self._send(count + self._head + body)
+                if reply is None:
+                    raise redis.exceptions.NoScriptError("No matching script after loading it")
+            return reply
+
+        try:
+            return (attempt() if self._retry is None else self._retry.call_with_retry(attempt, _ignore)).decode()
+        except redis.RedisError as exc:  # an error reply, as redis-py would have raised it
+            raise BackendUnavailable(f"Redis at {self._where} failed during {self._action}: {exc}") from exc
 
     def _reload(self) -> None:
         try:
@@ -141,9 +151,10 @@ class FastEval:
                     raise ConnectionError("Connection closed by server.")
                 data += more
         except _ErrorReply as exc:  # the whole line was read: the connection stays usable
-            if str(exc).startswith("NOSCRIPT"):
+            error = BaseParser.parse_error(str(exc))  # type: ignore[no-untyped-call]  # redis-py's own classes
+            if isinstance(error, redis.exceptions.NoScriptError):
                 return None
-            raise BackendUnavailable(f"Redis at {self._where} failed during {self._action}: {exc}") from None
+            raise error from None
         except (OSError, ValueError) as exc:
             self._drop(conn)
             reason = "Timeout reading from socket" if isinstance(exc, TimeoutError) else str(exc) or repr(exc)
@@ -241,7 +252,12 @@ def _read_line(sock: socket.socket) -> bytes:
     return data
 
 
-def open_fast_eval(client: Any, script: Script, where: str, action: str) -> FastEval | None:
+def _ignore(_error: Exception) -> None:
+    return None
+
+
+def open_fast_eval(client: Any, script: Script, where: str, *, retry: Retry | None = None,
+                   action: str = "rate_hit") -> FastEval | None:
     """The lean path for ``script`` on ``client``'s server, or None where it does not
     apply (anything but a plain TCP connection with understood options)."""
     if type(client) is not redis.Redis:
@@ -250,4 +266,4 @@ def open_fast_eval(client: Any, script: Script, where: str, action: str) -> Fast
     options = dict(pool.connection_kwargs)
     if pool.connection_class is not redis.Connection or set(options) - _UNDERSTOOD:
         return None
-    return FastEval(client, script, where, action, options)
+    return FastEval(client, script, where, action, options, retry)

@@ -105,7 +105,7 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
         self._waker_lock = threading.Lock()
         self._waker: Waker | None = None
         self._waker_pid = os.getpid()
-        self._fast_rate = open_fast_eval(self._client, self._scripts["rate_hit"], self._where, "rate_hit")
+        self._fast_rate = open_fast_eval(self._client, self._scripts["rate_hit"], self._where, retry=self._not_run)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -325,10 +325,8 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
         # Not retried: a check that may have run must not count twice. A plain TCP Redis
         # takes the lean path (fast_eval.py says why), which keeps that rule.
         fast = self._fast_rate
-        if fast is not None:
-            reply = fast.call(key, (now, request.cost), tail)
-        else:
-            reply = self._script("rate_hit", (key,), (now, request.cost, *tail))
+        reply = (fast.call(key, (now, request.cost), tail) if fast is not None
+                 else self._script("rate_hit", (key,), (now, request.cost, *tail)))
         allowed, limit, remaining, reset, retry, banned, tier = map(int, reply.split(":"))
         return RateAnswer(allowed == 1, limit, remaining, reset, retry, banned=banned == 1, tier=tier)
 

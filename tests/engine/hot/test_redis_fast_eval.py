@@ -168,3 +168,21 @@ def test_the_url_s_user_password_and_database_are_used():
         wrong = RedisHotPlane(f"redis://lim:wrong@127.0.0.1:{server.port}/2")
         with pytest.raises(BackendUnavailable):
             hit(wrong)
+
+
+def test_a_reply_saying_it_did_not_run_is_retried_as_on_redis_py_s_path():
+    with dedicated_redis() as server:
+        plane = RedisHotPlane(server.url)
+        plane.ensure_ready()
+        admin = redis.Redis.from_url(server.url)
+        admin.replicaof("127.0.0.1", "1")  # a read-only replica of nothing: READONLY until promoted
+        promote = threading.Timer(0.15, lambda: admin.replicaof("NO", "ONE"))
+        promote.start()
+        assert hit(plane) == 99  # READONLY, backoff, READONLY..., then run once
+        promote.join()
+        admin.replicaof("127.0.0.1", "1")
+        with pytest.raises(BackendUnavailable, match="read only"):
+            hit(plane)  # every retry refused
+        admin.replicaof("NO", "ONE")
+        assert hit(plane) == 98
+        plane.close()
