@@ -19,6 +19,13 @@ Usage (from the repository root, with the project's virtualenv)::
 
     .venv/bin/python bench/recording_cost.py --pairs 12 --jobs 10000
 
+``--env NAME=VALUE`` compares a setting instead: pairs of the worker with that variable
+in its environment and without (both with run records), e.g. the cost of module logs::
+
+    .venv/bin/python bench/recording_cost.py --pairs 10 --env OQRON_MODULE_LOGS=all --worker-log-level info
+
+and prints the median of the per-pair differences of the worker's CPU per job.
+
 ``--against DIR`` compares two commits instead: pairs of the worker of another checkout
 (``git worktree add /tmp/base <commit>``) and this one's, both with run records (or both
 without, ``--no-runs``), interleaved the same way.
@@ -90,15 +97,18 @@ def reset(url: str) -> None:
         conn.execute("CHECKPOINT")
 
 
-def count_runs(url: str, project: str) -> tuple[int, int]:
+def count_runs(url: str, project: str) -> tuple[int, int, int]:
+    """Runs, jobs left, and module log records (``--env OQRON_MODULE_LOGS=...`` shows they were on)."""
     with psycopg.connect(url) as conn:
         runs = conn.execute("SELECT count(*) FROM oqron_runs WHERE project = %s", (project,)).fetchone()[0]
         jobs = conn.execute("SELECT count(*) FROM oqron_jobs WHERE project = %s", (project,)).fetchone()[0]
-    return runs, jobs
+        logs = conn.execute("SELECT count(*) FROM oqron_records WHERE project = %s AND namespace LIKE %s",
+                            (project, "module\\_logs:%")).fetchone()[0]
+    return runs, jobs, logs
 
 
 def phase(args: argparse.Namespace, url: str, rds: redis.Redis, tag: str, record: bool,
-          root: Path = ROOT) -> dict[str, float]:
+          root: Path = ROOT, extra_env: dict[str, str] | None = None) -> dict[str, float]:
     """One timed phase of the worker in checkout ``root``, with or without run records."""
     peers = root / "bench" / "peers"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OQRON_", "PYTHON"))}
@@ -107,7 +117,7 @@ def phase(args: argparse.Namespace, url: str, rds: redis.Redis, tag: str, record
                 "OQRON_PROJECT": project,
                 "OQRON_ENVIRONMENT": "bench", "BENCH_REDIS_URL": args.redis_url, "BENCH_KEY": f"oqab:{tag}",
                 "BENCH_TARGET": str(args.jobs), "PYTHONPATH": f"{peers}{os.pathsep}{root}",
-                "PYTHONUNBUFFERED": "1"})
+                "PYTHONUNBUFFERED": "1", "BENCH_LOG_LEVEL": args.worker_log_level, **(extra_env or {})})
     reset(url)
     subprocess.run([sys.executable, "-c", ENQUEUE.format(n=args.jobs)], env=env, check=True, timeout=300)
     argv = [sys.executable, str(peers / "oqron_worker.py")] + ([] if record else ["--no-record-runs"])
@@ -150,14 +160,14 @@ def phase(args: argparse.Namespace, url: str, rds: redis.Redis, tag: str, record
     t0, c0, w0, p0 = mark
     jobs = args.jobs - c0
     tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
-    runs, left = count_runs(url, project)
+    runs, left, logs = count_runs(url, project)
     want = args.jobs if record else 0
     if runs != want or left != 0:
         raise RuntimeError(f"{tag}: {runs} runs (want {want}), {left} jobs left")
     rds.delete(*names.values())
     return {"rate": jobs / (last - t0), "from_first": (args.jobs - 1) / (last - first),
             "worker": (end_cpu[0] - w0) * tick_us / jobs,
-            "postgres": (end_cpu[1] - p0) * tick_us / jobs}
+            "postgres": (end_cpu[1] - p0) * tick_us / jobs, "logs": logs}
 
 
 def main() -> int:
@@ -176,6 +186,10 @@ def main() -> int:
                              "creates its own tables and indexes")
     parser.add_argument("--mode", choices=("postgres", "redis-postgres"), default="postgres",
                         help="the worker's mode (redis-postgres: the hot plane on --redis-url)")
+    parser.add_argument("--env", default=None, metavar="NAME=VALUE",
+                        help="pairs of the worker with this variable in its environment and without instead")
+    parser.add_argument("--worker-log-level", default="warning", choices=("debug", "info", "warning", "error"),
+                        help="the worker's log level, both arms (info: the CLI worker's default)")
     parser.add_argument("--no-runs", dest="runs", action="store_false", help="with --against: both arms without runs")
     parser.add_argument("--same-session", action="store_true",
                         help="start the worker in this script's session (by default it gets its own)")
@@ -188,6 +202,8 @@ def main() -> int:
     rds = redis.Redis.from_url(args.redis_url)
     if args.against is not None:
         return compare_checkouts(args, url, rds)
+    if args.env is not None:
+        return compare_env(args, url, rds)
     rows: list[tuple[dict[str, float], dict[str, float]]] = []
     print(f"{'pair':>4} {'with/s':>8} {'without/s':>9} {'cost':>7} {'(first)':>9} "
           f"{'worker us (w/wo)':>17} {'pg us (w/wo)':>13}")
@@ -216,6 +232,37 @@ def main() -> int:
           f"{col(0, 'from_first'):,.0f} vs {col(1, 'from_first'):,.0f} jobs/s, cost {med(from_first) * 100:.1f}%")
     print(f"  worker CPU {col(0, 'worker'):.0f} vs {col(1, 'worker'):.0f} us/job, "
           f"postgres CPU {col(0, 'postgres'):.0f} vs {col(1, 'postgres'):.0f} us/job")
+    return 0
+
+
+def compare_env(args: argparse.Namespace, url: str, rds: redis.Redis) -> int:
+    """Pairs of (with ``--env``, without), in a random order within each pair: what the
+    setting costs the worker, as the median of the per-pair differences."""
+    name, _, value = args.env.partition("=")
+    rows: list[tuple[dict[str, float], dict[str, float]]] = []
+    print(f"{'pair':>4} {'with/s':>8} {'without/s':>9} {'worker us (w/wo)':>17} {'diff us':>8} {'pg us (w/wo)':>13} "
+          f"{'logs (w/wo)':>12}")
+    for i in range(args.pairs):
+        got = {arm: phase(args, url, rds, f"{os.getpid()}-{i}-{int(arm)}", args.runs,
+                          extra_env={name: value} if arm else {})
+               for arm in random.sample([True, False], 2)}
+        on, off = got[True], got[False]
+        rows.append((on, off))
+        print(f"{i + 1:>4} {on['rate']:>8,.0f} {off['rate']:>9,.0f} {on['worker']:>8.0f}/{off['worker']:<8.0f} "
+              f"{on['worker'] - off['worker']:>8.1f} {on['postgres']:>6.0f}/{off['postgres']:<6.0f} "
+              f"{on['logs']:>5.0f}/{off['logs']:<5.0f}", flush=True)
+    med = statistics.median
+    diffs = [on["worker"] - off["worker"] for on, off in rows]
+    shares = [(on["worker"] - off["worker"]) / off["worker"] for on, off in rows]
+    rates = [1 - on["rate"] / off["rate"] for on, off in rows]
+    print(f"\nmedians of {len(rows)} pairs, {args.jobs} jobs each, {args.env} vs unset:")
+    print(f"  worker CPU {med([on['worker'] for on, _ in rows]):.1f} vs {med([off['worker'] for _, off in rows]):.1f} "
+          f"us/job; per-pair difference {med(diffs):+.1f} us/job = {med(shares) * 100:+.2f}% of the job's CPU "
+          f"(pairs from {min(shares) * 100:+.1f} to {max(shares) * 100:+.1f}%)")
+    print(f"  jobs/s {med([on['rate'] for on, _ in rows]):,.0f} vs {med([off['rate'] for _, off in rows]):,.0f}, "
+          f"per-pair cost {med(rates) * 100:+.2f}% (pairs from {min(rates) * 100:+.1f} to {max(rates) * 100:+.1f}%)")
+    print(f"  postgres CPU {med([on['postgres'] for on, _ in rows]):.0f} vs "
+          f"{med([off['postgres'] for _, off in rows]):.0f} us/job")
     return 0
 
 

@@ -27,7 +27,8 @@ def main() -> int:
     parser.add_argument("--no-services", dest="services", action="store_false",
                         help="diagnostics: no leader services (reconciler, rescuer, ...) in this process")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING)
+    # BENCH_LOG_LEVEL=INFO: the level `python -m oqronkit worker` runs at by default.
+    logging.basicConfig(level=os.environ.get("BENCH_LOG_LEVEL", "WARNING").upper())
     engine = get_engine()
     settings = worker_environment()  # as the CLI does (OQRON_CPU_AFFINITY, default auto)
     pin_worker(settings.cpu_affinity, lock_dir=settings.cpu_lock_dir, slot=settings.worker_slot)

@@ -19,6 +19,7 @@ from ..errors import BackendUnavailable
 from ..namespaces import RATELIMIT
 from ..queue import QueueHost, Registry
 from .definition import (
+    MAX_KEY,
     Definition,
     RateLimitConfigError,
     _limit,
@@ -70,6 +71,7 @@ class RateLimiter(OnEngine):
                 raise RateLimitConfigError(f"Rate limiter {name!r}: {flag} must be True or False, got {value!r}.")
         self.definition = Definition(name, build_tiers(name, algorithm, limit, period, tiers),
                                      build_ban(name, ban), dry_run, fail_open)
+        self._smallest = min(tier.limit for tier in self.definition.tiers)  # a cost's bound
         self._engine = engine
         # ``declares=False``: a tool's handle (the board's) on a limiter a process declared:
         # it checks and steers keys but never rewrites the definition record nor registers.
@@ -91,7 +93,11 @@ class RateLimiter(OnEngine):
     def check(self, key: str, cost: int = 1, *, now: int | None = None) -> Decision:
         """Count ``cost`` against ``key`` if every tier has room (one atomic round trip);
         ``now`` (epoch ms) defaults to the wall clock."""
-        return self._hit(check_key(self.name, key), check_cost(self.name, cost, self.definition.tiers), now)
+        # The common case checked inline (a hot path); anything else gets the full check and its message.
+        if (type(key) is not str or not 0 < len(key) <= MAX_KEY
+                or type(cost) is not int or not 0 < cost <= self._smallest):
+            key, cost = check_key(self.name, key), check_cost(self.name, cost, self.definition.tiers)
+        return self._hit(key, cost, now)
 
     def peek(self, key: str, *, now: int | None = None) -> Decision:
         """What a check of cost 1 would find, counting nothing."""
@@ -101,7 +107,8 @@ class RateLimiter(OnEngine):
         d = self.definition
         request = RateRequest(d.name, key, cost, d.tiers, d.ban)
         try:
-            self._declare()
+            if not self._declared:
+                self._declare()
             answer = self.engine.hot.rate_hit(request, now_ms() if now is None else now)
         except BackendUnavailable:
             if not d.fail_open:
