@@ -165,6 +165,17 @@ class Breaker:
         if not self.hot.acquire_lock(self._probe_lock(endpoint_id), owner, ttl_ms=probe_ttl_ms, now=now):
             raise Postpone((PROBE_WAIT_MS + random.randint(0, 1000)) / 1000,
                            f"circuit breaker of endpoint {endpoint_id} half-open: another delivery probes")
+        # Read again under the lock: a probe that failed between our read and our lock
+        # reopened the breaker, then released the lock to us.
+        current = self.hot.kv_get(self.group, [endpoint_id], now_ms()).get(endpoint_id)
+        reopened = json.loads(current) if current is not None else state
+        if reopened["state"] == "closed":  # the other probe got through: an ordinary delivery
+            self.hot.release_lock(self._probe_lock(endpoint_id), owner)
+            return gate
+        if reopened["state"] == "open" and int(reopened["reopensAt"]) > now_ms():
+            self.hot.release_lock(self._probe_lock(endpoint_id), owner)
+            raise Postpone((int(reopened["reopensAt"]) - now_ms() + random.randint(0, 1000)) / 1000,
+                           f"circuit breaker of endpoint {endpoint_id} open until {reopened['reopensAt']}")
         gate.probe = True
         self._write(endpoint_id, "half-open", now, reopens_at=None, cooldown=cooldown, failures=None, streak=streak)
         return gate

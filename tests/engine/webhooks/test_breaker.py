@@ -58,6 +58,41 @@ def test_after_the_cool_down_exactly_one_probe_goes_and_its_success_closes_it(en
     assert not breaker.before("shop", "b", probe_ttl_ms=5000).probe
 
 
+@pytest.mark.parametrize("probe_outcome", ["failed", "succeeded"])
+def test_a_probe_that_ends_between_anothers_read_and_lock_leaves_it_no_second_probe(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch, probe_outcome: str):
+    """The race behind two probes 60 ms apart: Y reads "open, cool-down over", X probes
+    and fails (reopening it) or succeeds (closing it) and releases the lock, then Y takes
+    the lock. Y must read the state again: no second probe."""
+    breaker = breaker_on(engine, failures=1, cooldown_ms=200)
+    breaker.failed(breaker.before("shop", "a", probe_ttl_ms=5000), {"status": 500})
+    time.sleep(0.25)
+    acquire = engine.hot.acquire_lock
+    raced: list[str] = []
+
+    def acquire_after_a_whole_probe(name: str, owner: str, **kwargs):
+        if owner == "y" and not raced:
+            raced.append(owner)
+            x = breaker.before("shop", "x", probe_ttl_ms=5000)
+            assert x.probe
+            if probe_outcome == "failed":
+                breaker.failed(x, {"status": 500})
+            else:
+                breaker.succeeded(x)
+        return acquire(name, owner, **kwargs)
+
+    monkeypatch.setattr(engine.hot, "acquire_lock", acquire_after_a_whole_probe)
+    if probe_outcome == "failed":
+        with pytest.raises(Postpone, match="open until"):
+            breaker.before("shop", "y", probe_ttl_ms=5000)
+    else:
+        assert not breaker.before("shop", "y", probe_ttl_ms=5000).probe
+    assert raced
+    monkeypatch.setattr(engine.hot, "acquire_lock", acquire)
+    expected = "open" if probe_outcome == "failed" else "closed"
+    assert engine.durable.get("webhook_cb", "orders/shop").value["state"] == expected
+
+
 def test_a_failed_probe_reopens_it_for_twice_the_cool_down(engine: Engine):
     breaker = breaker_on(engine, failures=1, cooldown_ms=200, max_cooldown_ms=300)
     breaker.failed(breaker.before("shop", "a", probe_ttl_ms=5000), {"status": 500})
