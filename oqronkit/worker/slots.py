@@ -39,7 +39,7 @@ class Slots:
                 if state.stopping.is_set() or taken is None:
                     return
             try:
-                for inflight in self._start([taken]):
+                for inflight in self.start([taken]):
                     self.executor.run_sync(inflight)
             except Exception as exc:  # the attempt fails, the slot goes on
                 logger.exception("the worker failed running %s/%s", buffer.name, taken.job.id,
@@ -57,7 +57,7 @@ class Slots:
         if not starting:
             return
         try:
-            runnable = self._start(starting)
+            runnable = self.start(starting)
         except Exception as exc:  # these attempts fail; the queue goes on
             logger.exception("the worker failed starting %d job(s) of %s", len(starting), buffer.name,
                              extra={"action": "worker.start_failed"})
@@ -68,12 +68,8 @@ class Slots:
             self.executor.submit_async(inflight)
 
     def start(self, inflights: list[Inflight]) -> list[Inflight]:
-        """Open the runs of attempts given a slot elsewhere (a batch's); the ones to run."""
-        return self._start(inflights)
-
-    def _start(self, inflights: list[Inflight]) -> list[Inflight]:
-        """Open the runs of attempts just given a slot; the ones to run (a job
-        cancelled while held is recorded as cancelled and not run)."""
+        """Open the runs of attempts just given a slot (here, or a batch's call slot); the
+        ones to run (a job cancelled while held is recorded as cancelled and not run)."""
         now = now_ms()
         for inflight in inflights:
             self._begin(inflight, now)
