@@ -8,10 +8,10 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ..backends.hot_types import Lease, Signal
+from ..backends.types import ABSENT
 from ..backoff import Backoff
 from ..clock import now_ms
 from ..dependencies import on_parent_done
-from ..durable import RecordWrite
 from ..errors import OqronError
 from ..jobs import Job, shed_error_detail
 from ..lifecycle import fire_stalled
@@ -129,6 +129,9 @@ def mark_stalled(engine: Engine, job: Job, token: int | None, why: str, *, claim
 
 
 def _fail_run(engine: Engine, job: Job, why: str) -> None:
+    """Close the attempt's run as failed, only while it still says running (or was never
+    written): a completion landing between our read and our write (its holder confirmed
+    the lease on a promoted replica, say) keeps its record and the job its completed run."""
     if not job.run_id:
         return
     from ..runs import finish_run, new_run, stored_run
@@ -146,7 +149,10 @@ def _fail_run(engine: Engine, job: Job, why: str) -> None:
         run = stored_run(record.value)
     finish_run(run, "failed", error={"type": "Stalled", "message": why, "ts": now_ms()}, reason=why,
                limit=engine.config.run_timeline_limit)
-    engine.durable.put_many([RecordWrite(RUNS, job.run_id, run)])
+    expect = ABSENT if record is None else {"status": "running"}
+    if not engine.durable.compare_and_set(RUNS, job.run_id, expect=expect, value=run):
+        logger.info("run %s of %s/%s was settled while the rescuer closed it; kept", job.run_id, job.queue,
+                    job.id, extra={"action": "rescuer.run_settled"})
 
 
 def _lease_ms(engine: Engine, queue: str) -> int:

@@ -42,10 +42,6 @@ def overlapping(found: dict[str, list[tuple[int, int, int]]]) -> list[str]:
             if any(later[0] < earlier[1] for earlier, later in itertools.pairwise(runs))]
 
 
-# An open defect (issue 24): in 1 of ~4 full-suite runs one job left oqron_jobs without a
-# completed run within 20 s of the drain (held completions, then rescues, during the
-# failover). Kept running and reported (XFAIL/XPASS) until the cause is mended.
-@pytest.mark.xfail(strict=False, reason="open: a job can end without a completed run across a failover")
 def test_a_master_killed_mid_run_loses_no_job_and_runs_none_twice_at_once(
         tmp_path, scope_names, pg_schema_url, monkeypatch):
     jobs = 5000

@@ -11,6 +11,10 @@ import pytest
 from oqronkit import BackendUnavailable, Engine
 from oqronkit.backends.hot_types import Lease
 from oqronkit.clock import now_ms
+from oqronkit.durable import RecordWrite
+from oqronkit.jobs import Job
+from oqronkit.namespaces import RUNS
+from oqronkit.runs import finish_run, new_run
 from oqronkit.services.rescuer import rescue_expired
 
 LEASE_MS = 150
@@ -99,3 +103,56 @@ def test_leases_taken_when_the_durable_plane_fails_go_back(engine: Engine, monke
     assert {(le.job_id, le.token) for le in renewed} == {(le.job_id, le.token) for le in leases}
     for j in jobs:
         assert engine.durable.get("queue_job:outage", j.id).value["stalls"] == 0
+
+
+def test_a_completion_landing_while_the_rescuer_closes_its_run_keeps_the_completed_run(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch):
+    """A Redis Cluster failover: the rescuer took a lapsed lease on the old master, the
+    take was lost with it, and the holder confirmed its held completion on the promoted
+    replica. Its completed run and the job's deletion land between the rescuer's read of
+    the run ("running") and its write: the rescuer's "failed" must not replace them (the
+    job would be gone with no completed run)."""
+    q = engine.queue("raced_run", backoff=0.01, max_stalls=2, retries=10)
+    job = q.add({})
+    [lease] = engine.hot.claim("raced_run", worker_id="alive", limit=1, lease_ms=LEASE_MS, now=now_ms())
+    run = new_run(name="raced_run", module="queue", trigger="queue", input={}, attempts=1,
+                  app=engine.config.project, environment=engine.config.environment, worker_id="alive",
+                  job_id=job.id, correlation_id=None, started_at=now_ms())
+    stored = Job.from_value(engine.durable.get("queue_job:raced_run", job.id).value)
+    stored.status, stored.lease_token, stored.worker_id, stored.run_id = "active", lease.token, "alive", run["id"]
+    stored.attempts = 1
+    engine.durable.put("queue_job:raced_run", job.id, stored.to_value())
+    engine.durable.put(RUNS, run["id"], run)
+    lapse()
+    get = engine.durable.get
+
+    def completed_after_the_read(namespace: str, id: str):
+        found = get(namespace, id)
+        if namespace == RUNS and id == run["id"] and found and found.value["status"] == "running":
+            done = dict(found.value)
+            finish_run(done, "completed", output={"ok": True})  # the holder's settle, in one transaction
+            engine.durable.apply(puts=[RecordWrite(RUNS, run["id"], done)], deletes=[("queue_job:raced_run", job.id)])
+        return found
+
+    monkeypatch.setattr(engine.durable, "get", completed_after_the_read)
+    assert rescue_expired(engine, ["raced_run"]) == 1
+    monkeypatch.undo()
+    assert engine.durable.get(RUNS, run["id"]).value["status"] == "completed"
+    assert engine.durable.get("queue_job:raced_run", job.id) is None
+    assert engine.durable.get("queue_dlq:raced_run", job.id) is None
+
+
+def test_the_rescuer_still_fails_a_run_left_running(engine: Engine):
+    """The guard's other side: a run still running when the lease lapsed is closed failed."""
+    q = engine.queue("left_running", backoff=0.01, max_stalls=2, retries=10)
+    job = q.add({})
+    [lease] = engine.hot.claim("left_running", worker_id="gone", limit=1, lease_ms=LEASE_MS, now=now_ms())
+    stored = Job.from_value(engine.durable.get("queue_job:left_running", job.id).value)
+    stored.status, stored.lease_token, stored.worker_id, stored.run_id = "active", lease.token, "gone", "run-left"
+    stored.attempts = 1
+    engine.durable.put("queue_job:left_running", job.id, stored.to_value())
+    lapse()
+    assert rescue_expired(engine, ["left_running"]) == 1  # no run written yet: rebuilt and failed
+    run = engine.durable.get(RUNS, "run-left").value
+    assert run["status"] == "failed" and run["error"]["type"] == "Stalled" and run["jobId"] == job.id
+    assert engine.durable.get("queue_job:left_running", job.id).value["status"] == "delayed"
