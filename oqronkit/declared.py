@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from .clock import now_ms
+from .durable import DurablePlane
 from .queue import QueueHost, Registry, default_engine, default_registry
 
 
@@ -44,3 +46,13 @@ class OnEngine:
     @property
     def registry(self) -> Registry:
         return self._engine.registry if self._engine is not None else default_registry
+
+
+def put_definition(durable: DurablePlane, namespace: str, name: str, value: Mapping[str, Any]) -> int:
+    """Write a module's definition record, keeping the ``createdAt`` of its first write
+    (a restart re-declares it); returns the time written (ms)."""
+    now = now_ms()
+    current = durable.get(namespace, name)
+    created = current.value.get("createdAt", now) if current is not None else now
+    durable.put(namespace, name, {**value, "createdAt": created, "updatedAt": now})
+    return now

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..backoff import to_ms
 from ..clock import now_ms
-from ..declared import DeclaredByName, OnEngine
+from ..declared import DeclaredByName, OnEngine, put_definition
 from ..errors import ConfigurationError, InvalidJob
 from ..hot import HotPlaneFacade
 from ..namespaces import CACHE
@@ -242,14 +242,11 @@ class Cache(OnEngine):
         with self._lock:
             if self._declared:
                 return
-            durable, now = self.engine.durable, now_ms()
-            current = durable.get(CACHE, self.name)
-            created = current.value.get("createdAt", now) if current is not None else now
-            durable.put(CACHE, self.name, {
+            put_definition(self.engine.durable, CACHE, self.name, {
                 "name": self.name, "ttlMs": self.ttl_ms, "staleWhileRevalidateMs": self.swr_ms,
                 "staleIfErrorMs": self.sie_ms, "ttlJitter": self.ttl_jitter, "tags": list(self.tags),
                 "negativeTtlMs": self.negative_ttl_ms, "maxValueBytes": self._max_value_bytes,
-                "local": self.local_size, "createdAt": created, "updatedAt": now})
+                "local": self.local_size})
             self._declared = True
 
 

@@ -104,15 +104,15 @@ class Definition:
     dry_run: bool
     fail_open: bool
 
-    def record(self, created: int, now: int) -> dict[str, Any]:
-        """The ``ratelimit`` definition record's value."""
+    def record(self) -> dict[str, Any]:
+        """The ``ratelimit`` definition record's value (its times added when written)."""
         ban = self.ban
         return {
             "name": self.name, "algorithm": self.tiers[0].algorithm,
             "tiers": [{"limit": tier.limit, "periodMs": tier.period_ms} for tier in self.tiers],
             "ban": None if ban is None else {"strikes": ban.strikes, "windowMs": ban.window_ms,
                                              "durationMs": ban.duration_ms},
-            "dryRun": self.dry_run, "failOpen": self.fail_open, "createdAt": created, "updatedAt": now,
+            "dryRun": self.dry_run, "failOpen": self.fail_open,
         }
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..backends.rate_types import RateAnswer, RateRequest
 from ..clock import now_ms
-from ..declared import DeclaredByName, OnEngine
+from ..declared import DeclaredByName, OnEngine, put_definition
 from ..errors import BackendUnavailable
 from ..namespaces import RATELIMIT
 from ..queue import QueueHost, Registry
@@ -167,10 +167,7 @@ class RateLimiter(OnEngine):
         with self._lock:
             if self._declared:
                 return
-            durable, now = self.engine.durable, now_ms()
-            current = durable.get(RATELIMIT, self.name)
-            created = current.value.get("createdAt", now) if current is not None else now
-            durable.put(RATELIMIT, self.name, self.definition.record(created, now))
+            put_definition(self.engine.durable, RATELIMIT, self.name, self.definition.record())
             self._declared = True
 
 

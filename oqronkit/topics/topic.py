@@ -11,8 +11,7 @@ from typing import Any, Literal
 
 from ..backoff import to_ms
 from ..bounds import MAX_CONCURRENCY
-from ..clock import now_ms
-from ..declared import DeclaredByName, OnEngine
+from ..declared import DeclaredByName, OnEngine, put_definition
 from ..errors import ConfigurationError, InvalidJob
 from ..namespaces import TOPIC, TOPIC_STATE
 from ..queue import Queue, QueueHost, Registry
@@ -93,13 +92,11 @@ class Topic(OnEngine):
         with self._lock:
             if self._declared:
                 return
-            durable, now = self.engine.durable, now_ms()
-            current = durable.get(TOPIC, self.name)
-            created = current.value.get("createdAt", now) if current is not None else now
-            durable.put(TOPIC, self.name, {
+            durable = self.engine.durable
+            now = put_definition(durable, TOPIC, self.name, {
                 "name": self.name, "partitions": self.partitions, "retentionMs": self.retention_ms,
                 "retentionCount": self.retention_count, "ordering": self.ordering,
-                "maxMessageBytes": self.max_message_bytes, "createdAt": created, "updatedAt": now})
+                "maxMessageBytes": self.max_message_bytes})
             durable.insert(TOPIC_STATE, self.name, {"topic": self.name, "paused": False, "version": 1,
                                                     "updatedAt": now})
             self._declared = True
