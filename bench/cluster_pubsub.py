@@ -1,9 +1,9 @@
 """Classic vs sharded pub/sub on a local Redis Cluster: what a wake-up costs the cluster.
 
-    .venv/bin/python bench/cluster_pubsub.py [--n 20000] [--batch 200] [--repeat 5]
+    .venv/bin/python bench/cluster_pubsub.py [--n 20000] [--batch 200] [--repeat 5] [--nodes 6]
 
-Starts a throwaway cluster (``tests/redis_cluster.py``: 3 masters + 3 replicas on
-loopback ports), one subscriber on the channel's master (SUBSCRIBE, or SSUBSCRIBE for
+Starts a throwaway cluster (``tests/redis_cluster.py``: ``--nodes`` / 2 masters with a
+replica each, on loopback ports), one subscriber on the channel's master (SUBSCRIBE, or SSUBSCRIBE for
 the sharded rows), then per repetition, the systems interleaved in a shuffled order:
 
 * ``PUBLISH`` / ``SPUBLISH``: N plain commands, pipelined ``--batch`` at a time, to the
@@ -13,7 +13,7 @@ the sharded rows), then per repetition, the systems interleaved in a shuffled or
 
 Each phase ends once the subscriber has every message, plus a fixed settle time (the
 same for all) for the cluster bus to carry classic messages to the other nodes. Reported
-per system: the publisher's rate and the server CPU per message summed over all six nodes
+per system: the publisher's rate and the server CPU per message summed over all nodes
 (``INFO cpu`` user + sys, before and after), medians over the repetitions, and the
 median of the per-repetition ratios sharded / classic. Also checks that a script's
 SPUBLISH to a channel of another slot is refused (Redis 7.0: a script's shard channel
@@ -23,18 +23,22 @@ must hash to its keys' slot). Not part of the test suite.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
+import shutil
 import statistics
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.redis_cluster import LocalCluster, local_cluster
+from tests.redis_cluster import LocalCluster
 
 TAG = "{bench:q}"
 KEY, CHANNEL = f"oqron:bench:{TAG}:seq", f"oqron:bench:{TAG}:wake"
@@ -71,6 +75,18 @@ class Subscriber:
         self._stop = True
         self._thread.join()
         self._pubsub.close()
+
+
+@contextlib.contextmanager
+def started_cluster(nodes: int) -> Iterator[LocalCluster]:
+    workdir = Path(tempfile.mkdtemp(prefix="oqron-bench-cluster-"))
+    cluster = LocalCluster(workdir)
+    try:
+        cluster.start(nodes)
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def cluster_cpu(cluster: LocalCluster) -> float:
@@ -121,8 +137,9 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=20000)
     parser.add_argument("--batch", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--nodes", type=int, default=6, help="masters and replicas, one replica a master (>= 6)")
     args = parser.parse_args()
-    with local_cluster() as cluster:
+    with started_cluster(args.nodes) as cluster:
         owner = cluster.master_of(KEY)
         client = redis.Redis(port=owner)
         sha = client.script_load(SCRIPT)
@@ -141,7 +158,7 @@ def main() -> int:
             loads.append(Path("/proc/loadavg").read_text().split()[0])
             print(f"rep {rep + 1}: " + ", ".join(f"{s} {rates[s][-1]:,.0f}/s {cpus[s][-1]:.1f}µs"
                                                 for s in SYSTEMS) + f"  (load {loads[-1]})", flush=True)
-        print(f"\nN {args.n} per phase, batch {args.batch}, {args.repeat} repetitions, "
+        print(f"\n{args.nodes} nodes, N {args.n} per phase, batch {args.batch}, {args.repeat} repetitions, "
               f"load averages {' '.join(loads)}")
         print(f"{'system':<20}{'publisher msg/s':>18}{'cluster CPU µs/msg':>22}")
         for system in SYSTEMS:
