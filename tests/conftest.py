@@ -26,9 +26,10 @@ def pg_schema_url() -> Iterator[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep the "redis-cluster-postgres" mode to the queue suite's representative slice:
-    every suite sharing MODES or the queue suite's `mode` fixture would run it otherwise,
-    adding minutes that test the same hot-plane calls again."""
+    """Keep the "redis-cluster-postgres" mode to the queue suite's representative slice
+    (and the topic wake-ups, the broadcast's one end-to-end user): every suite sharing
+    MODES or the queue suite's `mode` fixture would run it otherwise, adding minutes that
+    test the same hot-plane calls again."""
     dropped = [item for item in items if _cluster_outside_slice(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -37,13 +38,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _cluster_outside_slice(item: pytest.Item) -> bool:
-    from tests.engine.queue.conftest import CLUSTER_SLICE
+    from tests.engine.queue.conftest import CLUSTER_ALSO, CLUSTER_SLICE
 
     callspec = getattr(item, "callspec", None)
     if callspec is None or "redis-cluster-postgres" not in callspec.params.values():
         return False
     module = item.module.__name__ if item.module is not None else ""
     package, _, name = module.rpartition(".")
+    if module in CLUSTER_ALSO:
+        return False
     return package != "tests.engine.queue" or name not in CLUSTER_SLICE
 
 

@@ -5,7 +5,8 @@ One listener thread per process reads every subscribed channel and calls each ch
 handlers with the message text. Messages are lost while the connection is down, so on
 every reconnect each handler is called with None ("you may have missed some") before
 the channels are subscribed again; a subscription's ``ready`` is set once Redis
-confirms it, and cleared while it is down.
+confirms it, and cleared while it is down. On a Redis Cluster the channels are shard
+channels (SPUBLISH / SSUBSCRIBE on the master of each channel's slot, :mod:`.sharded`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from redis.client import PubSub
 from ..types import Scope
 from .connection import Client, call
 from .keys import broadcast_channel
+from .sharded import ShardedPubSub, open_pubsub, publish
 
 logger = logging.getLogger(__name__)
 _SLICE_S = 0.5
@@ -48,7 +50,7 @@ class Listener:
         self._client, self._where = client, where
         self._lock = threading.Lock()
         self._subs: dict[str, list[Subscription]] = {}
-        self._pubsub: PubSub | None = None
+        self._pubsub: PubSub | ShardedPubSub | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
 
@@ -80,8 +82,8 @@ class Listener:
         if pubsub is not None:
             _quietly_close(pubsub)
 
-    def _connect(self) -> PubSub:
-        pubsub = self._client.pubsub()
+    def _connect(self) -> PubSub | ShardedPubSub:
+        pubsub = open_pubsub(self._client)
         with self._lock:
             channels = list(self._subs)
             self._pubsub = pubsub
@@ -90,7 +92,7 @@ class Listener:
         return pubsub
 
     def _run(self) -> None:
-        backoff, pubsub = _RECONNECT_BASE_S, cast("PubSub | None", None)
+        backoff, pubsub = _RECONNECT_BASE_S, cast("PubSub | ShardedPubSub | None", None)
         while not self._closed:
             try:
                 pubsub = pubsub or self._connect()
@@ -106,7 +108,7 @@ class Listener:
             if message is not None:
                 self._deliver(message)
 
-    def _lost(self, pubsub: PubSub | None) -> None:
+    def _lost(self, pubsub: PubSub | ShardedPubSub | None) -> None:
         with self._lock:
             self._pubsub = None
             subs = [sub for subs in self._subs.values() for sub in subs]
@@ -133,7 +135,7 @@ class Listener:
             logger.exception("broadcast handler failed", extra={"action": "hot.broadcast_handler_failed"})
 
 
-def _quietly_close(pubsub: PubSub) -> None:
+def _quietly_close(pubsub: PubSub | ShardedPubSub) -> None:
     try:
         pubsub.close()
     except Exception:  # closing a broken connection may fail in many ways; it is gone either way
@@ -151,7 +153,7 @@ class RedisBroadcast:
 
     def broadcast(self, scope: Scope, channel: str, message: str) -> None:
         name = broadcast_channel(scope, channel)
-        call(self._where, "broadcast", lambda: self._client.publish(name, message))
+        call(self._where, "broadcast", lambda: publish(self._client, name, message))
 
     def listen(self, scope: Scope, channel: str, handler: Handler) -> Subscription:
         if self._listener is None or self._listener_pid != os.getpid():

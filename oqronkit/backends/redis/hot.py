@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 from redis.cluster import RedisCluster
 
@@ -59,9 +59,8 @@ from .keys import counter_key, kv_keys, lock_key, queue_keys, rate_key
 from .qlimits import RedisQueueLimits
 from .replicated import run_replicated
 from .scripts import PROMOTE_BATCH, Scripts
+from .sharded import publish_command
 from .waker import Waker
-
-T = TypeVar("T")
 
 SCRIPTS = (
     "signal", "claim", "extend", "ack", "release", "take_expired", "remove", "promote", "present", "depths",
@@ -105,6 +104,7 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
         self._waker_lock = threading.Lock()
         self._waker: Waker | None = None
         self._waker_pid = os.getpid()
+        self._publish = publish_command(self._client)  # SPUBLISH on a cluster: wake-ups stay in their shard
         self._fast_rate = open_fast_eval(self._client, self._scripts["rate_hit"], self._where, retry=self._not_run)
 
     # -- lifecycle -------------------------------------------------------------------
@@ -147,7 +147,7 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
         calls = [
             ("signal", keys, [now, k.channel, _dumps([
                 [s.job_id, _priority(s.priority), s.run_at, bool(s.lifo)] for s in signals[start:start + SIGNAL_BATCH]
-            ])])
+            ]), self._publish])
             for start in range(0, len(signals), SIGNAL_BATCH)
         ]
         # Signalling is idempotent, so a retry (or a resend after a lost reply) is safe.
@@ -193,7 +193,7 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
             raise ValueError(f"release() puts back the leased job {lease.job_id!r}, not {signal.job_id!r}.")
         k = queue_keys(scope, queue)
         args = [lease.job_id, lease.token, now, _priority(signal.priority),
-                "" if signal.run_at is None else signal.run_at, int(signal.lifo), k.channel]
+                "" if signal.run_at is None else signal.run_at, int(signal.lifo), k.channel, self._publish]
         return bool(self._script("release", [k.ready, k.delayed, k.meta, k.leases, k.expiry, k.seq], args))
 
     def take_expired(self, scope: Scope, queue: str, *, now: int, limit: int) -> list[Lease]:
@@ -211,7 +211,7 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
 
     def promote(self, scope: Scope, queue: str, job_id: str, now: int) -> bool:
         k = queue_keys(scope, queue)
-        return bool(self._script("promote", [k.ready, k.delayed, k.meta, k.seq], [job_id, k.channel]))
+        return bool(self._script("promote", [k.ready, k.delayed, k.meta, k.seq], [job_id, k.channel, self._publish]))
 
     def present(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
         if not job_ids:
@@ -366,7 +366,7 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
             return self._call(name, lambda: run_replicated(client, script, keys, args), retry=retry)
         return self._call(name, lambda: script(keys=keys, args=args), retry=retry)
 
-    def _call(self, action: str, fn: Callable[[], T], *, retry: bool = False) -> T:
+    def _call[T](self, action: str, fn: Callable[[], T], *, retry: bool = False) -> T:
         if self._closed:
             raise BackendUnavailable(f"The Redis hot plane for {self._where} is closed.")
         return call(self._where, action, fn, self._retry if retry else self._not_run)

@@ -23,7 +23,8 @@ apply() and compare_and_set() are atomic across its namespaces. Project and envi
 names hold no ':', '{' or '}' (config.py). A lock and a rate limiter's key are one key per
 call and need no tag. On a Redis Cluster (connection.py) every script and pipelined read
 thus touches one slot, and queues spread over the masters; a wake-up channel carries its
-queue's tag, so its PUBLISH from a script stays in that slot too.
+queue's tag, so a script may SPUBLISH to it (sharded.py): Redis refuses a script's
+shard channel outside its keys' slot.
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@ would sleep out their poll timeout while jobs wait); one connection per process 
 every waiting thread and every queue, where BLPOP ties up a connection per waiting
 thread; and nothing is left behind in the keyspace (no stale wake-up tokens). The
 scripts that make a job ready (signal, release, promote) PUBLISH on the queue's channel
-in the same atomic step, so Redis sends the message after the job is claimable.
+in the same atomic step, so Redis sends the message after the job is claimable. On a
+Redis Cluster they SPUBLISH instead (the channel carries the queue's hash tag, so the
+message stays in the queue's shard) and the listener SSUBSCRIBEs on each channel's
+master (:mod:`.sharded`); a failover there is a reconnect like any other.
 
 One listener thread per process owns the reading side. It counts messages per channel
 (a version); ``wait`` notes the versions, checks the queues for ready jobs, then sleeps
@@ -26,6 +29,7 @@ from collections.abc import Sequence
 from redis.client import PubSub
 
 from .connection import Client
+from .sharded import ShardedPubSub, open_pubsub
 
 #: The listener wakes this often to notice close().
 _SLICE_S = 0.5
@@ -45,7 +49,7 @@ class Waker:
         # Serialises SUBSCRIBE sends and (re)creating the PubSub; the listener reads
         # without it (redis-py supports sending from one thread while another reads).
         self._sub_lock = threading.Lock()
-        self._pubsub: PubSub | None = None
+        self._pubsub: PubSub | ShardedPubSub | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
 
@@ -90,7 +94,7 @@ class Waker:
 
     # -- the listener ----------------------------------------------------------------
 
-    def _subscribe(self, channels: list[str]) -> PubSub | None:
+    def _subscribe(self, channels: list[str]) -> PubSub | ShardedPubSub | None:
         """SUBSCRIBE ``channels`` on the current PubSub, or open one subscribed to every
         wanted channel; start the listener the first time. Raises the driver's error."""
         with self._sub_lock:
@@ -99,7 +103,7 @@ class Waker:
             pubsub = self._pubsub
             try:
                 if pubsub is None:
-                    pubsub = self._pubsub = self._client.pubsub()
+                    pubsub = self._pubsub = open_pubsub(self._client)
                     with self._changed:
                         channels = sorted(self._wanted)
                 if channels:
@@ -112,7 +116,7 @@ class Waker:
                 self._thread.start()
             return pubsub
 
-    def _drop(self, pubsub: PubSub | None) -> None:
+    def _drop(self, pubsub: PubSub | ShardedPubSub | None) -> None:
         """Forget a broken PubSub (called with _sub_lock held)."""
         if pubsub is None:
             return
@@ -149,7 +153,7 @@ class Waker:
             if message is not None:
                 self._deliver(message)
 
-    def _lost(self, pubsub: PubSub) -> None:
+    def _lost(self, pubsub: PubSub | ShardedPubSub) -> None:
         with self._sub_lock:
             self._drop(pubsub)
         with self._changed:

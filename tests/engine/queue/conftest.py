@@ -22,6 +22,8 @@ CLUSTER_SLICE = frozenset({
     "test_add", "test_control", "test_lifecycle", "test_prefetch", "test_processing", "test_queue_limits",
     "test_reconciler", "test_rescue_races", "test_settling",
 })
+#: Modules elsewhere that run the cluster mode too (full module names).
+CLUSTER_ALSO = frozenset({"tests.engine.topics.test_wake"})
 
 
 def make_config(mode: str, request: pytest.FixtureRequest, tmp_path, project: str) -> OqronConfig:

@@ -7,6 +7,7 @@
 -- KEYS[4] seq      string  oqron:<p>:<e>:{<p>:<e>:<queue>}:seq      enqueue sequence
 -- ARGV[1] job id
 -- ARGV[2] wake-up channel oqron:<p>:<e>:{<p>:<e>:<queue>}:wake (PUBLISHed, not a key)
+-- ARGV[3] 'PUBLISH', or 'SPUBLISH' on a Redis Cluster (the channel is in the keys' slot)
 -- Returns 1 when promoted, 0 when the job was not delayed.
 
 local id = ARGV[1]
@@ -16,5 +17,5 @@ end
 local priority, lifo = unpack_meta(redis.call('HGET', KEYS[3], id))
 redis.call('HDEL', KEYS[3], id)
 make_ready(KEYS[1], KEYS[4], {id}, {priority}, {lifo})
-redis.call('PUBLISH', ARGV[2], 1)
+redis.call(ARGV[3], ARGV[2], 1)
 return 1

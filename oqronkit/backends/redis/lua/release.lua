@@ -11,6 +11,7 @@
 -- ARGV[1] job id           ARGV[2] token (integer text)      ARGV[3] now (epoch ms)
 -- ARGV[4] priority         ARGV[5] run_at (ms, or '' for now) ARGV[6] '1' for LIFO
 -- ARGV[7] wake-up channel oqron:<p>:<e>:{<p>:<e>:<queue>}:wake (PUBLISHed, not a key)
+-- ARGV[8] 'PUBLISH', or 'SPUBLISH' on a Redis Cluster (the channel is in the keys' slot)
 -- Returns 1 when released, 0 when the token no longer holds the lease.
 
 local id = ARGV[1]
@@ -28,12 +29,12 @@ if ARGV[5] ~= '' and tonumber(ARGV[5]) > tonumber(ARGV[3]) then
   redis.call('HSET', KEYS[3], id, pack_meta(priority, lifo))
   -- A retry due sooner than a waiter planned for is worth waking it to re-plan.
   if not before or tonumber(ARGV[5]) < before then
-    redis.call('PUBLISH', ARGV[7], 0)
+    redis.call(ARGV[8], ARGV[7], 0)
   end
 else
   redis.call('ZREM', KEYS[2], id)
   redis.call('HDEL', KEYS[3], id)
   make_ready(KEYS[1], KEYS[6], {id}, {priority}, {lifo})
-  redis.call('PUBLISH', ARGV[7], 1)
+  redis.call(ARGV[8], ARGV[7], 1)
 end
 return 1

@@ -10,6 +10,7 @@
 -- ARGV[1] now (epoch ms)
 -- ARGV[2] wake-up channel oqron:<p>:<e>:{<p>:<e>:<queue>}:wake (PUBLISHed, not a key)
 -- ARGV[3] JSON array of [job id, priority, run_at (epoch ms) or null, lifo (bool)]
+-- ARGV[4] 'PUBLISH', or 'SPUBLISH' on a Redis Cluster (the channel is in the keys' slot)
 -- Returns the number of jobs made ready. Publishes on the channel when a job became
 -- ready or the earliest due time moved earlier (a waiter sized its sleep from it).
 
@@ -50,6 +51,6 @@ if #delayed > 0 then
 end
 local after = earliest(KEYS[2])
 if #ready > 0 or (after and (not before or after < before)) then
-  redis.call('PUBLISH', ARGV[2], #ready)
+  redis.call(ARGV[4], ARGV[2], #ready)
 end
 return #ready
