@@ -3,8 +3,8 @@ checked, the partition (by key, by idempotency key, or round robin) and the mess
 (derived from the idempotency key, so a second publish of it finds the first message).
 
 A payload with no options (the bulk of a ``publish_many``) takes a short path: no option
-to check, a random id and the next partition round robin; every message of one call
-shares its publish time.
+to check, the call's next id (ascending within a call) and the next partition round
+robin; every message of one call shares its publish time.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ..backoff import to_ms
 from ..clock import now_ms
 from ..codec import MAX_JSON_DEPTH, dumps_compact, storage_problem, text_problem, utf8_size
 from ..errors import InvalidJob
-from ..ids import new_ids_at
+from ..ids import ascending_ids_at
 from .log import Draft
 
 _round_robin = itertools.count()
@@ -47,7 +47,7 @@ class Drafter:
     def __init__(self, topic: str, *, partitions: int, max_bytes: int) -> None:
         self.topic, self.partitions, self.max_bytes = topic, partitions, max_bytes
         self.published = now_ms()
-        self._new_id = new_ids_at(self.published)
+        self._new_id = ascending_ids_at(self.published)
 
     def __call__(self, item: Any) -> tuple[int, Draft]:
         """The partition and draft of one item: a payload, or ``{"payload": ..., **options}``."""

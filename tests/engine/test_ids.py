@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import warnings
 
-from oqronkit.ids import new_id
+from oqronkit.ids import ascending_ids_at, new_id
 
 
 def test_ids_are_time_ordered_hex_and_unique():
@@ -29,3 +29,13 @@ def test_a_forked_child_does_not_repeat_its_parents_ids():
         child = set(pipe.read().split())
     parent = {new_id()[12:] for _ in range(100)}
     assert len(child) == 100 and not child & parent
+
+
+def test_a_batchs_ids_ascend_in_the_new_id_format_and_batches_differ():
+    at = 1_764_800_000_000
+    first, second = ascending_ids_at(at), ascending_ids_at(at)
+    batch = [first() for _ in range(10_000)]
+    other = [second() for _ in range(10_000)]
+    assert batch == sorted(batch) and len(set(batch)) == len(batch)
+    assert all(len(i) == 26 and i[:12] == f"{at:012x}" and int(i, 16) >= 0 for i in batch + other)
+    assert not set(batch) & set(other)
