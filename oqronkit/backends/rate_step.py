@@ -1,6 +1,7 @@
 """The rate-limit algorithms on one key's state, in integers only, for the planes that
 run Python next to the data (memory, and SQLite as a SQL function). redis/lua/rate_hit.lua
-and postgres/sql/hot_schema.sql (oqron_rate_hit) are line-for-line ports: change all three.
+(shaped for its cost: its header says how) and postgres/sql/hot_schema.sql (oqron_rate_hit)
+are ports: change all three (tests/engine/hot/test_rate_step_agreement.py compares them).
 
 A key's state maps a tier's ``field`` to its numbers, ``"ban"`` to [window start,
 strikes, banned until] and ``"ov"`` to the overriding limits (one per tier).

@@ -376,9 +376,9 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
 def _rate_args(tiers: tuple[Tier, ...], ban: Ban | None) -> tuple[str, ...]:
     """A limiter's fixed ARGV tail of rate_hit.lua, built once per limiter, not per check."""
     request = RateRequest("", "", 1, tiers, ban)
-    parts = [rate_ttl_ms(request) + GC_GRACE_MS, *((ban.strikes, ban.window_ms, ban.duration_ms) if ban else (0, 0, 0)),
-             *(part for tier in tiers for part in (tier.algorithm, tier.limit, tier.period_ms))]
-    return (":".join(str(part) for part in parts),)
+    banning = f"{ban.strikes}:{ban.window_ms}:{ban.duration_ms}" if ban and ban.strikes > 0 else "0"
+    return (str(rate_ttl_ms(request) + GC_GRACE_MS), banning,
+            *(str(part) for tier in tiers for part in (tier.algorithm, tier.limit, tier.period_ms, tier.field)))
 
 
 def _priority(priority: int) -> int:

@@ -7,145 +7,175 @@
 --                      "ov" -> "limit:limit:..." (the key's override, one per tier)
 -- ARGV[1] now (epoch ms, the caller's clock)
 -- ARGV[2] cost (>= 0)
--- ARGV[3] the limiter, one ':'-separated text (fewer arguments to encode per check):
---         key TTL in ms (only ever raised), ban strikes (0: no bans), ban window ms,
---         ban duration ms, then per tier: algorithm, limit, period ms
+-- ARGV[3] key TTL in ms (only ever raised)
+-- ARGV[4] the ban, "strikes:window ms:duration ms", or "0": no bans (read on a refusal only)
+-- ARGV[5..] per tier: algorithm, limit, period ms, its field ("<algorithm>:<period>")
 -- Returns "allowed(0/1):limit:remaining:reset(epoch ms):retry_after ms:banned(0/1):tier"
 -- (the binding tier's index from 0), one bulk string: cheaper to read than an array.
+--
+-- Every call runs this whole chunk, and text <-> number conversions are most of its cost:
+-- one tier (the common shape) builds no tables, numbers are parsed only where used, and
+-- texts that did not change (a window's index, a limit) are copied, not formatted again.
 
-local floor = math.floor
-local function cdiv(a, b) return -floor(-a / b) end
-local function nums(text)
-  local out = {}
-  if text then for part in string.gmatch(text, '[^:]+') do out[#out + 1] = tonumber(part) end end
-  return out
-end
-local function pack(list)
-  local out = {}
-  for i = 1, #list do out[i] = string.format('%d', list[i]) end
-  return table.concat(out, ':')
-end
-local function window(n, period, now)
-  local w = floor(now / period)
-  if n[1] and n[1] > w then return n[1], n[1] * period end
-  return w, now
-end
+local floor, tonumber, match, format = math.floor, tonumber, string.match, string.format
+local key, now, cost = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+local count = (#ARGV - 4) / 4
 
-local algorithms = {}
-algorithms['fixed-window'] = function(n, limit, period, cost, now)
-  local w
-  w, now = window(n, period, now)
-  local used = (n[1] == w) and n[2] or 0
-  local ok = used + cost <= limit
-  local reset = (w + 1) * period
-  local after = ok and used + cost or used
-  return ok, limit, limit - after, reset, ok and 0 or reset - now, {w, used + cost}
-end
-algorithms['sliding-window'] = function(n, limit, period, cost, now)
-  local w
-  w, now = window(n, period, now)
-  local cur, prev = 0, 0
-  if n[1] == w then cur, prev = n[2], n[3] elseif n[1] == w - 1 then prev = n[2] end
-  local elapsed = now - w * period
-  local used = cur + floor(prev * (period - elapsed) / period)
-  local ok = used + cost <= limit
-  local retry = 0
-  if not ok then
+-- One tier on its stored text: allowed, limit, remaining, reset, retry after, and the
+-- text to store if every tier allows (nil for a peek or a refusal).
+local function step(algorithm, text, limit, period)
+  local t, sa, sb, sc, a, b = now, nil, nil, nil, nil, nil
+  local write = cost > 0
+  if algorithm == 'sliding-window' then
+    if text then sa, sb, sc = match(text, '^([^:]+):([^:]+):([^:]+)') a, b = tonumber(sa), tonumber(sb) end
+    local w = floor(t / period)
+    if a and a > w then w, t = a, a * period end
+    local cur, prev = 0, 0
+    if a == w then cur, prev = b, tonumber(sc) elseif a == w - 1 then prev = b end
+    local elapsed = t - w * period
+    local used = cur + floor(prev * (period - elapsed) / period)
+    local ok = used + cost <= limit
+    if ok then
+      if not write then text = nil
+      elseif a == w then text = format('%s:%d:%s', sa, cur + cost, sc)
+      else text = format('%d:%d:%d', w, cur + cost, prev) end
+      return true, limit, limit - used - cost, (w + 1) * period, 0, text
+    end
+    local retry
     local room = limit - cur - cost
     local first = period
-    if room >= 0 and prev > 0 then first = period - cdiv((room + 1) * period, prev) + 1 end
+    if room >= 0 and prev > 0 then first = period + floor(-((room + 1) * period) / prev) + 1 end
     if first < period then
       retry = first - elapsed
     else
       local later = 0
-      if cur > 0 then later = math.max(0, period - cdiv((limit - cost + 1) * period, cur) + 1) end
+      if cur > 0 then later = math.max(0, period + floor(-((limit - cost + 1) * period) / cur) + 1) end
       retry = period - elapsed + later
     end
+    return false, limit, limit - used, (w + 1) * period, retry, nil
   end
-  local after = ok and used + cost or used
-  return ok, limit, limit - after, (w + 1) * period, retry, {w, cur + cost, prev}
-end
-algorithms['token-bucket'] = function(n, limit, period, cost, now)
-  local full = limit * period
+  if text then sa, sb = match(text, '^([^:]+):([^:]+)') a, b = tonumber(sa), tonumber(sb) end
+  if algorithm == 'gcra' then
+    local tat, frac = t, 0
+    if a and a >= t then tat, frac = a, b end
+    local spread = frac + cost * period
+    local new_tat, new_frac = tat + floor(spread / limit), spread % limit
+    local ahead = (new_tat - t) * limit + new_frac
+    local ok = ahead <= period * limit
+    local held = ok and ahead or (tat - t) * limit + frac
+    local retry = ok and 0 or -floor(-(ahead - period * limit) / limit)
+    text = ok and write and format('%d:%d', new_tat, new_frac) or nil
+    return ok, limit, floor((period * limit - held) / period), t - floor(-held / limit), retry, text
+  end
+  if algorithm == 'fixed-window' then
+    local w = floor(t / period)
+    if a and a > w then w, t = a, a * period end
+    local used = (a == w) and b or 0
+    local ok = used + cost <= limit
+    local reset = (w + 1) * period
+    if not (ok and write) then text = nil
+    elseif a == w then text = format('%s:%d', sa, used + cost)
+    else text = format('%d:%d', w, used + cost) end
+    return ok, limit, limit - (ok and used + cost or used), reset, ok and 0 or reset - t, text
+  end
+  local full = limit * period  -- token-bucket: levels are tokens x period
   local level = full
-  if n[1] then
-    level = math.min(full, n[2] + math.max(0, now - n[1]) * limit)
-    now = math.max(now, n[1])
+  if a then
+    level = math.min(full, b + math.max(0, t - a) * limit)
+    t = math.max(t, a)
   end
   local need = cost * period
   local ok = level >= need
   local after = ok and level - need or level
-  local retry = ok and 0 or cdiv(need - level, limit)
-  return ok, limit, floor(after / period), now + cdiv(full - after, limit), retry, {now, level - need}
-end
-algorithms['gcra'] = function(n, limit, period, cost, now)
-  local tat, frac = now, 0
-  if n[1] and n[1] >= now then tat, frac = n[1], n[2] end
-  local spread = frac + cost * period
-  local new_tat, new_frac = tat + floor(spread / limit), spread % limit
-  local ahead = (new_tat - now) * limit + new_frac
-  local ok = ahead <= period * limit
-  local held = ok and ahead or (tat - now) * limit + frac
-  local retry = ok and 0 or cdiv(ahead - period * limit, limit)
-  return ok, limit, floor((period * limit - held) / period), now + cdiv(held, limit), retry, {new_tat, new_frac}
+  local retry = ok and 0 or -floor(-(need - level) / limit)
+  text = ok and write and format('%d:%d', t, level - need) or nil
+  return ok, limit, floor(after / period), t - floor(-(full - after) / limit), retry, text
 end
 
-local now, cost = tonumber(ARGV[1]), tonumber(ARGV[2])
-local spec = {}
-for part in string.gmatch(ARGV[3], '[^:]+') do spec[#spec + 1] = part end
-local ttl = tonumber(spec[1])
-local strikes_max, ban_window, ban_for = tonumber(spec[2]), tonumber(spec[3]), tonumber(spec[4])
-local fields = {'ban', 'ov'}
-local tiers = {}
-for i = 5, #spec, 3 do
-  local field = spec[i] .. ':' .. spec[i + 2]
-  tiers[#tiers + 1] = {spec[i], tonumber(spec[i + 1]), tonumber(spec[i + 2]), field}
-  fields[#fields + 1] = field
-end
-local stored = redis.call('HMGET', KEYS[1], unpack(fields))
-local ban = nums(stored[1])
-if ban[3] and ban[3] > now then
-  return pack({0, tiers[1][2], 0, ban[3], ban[3] - now, 1, 0})
-end
-local override = nums(stored[2])
-local outcomes, all_ok = {}, true
-for i, tier in ipairs(tiers) do
-  local limit = (#override == #tiers) and override[i] or tier[2]
-  local o = {algorithms[tier[1]](nums(stored[i + 2]), limit, tier[3], cost, now)}
-  outcomes[i] = o
-  all_ok = all_ok and o[1]
-end
-local binding, index
-for i, o in ipairs(outcomes) do
-  if all_ok then
-    if not binding or o[3] < binding[3] then binding, index = o, i end
-  elseif not o[1] and (not binding or o[5] > binding[5]) then
-    binding, index = o, i
+-- The key outlives its last write by the TTL: raised, never lowered.
+local function keep_ttl(existed)
+  if existed and redis.REDIS_VERSION_NUM then  -- 7.0+; a key that existed has a TTL
+    redis.call('PEXPIRE', key, ARGV[3], 'GT')
+  elseif redis.call('PTTL', key) < tonumber(ARGV[3]) then
+    redis.call('PEXPIRE', key, ARGV[3])
   end
 end
-local reply = {all_ok and 1 or 0, binding[2], binding[3], binding[4], binding[5], 0, index - 1}
-if cost == 0 then return pack(reply) end
-if all_ok then
-  local sets = {}
-  for i, tier in ipairs(tiers) do
-    sets[#sets + 1] = tier[4]
-    sets[#sets + 1] = pack(outcomes[i][6])
+
+local stored, existed, ok, limit, remaining, reset, retry, index, text, outcomes
+if count == 1 then
+  stored = redis.call('HMGET', key, 'ban', 'ov', ARGV[8])
+  existed = stored[1] or stored[2] or stored[3]
+else
+  local fields = {'ban', 'ov'}
+  for i = 1, count do fields[i + 2] = ARGV[4 + 4 * i] end
+  stored = redis.call('HMGET', key, unpack(fields))
+  for i = 1, count + 2 do existed = existed or stored[i] end
+end
+local ban_start, ban_strikes, ban_until
+if stored[1] then
+  ban_start, ban_strikes, ban_until = match(stored[1], '^([^:]+):([^:]+):([^:]+)')
+  ban_start, ban_strikes, ban_until = tonumber(ban_start), tonumber(ban_strikes), tonumber(ban_until)
+  if ban_until and ban_until > now then
+    return format('0:%s:0:%d:%d:1:0', ARGV[6], ban_until, ban_until - now)
   end
-  redis.call('HSET', KEYS[1], unpack(sets))
-elseif strikes_max > 0 then
-  local start, strikes = now, 0
-  if ban[1] and now - ban[1] < ban_window then start, strikes = ban[1], ban[2] end
-  strikes = strikes + 1
-  if strikes >= strikes_max then
-    redis.call('HSET', KEYS[1], 'ban', pack({now, 0, now + ban_for}))
-    reply = {0, binding[2], 0, now + ban_for, ban_for, 1, index - 1}
-  else
-    redis.call('HSET', KEYS[1], 'ban', pack({start, strikes, 0}))
+end
+if count == 1 then
+  local own = tonumber(stored[2])  -- an override of one tier is one number
+  ok, limit, remaining, reset, retry, text = step(ARGV[5], stored[3], own or tonumber(ARGV[6]), tonumber(ARGV[7]))
+  index = 1
+  if ok and not own then  -- the common answer, its limit the argument's text
+    if text then
+      redis.call('HSET', key, ARGV[8], text)
+      keep_ttl(existed)
+    end
+    return format('1:%s:%d:%d:0:0:0', ARGV[6], remaining, reset)
   end
 else
-  return pack(reply)
+  local override = {}
+  if stored[2] then for part in string.gmatch(stored[2], '[^:]+') do override[#override + 1] = tonumber(part) end end
+  if #override ~= count then override = nil end
+  outcomes, ok = {}, true
+  for i = 1, count do
+    local o = {step(ARGV[1 + 4 * i], stored[i + 2], override and override[i] or tonumber(ARGV[2 + 4 * i]),
+                    tonumber(ARGV[3 + 4 * i]))}
+    outcomes[i] = o
+    ok = ok and o[1]
+  end
+  local binding
+  for i = 1, count do
+    local o = outcomes[i]
+    if ok then
+      if not binding or o[3] < binding[3] then binding, index = o, i end
+    elseif not o[1] and (not binding or o[5] > binding[5]) then
+      binding, index = o, i
+    end
+  end
+  limit, remaining, reset, retry = binding[2], binding[3], binding[4], binding[5]
 end
-if redis.call('PTTL', KEYS[1]) < ttl then
-  redis.call('PEXPIRE', KEYS[1], ttl)
+local banned = 0
+if cost == 0 then
+  -- a peek writes nothing
+elseif ok then
+  if count == 1 then
+    redis.call('HSET', key, ARGV[8], text)
+  else
+    local sets = {}
+    for i = 1, count do sets[2 * i - 1], sets[2 * i] = ARGV[4 + 4 * i], outcomes[i][6] end
+    redis.call('HSET', key, unpack(sets))
+  end
+  keep_ttl(existed)
+elseif ARGV[4] ~= '0' then
+  local strikes_max, ban_window, ban_for = match(ARGV[4], '^([^:]+):([^:]+):([^:]+)')
+  strikes_max, ban_window, ban_for = tonumber(strikes_max), tonumber(ban_window), tonumber(ban_for)
+  local start, strikes = now, 0
+  if ban_start and now - ban_start < ban_window then start, strikes = ban_start, ban_strikes end
+  strikes = strikes + 1
+  if strikes >= strikes_max then
+    redis.call('HSET', key, 'ban', format('%d:0:%d', now, now + ban_for))
+    remaining, reset, retry, banned = 0, now + ban_for, ban_for, 1
+  else
+    redis.call('HSET', key, 'ban', format('%d:%d:0', start, strikes))
+  end
+  keep_ttl(existed)
 end
-return pack(reply)
+return format('%d:%d:%d:%d:%d:%d:%d', ok and 1 or 0, limit, remaining, reset, retry, banned, index - 1)

@@ -1,0 +1,89 @@
+"""Every hot plane answers rate-limit checks as backends/rate_step.py does, check by check,
+on random sequences: one tier without bans (Redis' common path), one tier with a ban, several
+tiers at once; refusals, retry_after, peeks, costs above one, a lagging clock, overrides
+set and dropped, and clocks near 2^52 ms (numbers the planes must keep exact)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from oqronkit.backends.rate_step import State, step
+from oqronkit.backends.rate_types import ALGORITHMS, Ban, RateRequest, Tier
+from oqronkit.backends.types import Scope
+
+ALIGNED = 1_700_000_000_000
+LARGE = 4_000_000_000_123_457  # above 1e15, where Lua's default number text turns to 4e+15
+PERIODS = (1000, 2500, 60_000)
+OVERRIDE_TTL_MS = 10 * 86_400_000  # outlives every sequence: no plane forgets an override here
+
+
+def random_request(rng: random.Random, key: str) -> RateRequest:
+    shape = rng.choice(["one tier", "one tier", "one tier, banned", "tiers"])
+    count = rng.randint(2, 3) if shape == "tiers" else 1
+    fields: dict[str, Tier] = {}
+    while len(fields) < count:
+        tier = Tier(rng.choice(ALGORITHMS), rng.randint(1, 5), rng.choice(PERIODS))
+        fields.setdefault(tier.field, tier)
+    ban = None
+    if shape != "one tier" and rng.random() < 0.7:
+        ban = Ban(rng.randint(1, 3), rng.choice([500, 3000]), rng.choice([1000, 4000]))
+    return RateRequest("agree", key, 1, tuple(fields.values()), ban)
+
+
+def run_sequence(hot, scope: Scope, seed: int, start: int, checks: int = 45) -> int:
+    """Runs ``checks`` random operations on one key; returns how many checks were refused."""
+    rng = random.Random(seed)
+    key = f"k{seed}"
+    request = random_request(rng, key)
+    state: State = {}
+    now, refused = start + rng.randint(0, 59_999), 0
+    for i in range(checks):
+        now += rng.choice([0, 0, 1, 7, 120, 450, 999, 1000]) - (300 if rng.random() < 0.1 else 0)
+        roll = rng.random()
+        if roll < 0.06:
+            limits = [rng.randint(1, 6) for _ in request.tiers]
+            hot.rate_override(scope, "agree", key, limits, ttl_ms=OVERRIDE_TTL_MS, now=now)
+            state = {**state, "ov": limits}
+            continue
+        if roll < 0.09:
+            dropped = rng.choice([["ov"], ["ban"], [tier.field for tier in request.tiers]])
+            hot.rate_drop(scope, "agree", key, dropped)
+            state = {field: value for field, value in state.items() if field not in dropped}
+            continue
+        cost = rng.choice([0, 1, 1, 1, 1, 2, 3])
+        checked = RateRequest(request.name, key, cost, request.tiers, request.ban)
+        expected, new = step(state, checked, now)
+        assert hot.rate_hit(scope, checked, now) == expected, (seed, i, checked, state, now)
+        state = new if new is not None else state
+        refused += not expected.allowed
+    return refused
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_checks_answer_as_rate_step(hot, scope, seed):
+    assert run_sequence(hot, scope, seed, ALIGNED) > 0  # refusals, not only the allowing path
+
+
+@pytest.mark.parametrize("seed", range(100, 104))
+def test_random_checks_on_a_clock_near_2_to_the_52_answer_as_rate_step(hot, scope, seed):
+    run_sequence(hot, scope, seed, LARGE)
+
+
+def test_the_redis_client_path_answers_as_the_lean_one(scope_names, request):
+    from oqronkit.backends.redis import RedisHotPlane
+    from tests.services import drop_redis_project, require_redis
+
+    url = require_redis()
+    request.addfinalizer(lambda: drop_redis_project(url, scope_names[0]))
+    plane = RedisHotPlane(url)
+    plane.ensure_ready()
+    try:
+        assert plane._fast_rate is not None
+        plane._fast_rate.close()
+        plane._fast_rate = None  # redis-py's EVALSHA path, as on TLS, unix sockets, clusters
+        for seed in (200, 201, 202, 203):
+            run_sequence(plane, Scope(*scope_names), seed, ALIGNED if seed % 2 else LARGE)
+    finally:
+        plane.close()
