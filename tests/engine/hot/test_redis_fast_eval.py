@@ -75,7 +75,8 @@ def test_a_restart_fails_the_checks_while_down_and_heals_on_the_next():
         redis.Redis.from_url(server.url).client_kill_filter(_type="normal", skipme=True)  # an idle drop
         assert hit(plane) == 98  # noticed before sending: reopened, nothing failed
         server.stop()
-        with pytest.raises(BackendUnavailable, match="Error connecting"):
+        # Refused at the reconnect, or reset if the old socket's close is still in flight.
+        with pytest.raises(BackendUnavailable, match="Error connecting|Connection reset|Broken pipe"):
             hit(plane)
         server.start()  # empty again (no persistence), scripts gone too
         assert hit(plane) == 99
