@@ -15,7 +15,8 @@ capacity.py scales the 1-process runs' CPU per job by these factors (``from p1 x
 machine``) and compares with the P-process runs.
 
 Run alone (from the repository root): ``.venv/bin/python bench/contention.py
---redis-url redis://127.0.0.1:6379/0``.
+--redis-url redis://127.0.0.1:6379/0`` (the Redis factor is only meaningful on a Redis
+nobody else uses; capacity.py runs it on its private one).
 """
 
 from __future__ import annotations
