@@ -65,12 +65,28 @@ the GIL's hand-overs). It is checked two ways:
 * ``from p1``: the P-process runs predicted from the 1-process runs' per-job CPU (the
   medians) and the P-process run's own other load: can the CPU cost measured at one
   scale predict another (this is what the cluster table does). The target is within 15%.
+  It misses here because per-job CPU rises with the second process (README, "Scaling");
+* ``p1 x mach``: ``from p1`` with each tier's 1-process CPU per job multiplied by the
+  machine's contention factor for P processes, from ``bench/contention.py`` (once per
+  repetition, interleaved with the runs, ``--calibrate-seconds`` per process count): a
+  synthetic client (a fixed piece of Python, one Postgres query and one Redis ``INCR``
+  on as many threads as the queue's concurrency, pinned like the engine) run as 1 and as
+  P processes that share no row or key; factor = the median of the per-repetition
+  ratios cost(P) / cost(1), per tier;
+* ``p1 x busy``: ``from p1`` with each cost multiplied by its own rise when the
+  1-process run is repeated with P - 1 CPUs kept busy by a pinned pure-Python loop
+  (``--no-busy-runs`` leaves these runs out): the CPU contention of P processes, without
+  a second claimer or a second engine's round trips; factor = the median of the
+  per-repetition ratios.
+
+Neither factor uses the P-process runs (but for their own ``other``, as ``from p1``
+does): both are measured on other loads, so the check stays a check.
 
 Caveat on a shared box: ``other`` is not a fixed load. The kernel shares CPU between
 runnable tasks (and, with autogroup, between sessions), so the neighbours get less when
 two worker processes compete than when one does: on the development machine ``other``
 fell from about 1.1-1.3 to 0.6-0.7 cores between the 1- and the 2-process runs. Hence
-the run's own ``other`` in both checks; a prediction from the load measured before a
+the run's own ``other`` in every check; a prediction from the load measured before a
 run would be off by as much as that load moves.
 
 Usage (from the repository root, with the project's virtualenv)::
@@ -90,7 +106,6 @@ import random
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -102,6 +117,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # this folder: throughput.py
 sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))  # common.py: the counter's keys
 
+import contention
+from capacity_model import NCPU, report
+from contention import busy_cpus, context_switches
 from throughput import (
     Bench,
     BenchError,
@@ -116,8 +134,6 @@ from throughput import (
 MODES = ("postgres", "redis-postgres", "sqlite", "redis")
 PG_AUX = ("walwriter", "background writer", "checkpointer")
 TICK = 1.0 / os.sysconf("SC_CLK_TCK")
-NCPU = os.cpu_count() or 1
-HOSTS = (1, 2, 4, 8, 16)
 
 
 # -- CPU accounting ---------------------------------------------------------------------
@@ -221,9 +237,10 @@ class PgWatch:
 # -- one measured phase -------------------------------------------------------------------
 
 
-def measure_phase(bench: Bench, system: OqronSystem, n: int, skip: int) -> dict[str, Any]:
+def measure_phase(bench: Bench, system: OqronSystem, n: int, skip: int, *, busy: int = 0) -> dict[str, Any]:
     """Enqueue ``n`` jobs, run the worker on them, and account the CPU of the window
-    from the ``skip``-th completion to the ``n``-th."""
+    from the ``skip``-th completion to the ``n``-th; with ``busy``, that many busy loops
+    on the CPUs the worker is not pinned to over the window (counted as other load)."""
     from common import keys
 
     phase = system.fresh(bench, "capacity")
@@ -238,7 +255,8 @@ def measure_phase(bench: Bench, system: OqronSystem, n: int, skip: int) -> dict[
         if bench.args.cpu_affinity:
             env["OQRON_CPU_AFFINITY"] = bench.args.cpu_affinity
         log = bench.scratch / f"{phase.tag}.log"
-        with Worker(system.phase_argv(bench, phase), env, log, stop_timeout=bench.args.stop_timeout) as worker:
+        with Worker(system.phase_argv(bench, phase), env, log, stop_timeout=bench.args.stop_timeout) as worker, \
+                contextlib.ExitStack() as stack:
             assert worker.proc is not None
             sid = worker.proc.pid
             workers, supervisor = Tracker(), Tracker()
@@ -252,14 +270,18 @@ def measure_phase(bench: Bench, system: OqronSystem, n: int, skip: int) -> dict[
                 done = int(rds.get(names["done"]) or 0)
                 now = time.monotonic()
                 if start is None and done >= skip:
+                    if busy:
+                        stack.enter_context(busy_cpus(busy, session_pids(sid)))
                     workers.sample(session_pids(sid))
                     supervisor.sample(lead)
                     pg.sample()
                     start = {"t": time.monotonic(), "done": int(rds.get(names["done"]) or 0),
+                             "switches": context_switches(session_pids(sid)),
                              "machine": machine_times(), "redis": redis_cpu(monitor), "db": pg.db_stats()}
                     last_sample = now
                 elif start is not None and done >= n:
-                    end = {"t": time.monotonic(), "done": done, "machine": machine_times(),
+                    end: dict[str, Any] = {"t": time.monotonic(), "done": done, "machine": machine_times(),
+                           "switches": context_switches(session_pids(sid)),
                            "redis": redis_cpu(monitor), "db": pg.db_stats()}
                     workers.sample(session_pids(sid))
                     supervisor.sample(lead)
@@ -275,6 +297,7 @@ def measure_phase(bench: Bench, system: OqronSystem, n: int, skip: int) -> dict[
                 if now - last_change > bench.args.stall_timeout or now - began > 60 + n / 5:
                     raise BenchError(f"{done}/{n} jobs after {now - began:.0f} s; worker log {log}")
                 time.sleep(0.02)
+            stack.close()
             wait_for_key(bench, names["last"])
             code = worker.stop()
         check = system.verify(bench, phase, n)
@@ -299,129 +322,10 @@ def measure_phase(bench: Bench, system: OqronSystem, n: int, skip: int) -> dict[
             "redis_us": redis_all / jobs * 1e6, "redis_main_us": redis_main / jobs * 1e6,
             "other_cores": other / wall, "idle_cores": machine["idle"] / wall,
             "worker_cores": worker_s / wall, "unaccounted_cores": max(0.0, ours - machine["busy"]) / wall,
+            # of the threads alive at both ends of the window (an engine's threads live as long as it runs)
+            "voluntary_switches_per_job": (end["switches"][0] - start["switches"][0]) / jobs,
+            "involuntary_switches_per_job": (end["switches"][1] - start["switches"][1]) / jobs,
             **{f"pg_{k}_per_job": (end["db"][k] - start["db"][k]) / jobs for k in end["db"]}}
-
-
-# -- the model --------------------------------------------------------------------------------
-
-
-def predict(costs: dict[str, float], other_cores: float, processes: int, ncpu: int = NCPU) -> tuple[float, str]:
-    """Throughput predicted on this machine (see the module docstring) and what binds."""
-    total = (costs["worker_us"] + costs["pg_us"] + costs["pg_aux_us"] + costs["redis_us"]) / 1e6
-    bounds = {"shared CPU": max(0.0, ncpu - other_cores) / total,
-              f"{processes} worker process{'es' if processes > 1 else ''}": processes / (costs["worker_us"] / 1e6)}
-    if costs["redis_main_us"] > 0:
-        bounds["redis main thread"] = 1e6 / costs["redis_main_us"]
-    binding = min(bounds, key=lambda k: bounds[k])
-    return bounds[binding], binding
-
-
-def ceiling(costs: dict[str, float], mode: str, hosts: int, cores_per_host: int, pg_cores: float
-            ) -> tuple[float, str]:
-    """Projected jobs/s for ``hosts`` worker hosts against one Postgres and one Redis."""
-    bounds = {"workers": hosts * cores_per_host / (costs["worker_us"] / 1e6)}
-    if mode in ("postgres", "redis-postgres"):
-        bounds["postgres"] = pg_cores / ((costs["pg_us"] + costs["pg_aux_us"]) / 1e6)
-    if mode in ("redis", "redis-postgres"):
-        bounds["redis"] = 1e6 / costs["redis_main_us"]
-    binding = min(bounds, key=lambda k: bounds[k])
-    return bounds[binding], binding
-
-
-COST_KEYS = ("worker_us", "pg_us", "pg_aux_us", "redis_us", "redis_main_us")
-
-
-def medians(rows: list[dict[str, Any]]) -> dict[str, float]:
-    return {k: statistics.median(r[k] for r in rows) for k in rows[0] if isinstance(rows[0][k], (int, float))}
-
-
-def report(results: dict[tuple[str, int], list[dict[str, Any]]], args: argparse.Namespace) -> dict[str, Any]:
-    out: dict[str, Any] = {"per_job": {}, "ceiling": {}, "check": []}
-    print(f"\nCPU per job, medians of {args.repeat} runs ({args.n} jobs, window from the {args.skip}th completion; "
-          f"{NCPU} CPUs):")
-    print(f"{'mode':16} {'P':>2} {'jobs/s':>7} {'worker':>7} {'(sup)':>5} {'pg':>6} {'pg aux':>6} {'redis':>6} "
-          f"{'(main)':>6}"
-          f" {'sum us':>7} {'wrk cores':>9} {'other':>6} {'idle':>5}")
-    for (mode, procs), rows in results.items():
-        if not rows:
-            continue
-        m = medians(rows)
-        out["per_job"][f"{mode}@{procs}"] = m
-        total = m["worker_us"] + m["pg_us"] + m["pg_aux_us"] + m["redis_us"]
-        print(f"{mode:16} {procs:>2} {m['rate']:>7,.0f} {m['worker_us']:>7.0f} {m['supervisor_us']:>5.0f} "
-              f"{m['pg_us']:>6.0f} "
-              f"{m['pg_aux_us']:>6.0f} {m['redis_us']:>6.0f} {m['redis_main_us']:>6.0f} {total:>7.0f} "
-              f"{m['worker_cores']:>9.2f} {m['other_cores']:>6.2f} {m['idle_cores']:>5.2f}")
-    print("  (us of CPU per job; 'worker' = every process of the worker, '(sup)' = of which the --processes"
-          "\n   supervisor; 'pg' = backends of the bench database, 'pg aux' = walwriter, background writer and"
-          "\n   checkpointer; 'redis' = all threads, '(main)' = main thread; in postgres and sqlite modes Redis only"
-          "\n   runs the bench's counter INCR. wrk cores / other / idle: CPUs used by the workers, by everything"
-          "\n   else on the machine (and steal), and left idle, averaged over the window)")
-
-    print(f"\nProjected ceiling: N worker hosts of {args.cores_per_host} cores (one engine process per core) against "
-          f"one Postgres of {args.pg_cores:g} cores and one Redis (1 core: its main thread), from the 1-process "
-          f"costs:")
-    modes = [m for m in args.mode_list if results.get((m, 1))]
-    print(f"{'N':>3} " + " ".join(f"{m:>30}" for m in modes))
-    for hosts in HOSTS:
-        cells = []
-        for mode in modes:
-            value, binding = ceiling(out["per_job"][f"{mode}@1"], mode, hosts, args.cores_per_host, args.pg_cores)
-            out["ceiling"].setdefault(mode, {})[hosts] = {"jobs_s": value, "binding": binding}
-            cells.append(f"{value:>11,.0f} jobs/s ({binding})".rjust(30))
-        print(f"{hosts:>3} " + " ".join(cells))
-    if "sqlite" in modes:
-        print("  (sqlite: one file on one host, so the 'workers' column is only the worker's own cost)")
-    counter = out["per_job"].get("postgres@1", {}).get("redis_main_us")
-    for mode in ("redis-postgres", "redis"):
-        if f"{mode}@1" in out["per_job"] and counter:
-            # the task body's INCR is all postgres mode does on Redis: take it out of the Redis
-            # modes' cost for the engine's own ceiling (a real task does not INCR this Redis)
-            costs = dict(out["per_job"][f"{mode}@1"])
-            costs["redis_main_us"] = max(1e-3, costs["redis_main_us"] - counter)
-            cells = []
-            for hosts in HOSTS:
-                value, binding = ceiling(costs, mode, hosts, args.cores_per_host, args.pg_cores)
-                out["ceiling"].setdefault(f"{mode} (engine only)", {})[hosts] = {"jobs_s": value, "binding": binding}
-                cells.append(f"N={hosts}: {value:,.0f} ({binding})")
-            print(f"  {mode} without the bench's counter INCR on Redis ({counter:.0f} us/job, postgres mode's Redis "
-                  f"CPU):\n    " + ", ".join(cells))
-
-    print(f"\nModel check on this machine ({NCPU} CPUs shared by the workers, Postgres, Redis and everything else):"
-          "\n  predicted = min((cpus - other) / sum of CPU per job, P / worker CPU per job, 1 / redis main per job)")
-    print(f"{'mode':16} {'P':>2} {'measured':>9} {'own':>8} {'err':>6} {'':4} {'from p1':>8} {'err':>6} {'':4}"
-          f"  binding (own)")
-    for (mode, procs), rows in results.items():
-        if not rows:
-            continue
-        base = results.get((mode, 1)) or []
-        base_costs = {k: statistics.median(r[k] for r in base) for k in COST_KEYS} if base else None
-        own_err, p1_err, own_pred, p1_pred, bindings = [], [], [], [], []
-        for row in rows:
-            value, binding = predict(row, row["other_cores"], procs)
-            own_pred.append(value)
-            own_err.append(value / row["rate"] - 1)
-            bindings.append(binding)
-            if base_costs is not None:
-                value, _ = predict(base_costs, row["other_cores"], procs)
-                p1_pred.append(value)
-                p1_err.append(value / row["rate"] - 1)
-        med = statistics.median
-        entry = {"mode": mode, "processes": procs, "measured": med(r["rate"] for r in rows),
-                 "own": med(own_pred), "own_err": med(own_err),
-                 "from_p1": med(p1_pred) if p1_pred else None, "from_p1_err": med(p1_err) if p1_err else None,
-                 "binding": max(set(bindings), key=bindings.count), "runs_own_err": own_err, "runs_p1_err": p1_err}
-        out["check"].append(entry)
-        def verdict(err: float) -> str:
-            return "PASS" if abs(err) <= 0.15 else "FAIL"
-
-        p1 = (f"{entry['from_p1']:>8,.0f} {entry['from_p1_err'] * 100:>+5.1f}% {verdict(entry['from_p1_err'])}"
-              if p1_pred and procs != 1 else f"{'-':>8} {'-':>6} {'':4}")
-        print(f"{mode:16} {procs:>2} {entry['measured']:>9,.0f} {entry['own']:>8,.0f} {entry['own_err'] * 100:>+5.1f}% "
-              f"{verdict(entry['own_err'])} {p1}  {entry['binding']}")
-    print("  (own: each run from its own CPU per job; from p1: from the 1-process medians with the run's own other"
-          "\n   load; err = predicted / measured - 1, median over runs; PASS within 15%)")
-    return out
 
 
 # -- set-up --------------------------------------------------------------------------------
@@ -493,6 +397,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="how long to wait for a throughput.py run on the same Postgres to finish")
     parser.add_argument("--no-lock", dest="lock", action="store_false",
                         help="do not take throughput.py's server-wide advisory lock")
+    parser.add_argument("--calibrate-seconds", type=float, default=3.0,
+                        help="seconds per process count of the machine's contention measurement, once per "
+                             "repetition (bench/contention.py; 0: none)")
+    parser.add_argument("--no-busy-runs", dest="busy_runs", action="store_false",
+                        help="leave out the 1-process runs with P - 1 CPUs kept busy (the 'p1 x busy' check)")
     parser.add_argument("--quick", action="store_true", help="smoke run: n 2000, repeat 1")
     parser.add_argument("--json", type=Path, default=None, help="write every run's figures here")
     args = parser.parse_args(argv)
@@ -516,6 +425,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def calibrate(bench: Bench, args: argparse.Namespace) -> dict[Any, Any]:
+    """One repetition of the machine's contention measurement (bench/contention.py): 1
+    process and each P of --processes, alternating, as pinned as the workers."""
+    out: dict[Any, Any] = {"load": os.getloadavg()}
+    for procs in sorted(set(args.process_list) | {1}):
+        out[procs] = contention.measure(bench.pg_url, bench.redis_url, procs, seconds=args.calibrate_seconds,
+                                        pinned=args.cpu_affinity != "off", threads=args.concurrency or 5)
+    print("machine: " + ", ".join(f"{p} process{'es' if p > 1 else ''} {v['client_us']:.0f}/{v['pg_us']:.0f}/"
+                                  f"{v['redis_main_us']:.0f}" for p, v in out.items() if p != "load")
+          + f" us per unit (client/postgres/redis), load {out['load'][0]:.2f}", flush=True)
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="oqron-capacity-"))
     with contextlib.ExitStack() as stack:
@@ -533,30 +455,46 @@ def run(args: argparse.Namespace) -> int:
             shuffle = random.Random(args.seed).shuffle
             print(f"Redis {redis_url}{' (private)' if not args.redis_url else ''}; {NCPU} CPUs; "
                   f"load {os.getloadavg()[0]:.2f}", flush=True)
+            calibration: list[dict[Any, Any]] = []
+            # the 1-process runs again with P - 1 CPUs kept busy: the P-process runs' CPU contention, no second engine
+            loaded: dict[tuple[str, int], list[dict[str, Any]]] = {
+                (mode, p): [] for mode in args.mode_list for p in args.process_list
+                if p > 1 and args.busy_runs and 1 in args.process_list}
             for rep in range(args.repeat):
-                order = list(systems)
+                order: list[tuple[str, int, str]] = [(*key, "") for key in systems] + [(*key, "busy") for key in loaded]
+                order += [("machine", 0, "")] if args.calibrate_seconds else []
                 shuffle(order)
-                for key in order:
+                for mode, procs, variant in order:
                     began = time.monotonic()
-                    try:
-                        row = measure_phase(bench, systems[key], args.n, args.skip)
-                    except BenchError as exc:
-                        print(f"run {rep + 1}/{args.repeat} {key[0]}@{key[1]}: FAILED {exc}", flush=True)
+                    if mode == "machine":
+                        calibration.append(calibrate(bench, args))
                         continue
-                    results[key].append(row)
-                    print(f"run {rep + 1}/{args.repeat} {key[0]}@{key[1]}: {row['rate']:,.0f} jobs/s, worker "
+                    label = f"{mode}@{procs}" if not variant else f"{mode}@1 + {procs - 1} busy CPU"
+                    try:
+                        row = measure_phase(bench, systems[(mode, 1 if variant else procs)], args.n, args.skip,
+                                            busy=procs - 1 if variant else 0)
+                    except BenchError as exc:
+                        print(f"run {rep + 1}/{args.repeat} {label}: FAILED {exc}", flush=True)
+                        continue
+                    row["rep"] = rep
+                    (loaded if variant else results)[(mode, procs)].append(row)
+                    print(f"run {rep + 1}/{args.repeat} {label}: {row['rate']:,.0f} jobs/s, worker "
                           f"{row['worker_us']:.0f} pg {row['pg_us']:.0f}+{row['pg_aux_us']:.0f} redis "
                           f"{row['redis_us']:.0f} ({row['redis_main_us']:.0f}) us/job, other "
                           f"{row['other_cores']:.2f} idle {row['idle_cores']:.2f} cores"
                           + (f", pg commits {row['pg_commits_per_job']:.2f} written {row['pg_written_per_job']:.2f} "
                              f"fetched {row['pg_fetched_per_job']:.1f} /job" if "pg_commits_per_job" in row else "")
-                          + f" ({time.monotonic() - began:.0f} s)", flush=True)
-            summary = report(results, args)
+                          + f", switches {row['voluntary_switches_per_job']:.2f} + "
+                          f"{row['involuntary_switches_per_job']:.2f} /job ({time.monotonic() - began:.0f} s)",
+                          flush=True)
+            summary = report(results, args, calibration, loaded)
             if args.json is not None:
                 args.json.write_text(json.dumps({"args": {k: v for k, v in vars(args).items() if k != "json"},
                                                  "runs": {f"{m}@{p}": rows for (m, p), rows in results.items()},
+                                                 "calibration": calibration,
+                                                 "busy_runs": {f"{m}@{p}": rows for (m, p), rows in loaded.items()},
                                                  **summary}, indent=1, default=str))
-            return 0 if all(results.values()) else 1
+            return 0 if all(results.values()) and all(loaded.values()) else 1
         finally:
             with contextlib.suppress(Exception):
                 bench.drop_databases()
