@@ -76,7 +76,7 @@ def test_a_restart_fails_the_checks_while_down_and_heals_on_the_next():
         assert hit(plane) == 98  # noticed before sending: reopened, nothing failed
         server.stop()
         # Refused at the reconnect, or reset if the old socket's close is still in flight.
-        with pytest.raises(BackendUnavailable, match="Error connecting|Connection reset|Broken pipe"):
+        with pytest.raises(BackendUnavailable, match=r"Error connecting|Connection reset|Broken pipe"):
             hit(plane)
         server.start()  # empty again (no persistence), scripts gone too
         assert hit(plane) == 99
