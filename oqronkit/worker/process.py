@@ -19,6 +19,7 @@ from .. import lifecycle
 from ..clock import now_ms
 from ..errors import ConfigurationError, OqronError
 from ..live import WorkerInfo, forget_worker
+from ..reachable import until_reachable
 from ..services import Services
 from ..topics.dispatch import IDLE_WAIT as TOPIC_POLL_INTERVAL
 from ..topics.dispatch import Dispatcher
@@ -90,8 +91,9 @@ class WorkerProcess:
     # -- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
-        self.engine.durable  # noqa: B018 - open both planes now, so errors surface at start
-        self.engine.hot  # noqa: B018
+        # Both planes opened now, so errors surface at start (after a backend's restart).
+        until_reachable(self.engine.config.backend_wait, lambda: self.engine.durable)
+        until_reachable(self.engine.config.backend_wait, lambda: self.engine.hot)
         self.state.paused |= publish_queue_definitions(
             self.engine.durable, {q.name: (q, self.concurrency[q.name]) for q in self.queues})
         self._spawn("oqron-finisher", self.finisher.loop, self._finisher_stop)
