@@ -16,7 +16,12 @@ from typing import Any
 from django.db import close_old_connections, connections
 from django.db.backends.signals import connection_created
 
-_thread = threading.local()
+
+class _ThreadState(threading.local):
+    may_hold_connection = False  # a class default: reading it raises nothing in a fresh thread
+
+
+_thread = _ThreadState()
 
 
 def _opened(sender: Any, connection: Any, **kwargs: Any) -> None:
@@ -28,7 +33,7 @@ connection_created.connect(_opened, dispatch_uid="oqronboard.tasks.hygiene")
 
 def after_task() -> None:
     """Close this thread's connections that are unusable or too old (none opened: nothing to do)."""
-    if not getattr(_thread, "may_hold_connection", False):
+    if not _thread.may_hold_connection:
         return
     close_old_connections()
     _thread.may_hold_connection = any(conn.connection is not None for conn in connections.all(initialized_only=True))

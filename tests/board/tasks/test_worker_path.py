@@ -171,3 +171,12 @@ def test_a_task_uses_the_database_after_the_server_closed_the_threads_connection
     assert kept.connection is not None  # persistent: still open after the task
     kept.inc_thread_sharing()  # the worker's thread has ended: close it from here
     kept.close()
+
+
+def test_sync_async_and_own_call_tasks_each_run_once_with_their_value(db: str) -> None:
+    t.SEEN.clear()
+    sync, asynchronous, own = (t.echo.enqueue("sync"), t.calculate_meaning_of_life_async.enqueue(),
+                               t.through_its_call.enqueue("own"))
+    burst()
+    assert [backend().get_result(r.id).return_value for r in (sync, asynchronous, own)] == ["sync", 42, "own"]
+    assert t.SEEN == [("call", "through_its_call")]  # a task class's own call() is what runs the task
