@@ -8,6 +8,7 @@ queue. A task result's id is its job id.
 
 from __future__ import annotations
 
+import logging
 import threading
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar, cast
@@ -29,7 +30,9 @@ from oqronkit.codec import dumps_compact
 
 from . import payload
 from .dispatch import dispatch
+from .listening import would_reach_anyone
 from .options import BackendOptions, oqron_priority, read_options
+from .results import plain_result
 from .task import OqronTask
 
 _P = ParamSpec("_P")
@@ -100,13 +103,14 @@ class OqronBackend(BaseTaskBackend):
         job = queue.add(data, **_add_options(task, options))
         if "job_id" in options and job.data.get("token") != data.get("token"):  # the id was taken: its result
             return cast("TaskResult[_P, _R]", self.get_result(job.id))
-        result: TaskResult[_P, _R] = TaskResult(
+        result = plain_result(
             task=task, id=job.id, status=TaskResultStatus.READY, enqueued_at=payload.from_ms(enqueued),
             started_at=None, last_attempted_at=None, finished_at=None, args=plain_args, kwargs=plain_kwargs,
             backend=self.alias, errors=[], worker_ids=[],
         )
-        task_enqueued.send(type(self), task_result=result)
-        return result
+        if would_reach_anyone(task_enqueued, logging.DEBUG):
+            task_enqueued.send(type(self), task_result=result)
+        return cast("TaskResult[_P, _R]", result)
 
     # -- results -------------------------------------------------------------------------
 

@@ -3,16 +3,20 @@ Django's ``task_started`` / ``task_finished`` receivers.
 
 The worker records the attempt as it does any handler's (a run with the output or the
 error and its traceback); this module adds the exception's full class path to the run,
-which ``get_result`` turns into ``TaskError.exception_class_path``.
+which ``get_result`` turns into ``TaskError.exception_class_path``. The ``TaskResult`` a
+signal or the task's context carries is built only when one of them needs it
+(:mod:`.listening`): a task nobody listens to is imported, called and normalised.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import traceback
+from inspect import iscoroutinefunction
 from typing import Any
 
-from django.db import close_old_connections
-from django.tasks import TaskContext, TaskResult, TaskResultStatus, task_backends
+from django.tasks import Task, TaskContext, TaskResult, TaskResultStatus, task_backends
 from django.tasks.base import TaskError
 from django.tasks.signals import task_finished, task_started
 from django.utils import timezone
@@ -21,34 +25,67 @@ from django.utils.json import normalize_json
 from oqronboard import engine
 from oqronkit.clock import now_ms
 
-from . import results
+from . import hygiene, payload, results
+from .listening import would_reach_anyone
 
 
 def dispatch(ctx: Any) -> Any:
     """Run the task of ``ctx.data`` (the payload of :mod:`oqronboard.tasks.payload`)."""
     data = ctx.data
-    result = results.running_result(data, result_id=ctx.job_id, worker_id=ctx.worker_id, started_ms=now_ms(),
-                                    earlier=_earlier_runs(ctx))
-    sender = type(task_backends[result.backend])
-    task_started.send(sender=sender, task_result=result)
+    task = payload.task_of(data)
+    started_ms = now_ms()
+    result: TaskResult[..., Any] | None = None
+    if task.takes_context or would_reach_anyone(task_started, logging.INFO):
+        result = _running(ctx, task, started_ms)
+        task_started.send(sender=_sender(task), task_result=result)
     try:
-        task = result.task
-        args, kwargs = result.args, result.kwargs
-        value = task.call(TaskContext(task_result=result), *args, **kwargs) if task.takes_context \
-            else task.call(*args, **kwargs)
-        output = normalize_json(value)
+        value = _call(task, data, result)
+        output = None if value is None else normalize_json(value)
     except BaseException as exc:
         path = f"{type(exc).__module__}.{type(exc).__qualname__}"
         ctx.annotate({results.EXCEPTION_PATH_KEY: path})
-        result.errors.append(TaskError(exception_class_path=path, traceback="".join(traceback.format_exception(exc))))
-        _finish(result, TaskResultStatus.FAILED)
-        task_finished.send(sender=sender, task_result=result)  # inside except: receivers see exc_info
+        if result is not None or would_reach_anyone(task_finished, logging.ERROR):
+            if result is None:
+                result = _running(ctx, task, started_ms)
+            result.errors.append(TaskError(exception_class_path=path,
+                                           traceback="".join(traceback.format_exception(exc))))
+            _finish(result, TaskResultStatus.FAILED)
+            task_finished.send(sender=_sender(task), task_result=result)  # inside except: receivers see exc_info
         raise
     finally:
-        close_old_connections()  # as a request ends: a broken or expired connection is not kept
-    _finish(result, TaskResultStatus.SUCCESSFUL, output)
-    task_finished.send(sender=sender, task_result=result)
+        hygiene.after_task()
+    if result is not None or would_reach_anyone(task_finished, logging.INFO):
+        if result is None:
+            result = _running(ctx, task, started_ms)
+        _finish(result, TaskResultStatus.SUCCESSFUL, output)
+        task_finished.send(sender=_sender(task), task_result=result)
     return output
+
+
+def _call(task: Task[..., Any], data: Any, result: TaskResult[..., Any] | None) -> Any:
+    """Call the task with the payload's arguments (and its context, if it takes one)."""
+    args: tuple[Any, ...] = tuple(data.get("args") or ())
+    kwargs = data.get("kwargs") or {}
+    if task.takes_context:
+        assert result is not None, "dispatch builds the result of a task that takes its context first"
+        args = (TaskContext(task_result=result), *args)
+    if type(task).call is Task.call and not _is_async(task.func):
+        return task.func(*args, **kwargs)  # Task.call's sync branch, without its inspection on every call
+    return task.call(*args, **kwargs)
+
+
+# Task.call asks inspect.iscoroutinefunction on every call (about 1.3 us); a function's answer never changes.
+_is_async = functools.lru_cache(maxsize=1024)(iscoroutinefunction)
+
+
+def _running(ctx: Any, task: Task[..., Any], started_ms: int) -> TaskResult[..., Any]:
+    return results.running_result(ctx.data, task=task, result_id=ctx.job_id, worker_id=ctx.worker_id,
+                                  started_ms=started_ms, earlier=_earlier_runs(ctx))
+
+
+def _sender(task: Task[..., Any]) -> type:
+    """Django's backends send their task signals with their own class as the sender."""
+    return type(task_backends[task.backend])
 
 
 def _earlier_runs(ctx: Any) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.tasks import TaskResult, TaskResultStatus
+from django.tasks import Task, TaskResult, TaskResultStatus
 from django.tasks.base import TaskError
 from django.tasks.exceptions import TaskResultDoesNotExist
 
@@ -110,13 +110,13 @@ def _qualified(name: str) -> str:
     return f"builtins.{name}" if isinstance(getattr(builtins, name, None), type) else name
 
 
-def running_result(data: Mapping[str, Any], *, result_id: str, worker_id: str, started_ms: int,
-                   earlier: Sequence[Mapping[str, Any]]) -> TaskResult[..., Any]:
-    """The RUNNING result a worker hands to ``task_started`` and the task's context;
-    ``earlier`` are the previous attempts' runs (read on a retry only), oldest first."""
-    task = payload.task_of(data)
+def running_result(data: Mapping[str, Any], *, task: Task[..., Any], result_id: str, worker_id: str,
+                   started_ms: int, earlier: Sequence[Mapping[str, Any]]) -> TaskResult[..., Any]:
+    """The RUNNING result a worker hands to ``task_started`` and the task's context, for
+    ``task`` (``payload.task_of(data)``); ``earlier`` are the previous attempts' runs
+    (read on a retry only), oldest first."""
     started = payload.from_ms(started_ms)
-    return _from_json(
+    return plain_result(
         task=task, id=result_id, status=TaskResultStatus.RUNNING,
         enqueued_at=payload.from_ms(data.get("enqueuedAt")),
         started_at=payload.from_ms(earlier[0].get("startedAt")) if earlier else started,
@@ -130,12 +130,13 @@ def running_result(data: Mapping[str, Any], *, result_id: str, worker_id: str, s
 _RESULT_FIELDS = frozenset({"task", "id", "status", "enqueued_at", "started_at", "finished_at", "last_attempted_at",
                             "args", "kwargs", "backend", "errors", "worker_ids", "_return_value"})
 if frozenset(f.name for f in dataclasses.fields(TaskResult)) != _RESULT_FIELDS:  # checked once, at import
-    raise ImportError("django.tasks.TaskResult's fields changed: update oqronboard.tasks.results._from_json.")
+    raise ImportError("django.tasks.TaskResult's fields changed: update oqronboard.tasks.results.plain_result.")
 
 
-def _from_json(**values: Any) -> TaskResult[..., Any]:
-    """A TaskResult whose args and kwargs came out of JSON: the per-task hot path skips
-    ``__post_init__``'s normalisation walk, which could change nothing in them."""
+def plain_result(**values: Any) -> TaskResult[..., Any]:
+    """A TaskResult whose args and kwargs are plain JSON already (read from a payload, or
+    normalised by ``enqueue``): ``__post_init__``'s normalisation walk, skipped here,
+    could change nothing in them."""
     result: TaskResult[..., Any] = object.__new__(TaskResult)
     for name, value in values.items():
         object.__setattr__(result, name, value)

@@ -49,3 +49,26 @@ def test_lifecycle_events_are_sent_as_django_signals(settings, scope_names):
             signal.disconnect(record)
         board_engine.registry.queues.pop(name, None)
         engine.reset()
+
+
+def test_a_signal_nobody_receives_costs_the_engine_no_callback():
+    # A registered callback hands every event to the signals thread: a worker whose
+    # events nobody receives must not pay for it.
+    from oqronkit.queue import default_registry
+
+    def receive(sender, **kwargs):
+        pass
+
+    signal = signals.job_completed
+    assert signal.receivers == [] and not signal.forwarding
+    assert signal._send not in default_registry.listeners.of("completed")
+    signal.connect(receive)
+    try:
+        assert signal.forwarding and signal._send in default_registry.listeners.of("completed")
+        assert not signals.job_failed.forwarding  # each signal follows its own receivers
+    finally:
+        assert signal.disconnect(receive)
+    assert not signal.forwarding and signal._send not in default_registry.listeners.of("completed")
+    signal.connect(receive, dispatch_uid="test-uid")
+    assert signal.forwarding
+    assert signal.disconnect(dispatch_uid="test-uid") and not signal.forwarding

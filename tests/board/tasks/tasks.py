@@ -12,6 +12,8 @@ from typing import Any
 
 from django.tasks import TaskContext, task
 
+from oqronboard.tasks import OqronTask
+
 
 @task()
 def noop_task(*args: Any, **kwargs: Any) -> None:
@@ -105,3 +107,63 @@ SEEN: list[Any] = []
 @task()
 def record(value: Any) -> None:
     SEEN.append(value)
+
+
+#: The connections the database tasks used, in order (the worker runs in the test's process).
+OPENED: list[Any] = []
+
+
+@task()
+def touch_database(alias: str) -> int:
+    """One query on this thread's connection of ``alias``; the connection is kept in OPENED."""
+    from django.db import connections
+
+    connection = connections[alias]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        (one,) = cursor.fetchone()
+    OPENED.append(connection)
+    return int(one)
+
+
+@task()
+def backend_pid(alias: str, terminate: bool = False) -> int:
+    """The Postgres backend of this thread's connection of ``alias``; with ``terminate``,
+    that backend is then ended by the server (as an idle timeout or a restart would),
+    which the connection object does not notice."""
+    from django.db import connections
+
+    connection = connections[alias]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+    OPENED.append(connection)
+    if terminate:
+        other = connection.get_new_connection(connection.get_connection_params())
+        try:
+            other.autocommit = True
+            other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            deadline = time.monotonic() + 5
+            while other.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
+                assert time.monotonic() < deadline, "the backend outlived pg_terminate_backend"
+                time.sleep(0.01)
+        finally:
+            other.close()
+    return int(pid)
+
+
+class LoggedCallTask(OqronTask):
+    """A task class whose ``call`` does more than Task's: the worker must go through it."""
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        SEEN.append(("call", self.func.__name__))
+        return super().call(*args, **kwargs)
+
+
+def through_its_call(value: Any) -> Any:
+    return value
+
+
+# As @task does, under the function's own name (a task is imported by its function's path).
+through_its_call = LoggedCallTask(priority=0, func=through_its_call, queue_name="default",  # type: ignore[assignment]
+                                  backend="default", run_after=None, takes_context=False)
