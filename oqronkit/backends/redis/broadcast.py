@@ -18,12 +18,10 @@ import time
 from collections.abc import Callable
 from typing import cast
 
-from redis.client import PubSub
-
 from ..types import Scope
 from .connection import Client, call
 from .keys import broadcast_channel
-from .sharded import ShardedPubSub, open_pubsub, publish
+from .sharded import Subscriber, open_pubsub, publish
 
 logger = logging.getLogger(__name__)
 _SLICE_S = 0.5
@@ -50,7 +48,7 @@ class Listener:
         self._client, self._where = client, where
         self._lock = threading.Lock()
         self._subs: dict[str, list[Subscription]] = {}
-        self._pubsub: PubSub | ShardedPubSub | None = None
+        self._pubsub: Subscriber | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
 
@@ -82,7 +80,7 @@ class Listener:
         if pubsub is not None:
             _quietly_close(pubsub)
 
-    def _connect(self) -> PubSub | ShardedPubSub:
+    def _connect(self) -> Subscriber:
         pubsub = open_pubsub(self._client)
         with self._lock:
             channels = list(self._subs)
@@ -92,7 +90,7 @@ class Listener:
         return pubsub
 
     def _run(self) -> None:
-        backoff, pubsub = _RECONNECT_BASE_S, cast("PubSub | ShardedPubSub | None", None)
+        backoff, pubsub = _RECONNECT_BASE_S, cast("Subscriber | None", None)
         while not self._closed:
             try:
                 pubsub = pubsub or self._connect()
@@ -108,7 +106,7 @@ class Listener:
             if message is not None:
                 self._deliver(message)
 
-    def _lost(self, pubsub: PubSub | ShardedPubSub | None) -> None:
+    def _lost(self, pubsub: Subscriber | None) -> None:
         with self._lock:
             self._pubsub = None
             subs = [sub for subs in self._subs.values() for sub in subs]
@@ -135,7 +133,7 @@ class Listener:
             logger.exception("broadcast handler failed", extra={"action": "hot.broadcast_handler_failed"})
 
 
-def _quietly_close(pubsub: PubSub | ShardedPubSub) -> None:
+def _quietly_close(pubsub: Subscriber) -> None:
     try:
         pubsub.close()
     except Exception:  # closing a broken connection may fail in many ways; it is gone either way

@@ -38,7 +38,7 @@ _SLICE_S = 0.5
 _RENAMED = {"ssubscribe": "subscribe", "smessage": "message"}
 
 
-def open_pubsub(client: Client) -> PubSub | ShardedPubSub:
+def open_pubsub(client: Client) -> Subscriber:
     """The hot plane's subscriber: sharded on a cluster, classic on one server."""
     if isinstance(client, RedisCluster):
         return ShardedPubSub(client)
@@ -138,3 +138,7 @@ class ShardedPubSub:
             self._cluster.nodes_manager.initialize()
         except Exception:  # every node unreachable: the caller's next attempt tries again
             pass
+
+
+#: What the waker and the broadcast listener read: a classic PubSub, or the sharded one.
+type Subscriber = PubSub | ShardedPubSub

@@ -26,10 +26,8 @@ import threading
 import time
 from collections.abc import Sequence
 
-from redis.client import PubSub
-
 from .connection import Client
-from .sharded import ShardedPubSub, open_pubsub
+from .sharded import Subscriber, open_pubsub
 
 #: The listener wakes this often to notice close().
 _SLICE_S = 0.5
@@ -49,7 +47,7 @@ class Waker:
         # Serialises SUBSCRIBE sends and (re)creating the PubSub; the listener reads
         # without it (redis-py supports sending from one thread while another reads).
         self._sub_lock = threading.Lock()
-        self._pubsub: PubSub | ShardedPubSub | None = None
+        self._pubsub: Subscriber | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
 
@@ -94,7 +92,7 @@ class Waker:
 
     # -- the listener ----------------------------------------------------------------
 
-    def _subscribe(self, channels: list[str]) -> PubSub | ShardedPubSub | None:
+    def _subscribe(self, channels: list[str]) -> Subscriber | None:
         """SUBSCRIBE ``channels`` on the current PubSub, or open one subscribed to every
         wanted channel; start the listener the first time. Raises the driver's error."""
         with self._sub_lock:
@@ -116,7 +114,7 @@ class Waker:
                 self._thread.start()
             return pubsub
 
-    def _drop(self, pubsub: PubSub | ShardedPubSub | None) -> None:
+    def _drop(self, pubsub: Subscriber | None) -> None:
         """Forget a broken PubSub (called with _sub_lock held)."""
         if pubsub is None:
             return
@@ -153,7 +151,7 @@ class Waker:
             if message is not None:
                 self._deliver(message)
 
-    def _lost(self, pubsub: PubSub | ShardedPubSub) -> None:
+    def _lost(self, pubsub: Subscriber) -> None:
         with self._sub_lock:
             self._drop(pubsub)
         with self._changed:
