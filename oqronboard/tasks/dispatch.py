@@ -28,6 +28,8 @@ from oqronkit.clock import now_ms
 from . import hygiene, payload, results
 from .listening import would_reach_anyone
 
+logger = logging.getLogger(__name__)
+
 
 def dispatch(ctx: Any) -> Any:
     """Run the task of ``ctx.data`` (the payload of :mod:`oqronboard.tasks.payload`)."""
@@ -45,8 +47,8 @@ def dispatch(ctx: Any) -> Any:
         path = f"{type(exc).__module__}.{type(exc).__qualname__}"
         ctx.annotate({results.EXCEPTION_PATH_KEY: path})
         if result is not None or would_reach_anyone(task_finished, logging.ERROR):
-            if result is None:
-                result = _running(ctx, task, started_ms)
+            result = result or _result_after_failure(ctx, task, started_ms)
+        if result is not None:
             result.errors.append(TaskError(exception_class_path=path,
                                            traceback="".join(traceback.format_exception(exc))))
             _finish(result, TaskResultStatus.FAILED)
@@ -81,6 +83,17 @@ _is_async = functools.lru_cache(maxsize=1024)(iscoroutinefunction)
 def _running(ctx: Any, task: Task[..., Any], started_ms: int) -> TaskResult[..., Any]:
     return results.running_result(ctx.data, task=task, result_id=ctx.job_id, worker_id=ctx.worker_id,
                                   started_ms=started_ms, earlier=_earlier_runs(ctx))
+
+
+def _result_after_failure(ctx: Any, task: Task[..., Any], started_ms: int) -> TaskResult[..., Any] | None:
+    """The result for ``task_finished`` after the task raised, or None when building it
+    fails (a retry reads its earlier runs): the task's own error is what the run records."""
+    try:
+        return _running(ctx, task, started_ms)
+    except Exception:
+        logger.warning("could not build the failed result of task %s; task_finished not sent", task.name,
+                       exc_info=True, extra={"action": "tasks.result_failed"})
+        return None
 
 
 def _sender(task: Task[..., Any]) -> type:

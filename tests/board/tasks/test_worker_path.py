@@ -15,7 +15,7 @@ from django.db import connections
 from django.tasks import TaskResultStatus
 from django.tasks.signals import task_enqueued, task_finished, task_started
 
-from oqronboard.tasks import OqronBackend
+from oqronboard.tasks import OqronBackend, dispatch
 from oqronboard.tasks.listening import would_reach_anyone
 from oqronkit.worker import process as worker_process
 
@@ -180,3 +180,28 @@ def test_sync_async_and_own_call_tasks_each_run_once_with_their_value(db: str) -
     burst()
     assert [backend().get_result(r.id).return_value for r in (sync, asynchronous, own)] == ["sync", 42, "own"]
     assert t.SEEN == [("call", "through_its_call")]  # a task class's own call() is what runs the task
+
+
+def test_a_failed_result_that_cannot_be_built_leaves_the_tasks_own_error(
+        db: str, tasks_log: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Building the result after a failure reads the earlier runs on a retry; when that
+    fails, the run still records the task's ValueError, and task_finished is not sent."""
+    seen: list[Any] = []
+
+    def receive(**kwargs: Any) -> None:
+        seen.append(kwargs["task_result"])
+
+    def unreadable(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the earlier runs could not be read (test)")
+
+    monkeypatch.setattr(dispatch, "_running", unreadable)
+    task_finished.connect(receive)
+    try:
+        failed = t.failing_task_value_error.enqueue()
+        burst()
+    finally:
+        task_finished.disconnect(receive)
+    monkeypatch.undo()
+    assert seen == []
+    assert [e.exception_class_path for e in backend().get_result(failed.id).errors] == ["builtins.ValueError"]
+    assert any(r.getMessage().startswith("could not build the failed result") for r in caplog.records)
