@@ -4,9 +4,10 @@ path instead of the lean one, ``backends/redis/fast_eval.py``) against the ``lim
 sliding-window-counter and moving-window limiters, and against a raw redis-py
 ``INCR``+``EXPIRE`` pipeline (a floor: one round trip, no algorithm, not a peer).
 
-Each system runs sequential ``check()``/``hit()`` calls from one thread for ``--seconds``,
-on two shapes: every call on one hot key, and calls spread over 10,000 keys (random
-order). Systems run interleaved, ``--repeat`` times in a shuffled order; the table shows
+Each system runs sequential ``check()``/``hit()`` calls from one thread for ``--seconds``
+per repetition, on two shapes: every call on one hot key, and calls spread over 10,000 keys
+(random order). Systems take turns in 0.25 s slices, shuffled each round, so a noisy
+machine's slow spells fall on every system alike; ``--repeat`` repetitions; the table shows
 each system's median checks/s and its ratio to limits' moving window and to the floor (of
 the medians, and the median of each repetition's ratio: steadier on a noisy machine).
 Targets: >= 1.5x limits' moving window and >= 0.5x the floor. Every key is dropped after.
@@ -34,6 +35,7 @@ sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != R
 
 LIMIT, PERIOD_S = 1_000_000, 3600  # never refuses within a run: every system does the same work
 SHAPES = {"one hot key": 1, "10,000 keys": 10_000}
+SLICE_S = 0.25  # systems take turns in slices this long: a repetition's ratios compare like moments
 
 
 def oqron_system(url: str, project: str, algorithm: str, *, lean: bool = True) -> Callable[[str], Any]:
@@ -69,17 +71,30 @@ def floor_system(url: str, prefix: str) -> Callable[[str], Any]:
     return check
 
 
-def measure(check: Callable[[str], Any], keys: list[str], seconds: float) -> float:
-    for key in keys[:50]:  # connected, scripts loaded, definition written
-        check(key)
-    done, started = 0, time.perf_counter()
-    deadline = started + seconds
-    while True:
-        for key in keys[done % len(keys):] if len(keys) > 1 else keys * 200:
+class Runner:
+    """One system's sequential checks on one shape, run in slices: each call of ``run``
+    continues through the keys where the last one stopped."""
+
+    def __init__(self, check: Callable[[str], Any], keys: list[str]) -> None:
+        self.check, self.keys, self.done, self.spent = check, keys, 0, 0.0
+        for key in keys[:50]:  # connected, scripts loaded, definition written
             check(key)
-            done += 1
-            if done % 200 == 0 and time.perf_counter() >= deadline:
-                return done / (time.perf_counter() - started)
+
+    def run(self, seconds: float) -> None:
+        check, keys = self.check, self.keys
+        done, started = 0, time.perf_counter()
+        deadline = started + seconds
+        while True:
+            for key in keys[(self.done + done) % len(keys):] if len(keys) > 1 else keys * 200:
+                check(key)
+                done += 1
+                if done % 200 == 0 and time.perf_counter() >= deadline:
+                    self.done, self.spent = self.done + done, self.spent + time.perf_counter() - started
+                    return
+
+    @property
+    def rate(self) -> float:
+        return self.done / self.spent
 
 
 def main() -> None:
@@ -108,10 +123,14 @@ def main() -> None:
             for shape, count in SHAPES.items():
                 keys = [f"k{i}" for i in range(count)]
                 random.shuffle(keys)
-                order = list(systems)
-                random.shuffle(order)
-                for name in order:
-                    results.setdefault((name, shape), []).append(measure(systems[name], keys, args.seconds))
+                runners = {name: Runner(check, keys) for name, check in systems.items()}
+                for _ in range(max(1, round(args.seconds / SLICE_S))):
+                    order = list(runners)
+                    random.shuffle(order)
+                    for name in order:
+                        runners[name].run(SLICE_S)
+                for name, runner in runners.items():
+                    results.setdefault((name, shape), []).append(runner.rate)
     finally:
         client = redis.Redis.from_url(args.redis_url)
         for pattern in (f"oqron:{project}*", f"{prefix}*"):

@@ -11,7 +11,7 @@ from typing import Any, TypeVar, cast
 from .backends.claim_limits import ClaimLimits, LimitedClaim
 from .backends.hot_types import Lease, QueueDepths, Signal
 from .backends.protocols import Broadcasting, BroadcastSubscription, HotPlane
-from .backends.rate_types import RateAnswer, RateRequest
+from .backends.rate_types import Ban, RateAnswer, RateCheck, RateRequest, Tier
 from .backends.types import Scope
 
 logger = logging.getLogger(__name__)
@@ -142,6 +142,16 @@ class HotPlaneFacade:
 
     def rate_hit(self, request: RateRequest, now: int) -> RateAnswer:
         return self._call("hot.rate_hit", self.plane.rate_hit, request, now)
+
+    def rate_checker(self, name: str, tiers: tuple[Tier, ...], ban: Ban | None) -> RateCheck:
+        """``rate_hit`` for one limiter, bound once: a plane that can encode what every
+        check repeats (Redis's lean path) does it here. Timed only if DEBUG was on at binding."""
+        bind = getattr(self.plane, "rate_checker", None)
+        if bind is not None and not logger.isEnabledFor(logging.DEBUG):
+            bound: RateCheck | None = bind(self.scope, name, tiers, ban)
+            if bound is not None:
+                return bound
+        return lambda key, cost, now: self.rate_hit(RateRequest(name, key, cost, tiers, ban), now)
 
     def rate_drop(self, name: str, key: str, fields: Sequence[str]) -> None:
         if fields:

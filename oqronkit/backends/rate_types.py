@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Algorithm = Literal["sliding-window", "fixed-window", "token-bucket", "gcra"]
 ALGORITHMS: tuple[Algorithm, ...] = ("sliding-window", "fixed-window", "token-bucket", "gcra")
@@ -44,10 +45,10 @@ class RateRequest:
     ban: Ban | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RateAnswer:
+class RateAnswer(NamedTuple):
     """The outcome; ``limit``/``remaining``/``reset`` describe the binding tier.
-    ``reset`` and ``retry_after`` are in ms (``reset`` an epoch time)."""
+    ``reset`` and ``retry_after`` are in ms (``reset`` an epoch time). A named tuple:
+    built on every check, and a frozen dataclass's constructor costs several times more."""
 
     allowed: bool
     limit: int
@@ -56,3 +57,7 @@ class RateAnswer:
     retry_after: int
     banned: bool = False
     tier: int = 0  # the binding tier's index in the request
+
+
+#: One limiter's check bound once (``HotPlaneFacade.rate_checker``): key, cost, now (ms).
+RateCheck = Callable[[str, int, int], RateAnswer]

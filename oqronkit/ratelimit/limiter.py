@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from ..backends.rate_types import RateAnswer, RateRequest
+from ..backends.rate_types import RateAnswer, RateCheck
 from ..clock import now_ms
 from ..declared import DeclaredByName, OnEngine, put_definition
 from ..errors import BackendUnavailable
+from ..hot import HotPlaneFacade
 from ..namespaces import RATELIMIT
 from ..queue import QueueHost, Registry
 from .definition import (
@@ -72,11 +73,13 @@ class RateLimiter(OnEngine):
         self.definition = Definition(name, build_tiers(name, algorithm, limit, period, tiers),
                                      build_ban(name, ban), dry_run, fail_open)
         self._smallest = min(tier.limit for tier in self.definition.tiers)  # a cost's bound
+        self._windows = tuple(tier.period_ms for tier in self.definition.tiers)
         self._engine = engine
         # ``declares=False``: a tool's handle (the board's) on a limiter a process declared:
         # it checks and steers keys but never rewrites the definition record nor registers.
         self._declared = not declares
         self._lock = threading.Lock()
+        self._bound: tuple[HotPlaneFacade, RateCheck] | None = None
         if declares:
             limiters_for(self.registry)[name] = self
 
@@ -105,11 +108,13 @@ class RateLimiter(OnEngine):
 
     def _hit(self, key: str, cost: int, now: int | None) -> Decision:
         d = self.definition
-        request = RateRequest(d.name, key, cost, d.tiers, d.ban)
         try:
             if not self._declared:
                 self._declare()
-            answer = self.engine.hot.rate_hit(request, now_ms() if now is None else now)
+            hot, bound = self.engine.hot, self._bound
+            if bound is None or bound[0] is not hot:  # bound once per hot plane the engine opens
+                bound = self._bound = (hot, hot.rate_checker(d.name, d.tiers, d.ban))
+            answer = bound[1](key, cost, now_ms() if now is None else now)
         except BackendUnavailable:
             if not d.fail_open:
                 raise
@@ -126,9 +131,9 @@ class RateLimiter(OnEngine):
             logger.info("rate limiter %s would have refused a key (dry run)", self.name,
                         extra={"action": "ratelimit.dry_run", "limiter": self.name})
         allowed = answer.allowed or self.definition.dry_run
-        tiers = self.definition.tiers
+        windows = self._windows
         return Decision(allowed, limited, answer.limit, answer.remaining, answer.reset, answer.retry_after,
-                        banned=answer.banned, window=tiers[min(answer.tier, len(tiers) - 1)].period_ms)
+                        answer.banned, False, windows[min(answer.tier, len(windows) - 1)])
 
     # -- steering a key ----------------------------------------------------------------
 

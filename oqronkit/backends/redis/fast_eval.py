@@ -28,6 +28,7 @@ import select
 import socket
 import threading
 import weakref
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -92,7 +93,10 @@ class FastEval:
     def __init__(self, client: redis.Redis, script: Script, where: str, action: str,
                  options: dict[str, Any], retry: Retry | None = None) -> None:
         self._client, self._script, self._where, self._action = client, script, where, action
+        # The first attempt runs outside the policy (setting it up costs more than a
+        # check's own Python); only errors it retries lead into it.
         self._retry = retry
+        self._not_run: tuple[type[Exception], ...] = retry._supported_errors if retry is not None else ()
         self._host, self._port = str(options.get("host", "127.0.0.1")), int(options.get("port", 6379))
         self._db = int(options.get("db") or 0)
         self._username, self._password = options.get("username"), options.get("password")
@@ -114,21 +118,40 @@ class FastEval:
         encoded = key.encode()
         body = b"".join([b"$%d\r\n%s\r\n" % (len(encoded), encoded),
                          *[b"$%d\r\n%d\r\n" % (len(str(arg)), arg) for arg in args], _encoded(tail)])
-        count = b"*%d\r\n" % (4 + len(args) + len(tail))
+        return self._run(b"*%d\r\n" % (4 + len(args) + len(tail)), body)
 
-        def attempt() -> bytes:
-            reply = self._send(count + self._head + body)
-            if reply is None:  # NOSCRIPT: it did not run; load it and send once more
-                self._reload()
-                reply = self._send(count + self._head + body)
-                if reply is None:
-                    raise redis.exceptions.NoScriptError("No matching script after loading it")
-            return reply
+    def bind(self, key_prefix: str, tail: tuple[str, ...]) -> Callable[[str, int, int], str]:
+        """``call`` for keys under ``key_prefix`` with two integer arguments then ``tail``,
+        with what every such call repeats (the prefix, the tail, the frame's count) encoded
+        here once: ``bind(p, t)(key, a, b) == call(p + key, (a, b), t)``."""
+        prefix, rest, count, run = key_prefix.encode(), _encoded(tail), b"*%d\r\n" % (6 + len(tail)), self._run
 
+        def bound(key: str, first: int, second: int) -> str:
+            encoded, a, b = prefix + key.encode(), b"%d" % first, b"%d" % second
+            return run(count, b"$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n%s"
+                       % (len(encoded), encoded, len(a), a, len(b), b, rest))
+
+        return bound
+
+    def _run(self, count: bytes, body: bytes) -> str:
         try:
-            return (attempt() if self._retry is None else self._retry.call_with_retry(attempt, _ignore)).decode()
+            try:
+                return self._attempt(count, body).decode()
+            except self._not_run:  # it did not run: the policy's retries, each after its backoff
+                if self._retry is None:
+                    raise
+                return self._retry.call_with_retry(lambda: self._attempt(count, body), _ignore).decode()
         except redis.RedisError as exc:  # an error reply, as redis-py would have raised it
             raise BackendUnavailable(f"Redis at {self._where} failed during {self._action}: {exc}") from exc
+
+    def _attempt(self, count: bytes, body: bytes) -> bytes:
+        reply = self._send(count + self._head + body)
+        if reply is None:  # NOSCRIPT: it did not run; load it and send once more
+            self._reload()
+            reply = self._send(count + self._head + body)
+            if reply is None:
+                raise redis.exceptions.NoScriptError("No matching script after loading it")
+        return reply
 
     def _reload(self) -> None:
         try:

@@ -26,7 +26,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
 from typing import Any, cast
 
 from redis.cluster import RedisCluster
@@ -34,8 +33,6 @@ from redis.cluster import RedisCluster
 from ...config import redact_url
 from ...errors import BackendUnavailable
 from ..hot_types import MAX_PRIORITY, MIN_PRIORITY, Lease, QueueDepths, Signal
-from ..rate_step import ttl_ms as rate_ttl_ms
-from ..rate_types import Ban, RateAnswer, RateRequest, Tier
 from ..types import Scope
 from .broadcast import RedisBroadcast
 from .connection import (
@@ -55,8 +52,9 @@ from .connection import (
     translated,
 )
 from .fast_eval import open_fast_eval
-from .keys import counter_key, kv_keys, lock_key, queue_keys, rate_key
+from .keys import GC_GRACE_MS, counter_key, kv_keys, lock_key, queue_keys
 from .qlimits import RedisQueueLimits
+from .rates import RedisRateLimits
 from .replicated import run_replicated
 from .scripts import PROMOTE_BATCH, Scripts
 from .sharded import publish_command
@@ -71,14 +69,10 @@ SCRIPTS = (
 REPLICATED = frozenset({"claim", "claim_limited"})
 #: Signals per script call: a bigger batch is split, pipelined in one round trip.
 SIGNAL_BATCH = 5000
-#: Locks and ephemeral groups also get a Redis TTL (ttl + this grace) so keys nobody
-#: renews disappear; validity itself is judged on the callers' clock, and the grace
-#: covers skew between that clock and the server's.
-GC_GRACE_MS = 60_000
 _KV_DELETE_BATCH = 1000
 
 
-class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
+class RedisHotPlane(RedisBroadcast, RedisQueueLimits, RedisRateLimits):
     """Hot plane on Redis. Safe to share between threads; building one never touches
     the network (the pool connects on first use)."""
 
@@ -318,28 +312,6 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
         for start in range(0, len(keys), _KV_DELETE_BATCH):
             self._script("kv_delete", names, list(keys[start:start + _KV_DELETE_BATCH]), retry=True)
 
-    # -- rate limits -----------------------------------------------------------------
-
-    def rate_hit(self, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
-        tail, key = _rate_args(request.tiers, request.ban), rate_key(scope, request.name, request.key)
-        # Not retried: a check that may have run must not count twice. A plain TCP Redis
-        # takes the lean path (fast_eval.py says why), which keeps that rule.
-        fast = self._fast_rate
-        reply = (fast.call(key, (now, request.cost), tail) if fast is not None
-                 else self._script("rate_hit", (key,), (now, request.cost, *tail)))
-        allowed, limit, remaining, reset, retry, banned, tier = map(int, reply.split(":"))
-        return RateAnswer(allowed == 1, limit, remaining, reset, retry, banned=banned == 1, tier=tier)
-
-    def rate_drop(self, scope: Scope, name: str, key: str, fields: Sequence[str]) -> None:
-        if fields:
-            target = rate_key(scope, name, key)
-            self._call("rate_drop", lambda: self._client.hdel(target, *fields), retry=True)
-
-    def rate_override(self, scope: Scope, name: str, key: str, limits: Sequence[int], *, ttl_ms: int,
-                      now: int) -> None:
-        packed = ":".join(str(int(limit)) for limit in limits)
-        self._script("rate_override", [rate_key(scope, name, key)], [packed, ttl_ms + GC_GRACE_MS], retry=True)
-
     def kv_get_with_counters(
         self, scope: Scope, group: str, keys: Sequence[str], counters: Sequence[str], now: int
     ) -> tuple[dict[str, str], dict[str, int]]:
@@ -370,15 +342,6 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits):
         if self._closed:
             raise BackendUnavailable(f"The Redis hot plane for {self._where} is closed.")
         return call(self._where, action, fn, self._retry if retry else self._not_run)
-
-
-@lru_cache(maxsize=1024)
-def _rate_args(tiers: tuple[Tier, ...], ban: Ban | None) -> tuple[str, ...]:
-    """A limiter's fixed ARGV tail of rate_hit.lua, built once per limiter, not per check."""
-    request = RateRequest("", "", 1, tiers, ban)
-    banning = f"{ban.strikes}:{ban.window_ms}:{ban.duration_ms}" if ban and ban.strikes > 0 else "0"
-    return (str(rate_ttl_ms(request) + GC_GRACE_MS), banning,
-            *(str(part) for tier in tiers for part in (tier.algorithm, tier.limit, tier.period_ms, tier.field)))
 
 
 def _priority(priority: int) -> int:

@@ -34,6 +34,11 @@ from functools import lru_cache
 
 from ..types import Scope
 
+#: Locks and ephemeral groups also get a Redis TTL (ttl + this grace) so keys nobody
+#: renews disappear; validity itself is judged on the callers' clock, and the grace
+#: covers skew between that clock and the server's.
+GC_GRACE_MS = 60_000
+
 
 def scope_prefix(scope: Scope) -> str:
     return f"oqron:{scope.project}:{scope.environment}:"

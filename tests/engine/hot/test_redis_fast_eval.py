@@ -26,7 +26,13 @@ SCOPE = Scope("fast-eval", "test")
 
 
 def hit(plane: RedisHotPlane, key: str = "k", cost: int = 1) -> int:
-    """The remaining count after one check."""
+    """The remaining count after one check, through a limiter's bound check (its path)."""
+    check = plane.rate_checker(SCOPE, "lim", TIERS, None)
+    assert check is not None
+    return check(key, cost, NOW).remaining
+
+
+def plain_hit(plane: RedisHotPlane, key: str = "k", cost: int = 1) -> int:
     return plane.rate_hit(SCOPE, RateRequest("lim", key, cost, TIERS), NOW).remaining
 
 
@@ -34,7 +40,22 @@ def hit(plane: RedisHotPlane, key: str = "k", cost: int = 1) -> int:
     "rediss://127.0.0.1:6379/0", "unix:///tmp/redis.sock", "redis://127.0.0.1:6379/0?client_name=x",
 ])
 def test_tls_unix_sockets_and_unknown_options_keep_redis_py(url):
-    assert RedisHotPlane(url)._fast_rate is None
+    plane = RedisHotPlane(url)
+    assert plane._fast_rate is None
+    assert plane.rate_checker(SCOPE, "lim", TIERS, None) is None  # the facade then calls rate_hit
+
+
+def test_a_bound_check_and_rate_hit_count_the_same_key():
+    url = require_redis()
+    plane = RedisHotPlane(url)
+    try:
+        plane.ensure_ready()
+        assert [hit(plane, "same"), plain_hit(plane, "same"), hit(plane, "same", cost=3)] == [99, 98, 95]
+        assert plain_hit(plane, "other", cost=2) == 98
+        assert redis.Redis.from_url(url).hget("oqron:fast-eval:test:rate:3:lim:same", "fixed-window:60000")
+    finally:
+        plane.close()
+        drop_redis_project(url, SCOPE.project)
 
 
 def test_a_plain_url_takes_the_lean_path_and_an_error_reply_keeps_the_connection():

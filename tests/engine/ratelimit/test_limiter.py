@@ -101,3 +101,11 @@ def test_a_non_declaring_handle_checks_and_steers_keys_but_never_rewrites_the_de
     assert engine.durable.get("ratelimit", "tool").value == before
     assert RateLimiter("fresh", limit=1, period=1, engine=engine, declares=False).peek("x").remaining == 1
     assert engine.durable.get("ratelimit", "fresh") is None
+
+
+def test_a_limiter_binds_its_check_again_when_the_engine_reopens_its_hot_plane(engine: Engine, mode: str):
+    limiter = engine.rate_limit("reopen", algorithm="fixed-window", limit=5, period=60)
+    assert limiter.check("k", now=NOW).remaining == 4
+    engine.close()  # the next use opens new planes; the check bound to the closed one must not be kept
+    # The memory plane's counts went with it; every other plane keeps them.
+    assert limiter.check("k", now=NOW).remaining == (4 if mode == "memory" else 3)

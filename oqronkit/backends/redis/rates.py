@@ -1,0 +1,72 @@
+"""The Redis hot plane's rate limits (``HotPlane.rate_hit`` and the rest): one Lua script,
+``lua/rate_hit.lua``, per check; on a plain TCP Redis through the lean path
+(``fast_eval.py``), with a limiter's constant arguments encoded once (``rate_checker``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any, TypeVar
+
+from ..rate_step import ttl_ms as rate_ttl_ms
+from ..rate_types import Ban, RateAnswer, RateCheck, RateRequest, Tier
+from ..types import Scope
+from .fast_eval import FastEval
+from .keys import GC_GRACE_MS, rate_key
+
+T = TypeVar("T")
+
+
+class RedisRateLimits:
+    """Mixed into :class:`~oqronkit.backends.redis.hot.RedisHotPlane`, which supplies
+    the script runner, the client and the lean path."""
+
+    def _script(self, name: str, keys: Sequence[str], args: Sequence[Any], *, retry: bool = False) -> Any:
+        raise NotImplementedError
+
+    def _call(self, action: str, fn: Callable[[], T], *, retry: bool = False) -> T:
+        raise NotImplementedError
+
+    _client: Any
+    _fast_rate: FastEval | None
+
+    def rate_hit(self, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
+        tail, key = _rate_args(request.tiers, request.ban), rate_key(scope, request.name, request.key)
+        # Not retried: a check that may have run must not count twice. A plain TCP Redis
+        # takes the lean path (fast_eval.py says why), which keeps that rule.
+        fast = self._fast_rate
+        return _rate_answer(fast.call(key, (now, request.cost), tail) if fast is not None
+                            else self._script("rate_hit", (key,), (now, request.cost, *tail)))
+
+    def rate_checker(self, scope: Scope, name: str, tiers: tuple[Tier, ...],
+                     ban: Ban | None) -> RateCheck | None:
+        """``rate_hit`` for one limiter on the lean path, its constant arguments encoded
+        once (None off the lean path: the facade then calls ``rate_hit``)."""
+        if self._fast_rate is None:
+            return None
+        bound = self._fast_rate.bind(rate_key(scope, name, ""), _rate_args(tiers, ban))
+        return lambda key, cost, now: _rate_answer(bound(key, now, cost))
+
+    def rate_drop(self, scope: Scope, name: str, key: str, fields: Sequence[str]) -> None:
+        if fields:
+            target = rate_key(scope, name, key)
+            self._call("rate_drop", lambda: self._client.hdel(target, *fields), retry=True)
+
+    def rate_override(self, scope: Scope, name: str, key: str, limits: Sequence[int], *, ttl_ms: int,
+                      now: int) -> None:
+        packed = ":".join(str(int(limit)) for limit in limits)
+        self._script("rate_override", [rate_key(scope, name, key)], [packed, ttl_ms + GC_GRACE_MS], retry=True)
+
+
+@lru_cache(maxsize=1024)
+def _rate_args(tiers: tuple[Tier, ...], ban: Ban | None) -> tuple[str, ...]:
+    """A limiter's fixed ARGV tail of rate_hit.lua, built once per limiter, not per check."""
+    request = RateRequest("", "", 1, tiers, ban)
+    banning = f"{ban.strikes}:{ban.window_ms}:{ban.duration_ms}" if ban and ban.strikes > 0 else "0"
+    return (str(rate_ttl_ms(request) + GC_GRACE_MS), banning,
+            *(str(part) for tier in tiers for part in (tier.algorithm, tier.limit, tier.period_ms, tier.field)))
+
+
+def _rate_answer(reply: str) -> RateAnswer:
+    allowed, limit, remaining, reset, retry, banned, tier = map(int, reply.split(":"))
+    return RateAnswer(allowed == 1, limit, remaining, reset, retry, banned=banned == 1, tier=tier)
