@@ -71,6 +71,41 @@ def floor_system(url: str, prefix: str) -> Callable[[str], Any]:
     return check
 
 
+def ceiling_system(url: str, project: str) -> Callable[[str], Any]:
+    """Our script with no client around it: a socket, each key's frame built before the
+    run, one sendall and one recv per check. What any one-round-trip client of this
+    script can reach on this machine (not a usable limiter: the time never moves)."""
+    import socket
+
+    from oqronkit.backends.rate_types import Tier
+    from oqronkit.backends.redis.keys import rate_key
+    from oqronkit.backends.redis.rates import _rate_args
+    from oqronkit.backends.types import Scope
+
+    client = redis.Redis.from_url(url)
+    script = (ROOT / "oqronkit/backends/redis/lua/rate_hit.lua").read_text()
+    sha = client.script_load(script)
+    tail = _rate_args((Tier("sliding-window", LIMIT, PERIOD_S * 1000),), None)
+    options = client.connection_pool.connection_kwargs
+    sock = socket.create_connection((options.get("host", "127.0.0.1"), options.get("port", 6379)))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if options.get("db"):
+        sock.sendall(b"*2\r\n$6\r\nSELECT\r\n$%d\r\n%d\r\n" % (len(str(options["db"])), options["db"]))
+        sock.recv(100)
+    now = int(time.time() * 1000)
+    frames: dict[str, bytes] = {}
+
+    def frame(key: str) -> bytes:
+        parts = ["EVALSHA", sha, "1", rate_key(Scope(project, "bench"), "bench", key), str(now), "1", *tail]
+        return b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in map(str.encode, parts))
+
+    def check(key: str) -> Any:
+        sock.sendall(frames.get(key) or frames.setdefault(key, frame(key)))
+        return sock.recv(4096)
+
+    return check
+
+
 class Runner:
     """One system's sequential checks on one shape, run in slices: each call of ``run``
     continues through the keys where the last one stopped."""
@@ -115,6 +150,7 @@ def main() -> None:
         "limits sliding-window": lambda: limits_system(args.redis_url, prefix + "-s", "sliding"),
         "limits moving-window": lambda: limits_system(args.redis_url, prefix + "-m", "moving"),
         "floor INCR+EXPIRE": lambda: floor_system(args.redis_url, prefix + "-f:"),
+        "ceiling: bare script": lambda: ceiling_system(args.redis_url, project + "-c"),
     }
     systems = {name: make() for name, make in makers.items()}
     results: dict[tuple[str, str], list[float]] = {}

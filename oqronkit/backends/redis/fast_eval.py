@@ -26,6 +26,8 @@ from __future__ import annotations
 import os
 import select
 import socket
+import struct
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -180,7 +182,8 @@ class FastEval:
             raise error from None
         except (OSError, ValueError) as exc:
             self._drop(conn)
-            reason = "Timeout reading from socket" if isinstance(exc, TimeoutError) else str(exc) or repr(exc)
+            timed_out = isinstance(exc, (TimeoutError, BlockingIOError))  # BlockingIOError: SO_RCVTIMEO's
+            reason = "Timeout reading from socket" if timed_out else str(exc) or repr(exc)
             raise BackendUnavailable(f"Redis at {self._where} failed during {self._action}: {reason}") from exc
         return reply
 
@@ -208,7 +211,7 @@ class FastEval:
         sock = socket.create_connection((self._host, self._port), timeout=self._connect_timeout)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.settimeout(self._timeout)
+            _set_timeout(sock, self._timeout)
             setup = []
             if self._username or self._password:  # as redis-py sends it
                 password = (self._password or "").encode()
@@ -241,6 +244,20 @@ class FastEval:
             self._open.clear()
         for conn in conns:
             conn.sock.close()
+
+
+def _set_timeout(sock: socket.socket, timeout: float | None) -> None:
+    """The client's ``socket_timeout`` on ``sock``. On Linux the kernel keeps it
+    (SO_RCVTIMEO, SO_SNDTIMEO) and the socket stays blocking: Python's own timeout
+    would poll before every send and every receive, two system calls a check."""
+    if timeout is None or timeout <= 0 or not sys.platform.startswith("linux"):
+        sock.settimeout(timeout)  # none, or 0 (non-blocking): the kernel's 0 would mean "never"
+        return
+    whole = int(timeout)
+    value = struct.pack("ll", whole, max(round((timeout - whole) * 1_000_000), 0 if whole else 1))
+    sock.settimeout(None)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
 
 
 class _ErrorReply(Exception):

@@ -6,6 +6,9 @@ the next check, a forked child opens its own socket. Faults run on throwaway ser
 from __future__ import annotations
 
 import os
+import socket
+import struct
+import sys
 import threading
 import time
 import warnings
@@ -15,6 +18,7 @@ import redis
 
 from oqronkit.backends.rate_types import RateRequest, Tier
 from oqronkit.backends.redis import RedisHotPlane
+from oqronkit.backends.redis.fast_eval import _set_timeout
 from oqronkit.backends.types import Scope
 from oqronkit.errors import BackendUnavailable
 from tests.dedicated import dedicated_redis
@@ -208,3 +212,21 @@ def test_a_reply_saying_it_did_not_run_is_retried_as_on_redis_py_s_path():
         admin.replicaof("NO", "ONE")
         assert hit(plane) == 98
         plane.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's timeouts are used on Linux only")
+@pytest.mark.parametrize(("timeout", "expected"), [(0.2, (0, 200_000)), (1.5, (1, 500_000)), (1e-9, None)])
+def test_the_socket_timeout_is_kept_by_the_kernel_and_never_rounds_to_never(timeout, expected):
+    left, right = socket.socketpair()
+    with left, right:
+        _set_timeout(left, timeout)
+        assert left.gettimeout() is None  # blocking: no poll before each send and receive
+        packed = left.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.calcsize("ll"))
+        kept = struct.unpack("ll", packed)
+        assert kept == expected if expected else kept != (0, 0)  # the kernel rounds 1 us up to a tick
+        assert left.getsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.calcsize("ll")) == packed
+        if timeout < 1:
+            started = time.monotonic()
+            with pytest.raises(BlockingIOError):
+                left.recv(10)  # nothing comes: the kernel's timeout ends the wait
+            assert time.monotonic() - started < 0.5
