@@ -78,6 +78,7 @@ def ceiling_system(url: str, project: str) -> Callable[[str], Any]:
     import socket
 
     from oqronkit.backends.rate_types import Tier
+    from oqronkit.backends.redis.fast_eval import _bulk
     from oqronkit.backends.redis.keys import rate_key
     from oqronkit.backends.redis.rates import _rate_args
     from oqronkit.backends.types import Scope
@@ -97,7 +98,7 @@ def ceiling_system(url: str, project: str) -> Callable[[str], Any]:
 
     def frame(key: str) -> bytes:
         parts = ["EVALSHA", sha, "1", rate_key(Scope(project, "bench"), "bench", key), str(now), "1", *tail]
-        return b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in map(str.encode, parts))
+        return b"*%d\r\n" % len(parts) + b"".join(_bulk(part.encode()) for part in parts)
 
     def check(key: str) -> Any:
         sock.sendall(frames.get(key) or frames.setdefault(key, frame(key)))

@@ -113,19 +113,11 @@ class FastEval:
     def _frame_head(self, sha: str) -> bytes:
         return _bulk(b"EVALSHA") + _bulk(sha.encode()) + _bulk(b"1")
 
-    def call(self, key: str, args: tuple[int, ...], tail: tuple[str, ...] = ()) -> str:
-        """Run the script on ``key`` with ``args`` then ``tail`` (a caller's constant
-        arguments, encoded once); its reply (a bulk string), decoded as the normal
-        client's (``decode_responses``) would be."""
-        encoded = key.encode()
-        body = b"".join([b"$%d\r\n%s\r\n" % (len(encoded), encoded),
-                         *[b"$%d\r\n%d\r\n" % (len(str(arg)), arg) for arg in args], _encoded(tail)])
-        return self._run(b"*%d\r\n" % (4 + len(args) + len(tail)), body)
-
     def bind(self, key_prefix: str, tail: tuple[str, ...]) -> Callable[[str, int, int], str]:
-        """``call`` for keys under ``key_prefix`` with two integer arguments then ``tail``,
-        with what every such call repeats (the prefix, the tail, the frame's count) encoded
-        here once: ``bind(p, t)(key, a, b) == call(p + key, (a, b), t)``."""
+        """The script as a function of a key under ``key_prefix`` and two integer
+        arguments, ``tail`` following them; what every call repeats (the prefix, the
+        tail, the frame's count) is encoded here once. Its reply (a bulk string) comes
+        back decoded, as the normal client's (``decode_responses``) would."""
         prefix, rest, count, run = key_prefix.encode(), _encoded(tail), b"*%d\r\n" % (6 + len(tail)), self._run
 
         def bound(key: str, first: int, second: int) -> str:

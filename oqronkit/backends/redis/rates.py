@@ -31,12 +31,13 @@ class RedisRateLimits:
     _fast_rate: FastEval | None
 
     def rate_hit(self, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
-        tail, key = _rate_args(request.tiers, request.ban), rate_key(scope, request.name, request.key)
         # Not retried: a check that may have run must not count twice. A plain TCP Redis
         # takes the lean path (fast_eval.py says why), which keeps that rule.
-        fast = self._fast_rate
-        return _rate_answer(fast.call(key, (now, request.cost), tail) if fast is not None
-                            else self._script("rate_hit", (key,), (now, request.cost, *tail)))
+        check = self.rate_checker(scope, request.name, request.tiers, request.ban)
+        if check is not None:
+            return check(request.key, request.cost, now)
+        tail, key = _rate_args(request.tiers, request.ban), rate_key(scope, request.name, request.key)
+        return _rate_answer(self._script("rate_hit", (key,), (now, request.cost, *tail)))
 
     def rate_checker(self, scope: Scope, name: str, tiers: tuple[Tier, ...],
                      ban: Ban | None) -> RateCheck | None:
