@@ -7,6 +7,7 @@ project) and ``TASKS`` for a whole module, so one burst worker run serves many t
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -78,3 +79,18 @@ def on_database(kind: str, request: Any, django_db_blocker: Any, **options: Any)
         alias = "postgres" if kind == "postgres" else "default"
         with tasks_on(alias, url or sqlite_test_url(), kind, **options):
             yield alias
+
+
+class Records(logging.Handler):
+    """Every record a logger emits, kept for the test to read."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def about(self, result_id: str) -> list[tuple[int, str, bool]]:
+        return [(r.levelno, r.getMessage().rsplit("state=", 1)[-1], r.exc_info is not None)
+                for r in self.records if f"id={result_id} " in r.getMessage()]

@@ -30,7 +30,7 @@ from django.utils.module_loading import import_string
 from oqronboard.tasks import OqronBackend
 
 from . import tasks as t
-from .conftest import backend, burst, on_database
+from .conftest import Records, backend, burst, on_database
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 FAILURES = [
@@ -68,7 +68,7 @@ def _run_world() -> SimpleNamespace:
     receivers = {name: signals.receiver(name) for name in ("enqueued", "started", "finished")}
     for name, signal in (("enqueued", task_enqueued), ("started", task_started), ("finished", task_finished)):
         signal.connect(receivers[name], weak=False, dispatch_uid=f"conformance-{name}")
-    logs = _Capture()
+    logs = Records()
     tasks_logger = logging.getLogger("django.tasks")
     level = tasks_logger.level
     tasks_logger.addHandler(logs)
@@ -103,15 +103,6 @@ def _run_world() -> SimpleNamespace:
         tasks_logger.setLevel(level)
         for name, signal in (("enqueued", task_enqueued), ("started", task_started), ("finished", task_finished)):
             signal.disconnect(dispatch_uid=f"conformance-{name}")
-
-
-class _Capture(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
 
 
 def _wait_past(moment: datetime | None) -> None:

@@ -20,26 +20,13 @@ from oqronboard.tasks.listening import would_reach_anyone
 from oqronkit.worker import process as worker_process
 
 from . import tasks as t
-from .conftest import backend, burst, on_database
+from .conftest import Records, backend, burst, on_database
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def db(request: pytest.FixtureRequest, django_db_blocker: Any) -> Iterator[str]:
     with on_database(request.param, request, django_db_blocker, CONCURRENCY=1, PREFETCH=0) as alias:
         yield alias
-
-
-class Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-    def about(self, result_id: str) -> list[tuple[int, str, bool]]:
-        return [(r.levelno, r.getMessage().rsplit("state=", 1)[-1], r.exc_info is not None)
-                for r in self.records if f"id={result_id} " in r.getMessage()]
 
 
 @pytest.fixture
