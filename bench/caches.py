@@ -57,7 +57,7 @@ def main() -> None:
 
     from oqronkit import Engine
     from oqronkit.config import OqronConfig
-    from oqronkit.queue import Registry
+    from oqronkit.queues.queue import Registry
 
     prefix = f"bench-{uuid.uuid4().hex[:8]}"
     settings.configure(CACHES={"default": {

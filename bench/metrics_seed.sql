@@ -1,6 +1,6 @@
 -- bench/metrics_scrape.py's bulk seed, one statement per block (split on blank-line "-- name:").
 -- Parameters: project, environment, runs, jobs, dead, queues, now (epoch ms).
--- Rows are in the shapes the engine writes (oqronkit/runs.py, oqronkit/jobs.py), lean but complete
+-- Rows are in the shapes the engine writes (oqronkit/queues/runs.py, oqronkit/queues/jobs.py), lean but complete
 -- in every key the board's queries read.
 
 -- name: runs

@@ -14,7 +14,7 @@ from oqronboard.base.pages import BadFilter
 
 from .queries import JOB_STATUSES, DeadFilters
 
-# The engine's rule for queue names: 1-100 characters, no ':' (oqronkit.queue.Queue).
+# The engine's rule for queue names: 1-100 characters, no ':' (oqronkit.queues.queue.Queue).
 QUEUE_NAME = re.compile(r"^[^:\s](?:[^:]{0,98}[^:\s])?$")
 FINGERPRINT = re.compile(r"^[0-9a-f]{1,64}$")
 

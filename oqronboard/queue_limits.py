@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from definitions.models import Record
 from oqronkit.errors import OqronError
 from oqronkit.namespaces import QUEUE
-from oqronkit.queue_limits import limits_from_record
+from oqronkit.queues.limits import limits_from_record
 
 from .base.scope import BoardScope
 

@@ -31,7 +31,7 @@ from typing import Any
 from django.dispatch import Signal
 
 import oqronkit
-from oqronkit.queue import default_registry
+from oqronkit.queues.queue import default_registry
 
 
 class LifecycleSignal(Signal):

@@ -9,7 +9,7 @@ from typing import Any
 
 from django import forms
 
-from oqronkit.runs import RUN_STATUSES
+from oqronkit.queues.runs import RUN_STATUSES
 from runs.webhooks import AttemptFilters
 
 from .base.cursors import CursorField, decode_cursor

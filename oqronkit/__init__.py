@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from .backends import open_durable_store
 from .backends.types import ABSENT, StoredRecord
-from .batch import Batch
 from .caches import Cache, FetchTimeout, InvalidCacheKey, InvalidCacheValue, cache
 from .config import OqronConfig, config_from_env, config_from_mapping
 from .declare import on, queue, worker
@@ -32,11 +31,9 @@ from .errors import (
     UnknownQueue,
     UnknownSchedule,
 )
-from .gates import QueuePaused
-from .group_api import get_group, group, group_results
-from .group_records import GroupInfo, GroupNotFound, MemberResult
-from .groups import JobSpec, job_spec
-from .jobs import Job
+from .groups.api import get_group, group, group_results
+from .groups.ledger import JobSpec, job_spec
+from .groups.records import GroupInfo, GroupNotFound, MemberResult
 from .lifecycle import EVENTS, Event
 from .namespaces import (
     JOBS_TABLE,
@@ -48,7 +45,10 @@ from .namespaces import (
     table_for_kind,
     table_name_for_namespace,
 )
-from .queue import Queue, Registry
+from .queues.batch import Batch
+from .queues.gates import QueuePaused
+from .queues.jobs import Job
+from .queues.queue import Queue, Registry
 from .ratelimit import Decision, RateLimiter, rate_limit
 from .scheduler import Cron, Schedule, cron, schedule
 from .topics.subscription import Message, TopicContext

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .lifecycle import Callback, register
-from .queue import Queue, default_registry
+from .queues.queue import Queue, default_registry
 
 
 def queue(name: str, **options: Any) -> Queue:

@@ -9,7 +9,7 @@ from weakref import WeakKeyDictionary
 
 from .clock import now_ms
 from .durable import DurablePlane
-from .queue import QueueHost, Registry, default_engine, default_registry
+from .queues.queue import QueueHost, Registry, default_engine, default_registry
 
 
 class DeclaredByName[T]:

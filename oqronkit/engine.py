@@ -23,7 +23,7 @@ from .hot import HotPlaneFacade
 from .ids import node_id
 from .lifecycle import Callback, register
 from .module_logs import ModuleLogHandler, attach, detach
-from .queue import Queue, Registry, default_registry, set_default_engine_lookup
+from .queues.queue import Queue, Registry, default_registry, set_default_engine_lookup
 from .ratelimit import RateLimiter
 from .topics.topic import Topic
 from .webhooks.webhook import Webhook
@@ -112,7 +112,7 @@ class Engine:
         return domain is not None and domain == self.durable.store.transaction_domain
 
     def queue(self, name: str, **options: Any) -> Queue:
-        """Declare a queue on this engine (see :func:`oqronkit.queue`)."""
+        """Declare a queue on this engine (see :func:`oqronkit.queues.queue`)."""
         return Queue(name, engine=self, **options)
 
     def topic(self, name: str, **options: Any) -> Topic:
@@ -138,7 +138,7 @@ class Engine:
 
     def group(self, members: Any, **options: Any) -> str:
         """Add a group of jobs with a callback; its id (see :func:`oqronkit.group`)."""
-        from .groups import create_group
+        from .groups.ledger import create_group
 
         return create_group(self, members, **options)
 

@@ -29,19 +29,19 @@ from dataclasses import dataclass
 from typing import Any, Protocol, overload
 
 from .errors import ConfigurationError
-from .jobs import Job
-from .runs import ErrorValue
+from .queues.jobs import Job
+from .queues.runs import ErrorValue
 
 
 class Observed(Protocol):
-    """A queue as emitting needs it (:class:`oqronkit.queue.Queue`; this module stands below it)."""
+    """A queue as emitting needs it (:class:`oqronkit.queues.queue.Queue`; this module stands below it)."""
 
     @property
     def lifecycle(self) -> Any: ...  # gates.QueueHooks, whose ``listeners`` are the queue's own
 
 
 class RegistryLike(Protocol):
-    """A registry as emitting needs it (:class:`oqronkit.queue.Registry`)."""
+    """A registry as emitting needs it (:class:`oqronkit.queues.queue.Registry`)."""
 
     listeners: Listeners
 
@@ -145,7 +145,7 @@ def register(listeners: Listeners, event: str, fn: Callback | None = None) -> An
 
 
 class Observable:
-    """``q.on(event, fn)`` on a queue (mixed into :class:`~oqronkit.queue.Queue`)."""
+    """``q.on(event, fn)`` on a queue (mixed into :class:`~oqronkit.queues.queue.Queue`)."""
 
     lifecycle: Any  # the queue's gates.QueueHooks
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypedDict, cast
 
 from .clock import now_ms
-from .runs import LogLine, RunValue
+from .queues.runs import LogLine, RunValue
 
 if TYPE_CHECKING:
     from .hot import HotPlaneFacade

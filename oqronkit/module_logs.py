@@ -39,8 +39,7 @@ _ACTION_MODULES = {
     "upkeep": "services",
 }
 _LOGGER_MODULES = (("oqronkit.worker", "worker"), ("oqronkit.scheduler", "scheduler"), ("oqronkit.topics", "topic"),
-                   ("oqronkit.webhooks", "webhook"), ("oqronkit.services", "services"), ("oqronkit.queue", "queue"),
-                   ("oqronkit.enqueue", "queue"), ("oqronkit.dependencies", "queue"), ("oqronkit.jobs", "queue"))
+                   ("oqronkit.webhooks", "webhook"), ("oqronkit.services", "services"), ("oqronkit.queues", "queue"))
 logger = logging.getLogger(__name__)
 
 

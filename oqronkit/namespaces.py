@@ -44,7 +44,7 @@ WEBHOOK: Final = "webhook"
 WEBHOOK_CB: Final = "webhook_cb"
 # The board's operator actions, written through the engine; not in the spec's table.
 AUDIT: Final = "audit"
-# Group records (oqronkit.groups); not in the spec's table: kind state, kept off the
+# Group records (oqronkit.groups.ledger); not in the spec's table: kind state, kept off the
 # definitions (definition and control kinds) the board lists.
 QUEUE_GROUPS: Final = "queue_groups"
 # A schedule kind's definitions namespace -> its durable control (pointer) namespace.

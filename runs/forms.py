@@ -9,7 +9,7 @@ from django import forms
 
 from oqronboard.base.cursors import CursorField, decode_cursor
 from oqronboard.base.filters import TextFilter, WindowField, clean_or_400, window_start
-from oqronkit.runs import RUN_STATUSES
+from oqronkit.queues.runs import RUN_STATUSES
 
 from .queries import RunFilters
 

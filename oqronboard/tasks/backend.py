@@ -138,7 +138,7 @@ class OqronBackend(BaseTaskBackend):
 def declare_queue(options: BackendOptions, task_queue: str) -> oqronkit.Queue:
     """The dispatcher queue of ``task_queue`` on the default registry, replacing one this
     backend declared before (settings changed), never a user's own queue of that name."""
-    from oqronkit.queue import default_registry
+    from oqronkit.queues.queue import default_registry
 
     name = options.queue_name(task_queue)
     existing = default_registry.queues.get(name)

@@ -17,7 +17,7 @@ from definitions.queries import MAX_DEFINITIONS, definitions, queue_control
 from jobs.forms import check_queue
 from oqronkit.errors import InvalidState
 from oqronkit.namespaces import QUEUE
-from oqronkit.queue_records import remove_queue_record
+from oqronkit.queues.records import remove_queue_record
 
 from .. import queues
 from ..base.audit import Action

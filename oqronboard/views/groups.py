@@ -1,7 +1,7 @@
 """Groups (issue 26): the list of the scope's groups and one group's page: progress
 (members by state, the pending ones by their job's live status), the callback's state
 and every member linked to its job and run. Read through the engine's group data API
-(:mod:`oqronkit.group_records`) on the board's scoped engine; groups have no action."""
+(:mod:`oqronkit.groups.ledger.records`) on the board's scoped engine; groups have no action."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django_htmx.http import HttpResponseStopPolling
 
-from oqronkit.group_records import (
+from oqronkit.groups.records import (
     GroupInfo,
     GroupNotFound,
     MemberResult,

@@ -15,7 +15,7 @@ from django.shortcuts import render
 from jobs.queries import get_job
 from oqronkit.clock import now_ms
 from oqronkit.namespaces import is_dead_letters
-from oqronkit.runs import RUN_STATUSES
+from oqronkit.queues.runs import RUN_STATUSES
 from oqronkit.webhooks.webhook import delivery_queue_name
 from runs.webhooks import attempt_page, delivery_attempts
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import InvalidState
 from ..namespaces import CACHE
-from ..queue import QueueHost
+from ..queues.queue import QueueHost
 from .cache import Cache
 from .stats import STAT_NAMES, stat_counter
 

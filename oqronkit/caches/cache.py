@@ -9,13 +9,13 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from ..backoff import to_ms
 from ..clock import now_ms
 from ..declared import DeclaredByName, OnEngine, put_definition
 from ..errors import ConfigurationError, InvalidJob
 from ..hot import HotPlaneFacade
 from ..namespaces import CACHE
-from ..queue import QueueHost, Registry
+from ..queues.backoff import to_ms
+from ..queues.queue import QueueHost, Registry
 from . import fetch
 from .entries import (
     PREFIX_SEPARATOR,

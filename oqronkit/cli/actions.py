@@ -14,8 +14,8 @@ from ..audit import ACTION_CAP, audit_entry, by_queue, save_audit
 from ..engine import Engine
 from ..errors import ConfigurationError, InvalidState, JobNotFound, OqronError, UnknownSchedule
 from ..namespaces import SCHEDULER_CONTROL, dlq_namespace, job_namespace
-from ..queue import check_queue_name
-from ..queue_records import queue_holds_jobs
+from ..queues.queue import check_queue_name
+from ..queues.records import queue_holds_jobs
 from ..scheduler.control import set_paused
 from .console import Console, UsageProblem
 from .output import Result, iso

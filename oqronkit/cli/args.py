@@ -12,8 +12,8 @@ from typing import Any
 from ..clock import now_ms
 from ..config import MODES
 from ..errors import ConfigurationError
-from ..queue import check_queue_name
-from ..runs import RUN_STATUSES
+from ..queues.queue import check_queue_name
+from ..queues.runs import RUN_STATUSES
 
 #: The most rows a listing prints (the board's pages and exports are bounded too).
 LIMIT_CAP = 1000

@@ -8,9 +8,9 @@ from typing import Any
 
 from ..engine import Engine
 from ..errors import InvalidNamespace
-from ..jobs import Job
 from ..live import live_workers
 from ..namespaces import CRON, QUEUE, RUNS, SCHEDULE, SCHEDULER_CONTROL, dlq_namespace, queue_of
+from ..queues.jobs import Job
 from .output import Result
 
 #: The most queue records, schedules or rows a listing reads (the board's pages stop there too).

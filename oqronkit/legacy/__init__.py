@@ -30,7 +30,7 @@ The mapping (one row of v1 gives zero or more v2 writes)
 v1 namespace             v2 writes
 =======================  ===================================================================
 ``jobs``                 queue-like jobs (``type`` task / webhook / batch / workflow) become
-                         v2 :class:`~oqronkit.jobs.Job` records (queue, data, attempts, priority,
+                         v2 :class:`~oqronkit.queues.jobs.Job` records (queue, data, attempts, priority,
                          backoff, due time, error), by status:
                          waiting, delayed → ``queue_job:{queueName}`` waiting / delayed;
                          active, running, stalled, paused → ``queue_job:{queueName}`` waiting

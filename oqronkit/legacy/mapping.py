@@ -14,10 +14,8 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any, Final
 
-from ..backoff import Backoff, BackoffValue
 from ..config import OqronConfig
 from ..errors import ConfigurationError
-from ..jobs import Job, JobValue
 from ..namespaces import (
     CRON,
     CRON_DURABLE,
@@ -32,7 +30,9 @@ from ..namespaces import (
     dlq_namespace,
     job_namespace,
 )
-from ..runs import ErrorValue
+from ..queues.backoff import Backoff, BackoffValue
+from ..queues.jobs import Job, JobValue
+from ..queues.runs import ErrorValue
 
 V1_PREFIX: Final = "oqron"
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
@@ -305,7 +305,7 @@ def _map_job(logical: str, id: str, value: dict[str, Any], ctx: _Context) -> _Ou
 
 
 def _v2_job(id: str, job: dict[str, Any], queue: str, status: str, ctx: _Context) -> JobValue:
-    """The v2 work order (:class:`oqronkit.jobs.Job`) for a v1 job record. v1 claim
+    """The v2 work order (:class:`oqronkit.queues.jobs.Job`) for a v1 job record. v1 claim
     fields (worker, lease) are not carried over: the v1 claim died with the v1 worker."""
     opts = found if isinstance(found := job.get("opts"), dict) else {}
     run_at = _int(job.get("runAt"))

@@ -8,8 +8,8 @@ from datetime import timedelta
 from typing import Any
 
 from ..backends.rate_types import ALGORITHMS, Algorithm, Ban, Tier
-from ..backoff import to_ms
 from ..errors import ConfigurationError, InvalidJob
+from ..queues.backoff import to_ms
 
 #: Bounds that keep every plane's arithmetic exact: limit x period stays below 2^53.
 MAX_LIMIT = 1_000_000

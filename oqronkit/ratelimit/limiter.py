@@ -18,7 +18,7 @@ from ..declared import DeclaredByName, OnEngine, put_definition
 from ..errors import BackendUnavailable
 from ..hot import HotPlaneFacade
 from ..namespaces import RATELIMIT
-from ..queue import QueueHost, Registry
+from ..queues.queue import QueueHost, Registry
 from .definition import (
     MAX_KEY,
     Definition,

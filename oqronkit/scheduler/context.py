@@ -69,7 +69,7 @@ class LeaderContext(CronContext):
         return self._running.cancelled.is_set()
 
     def log(self, level: str, msg: str) -> None:
-        from ..runs import add_log
+        from ..queues.runs import add_log
 
         with self._running.lock:
             add_log(self._running.run, level if level in LEVELS else "info", str(msg), limit=self._log_limit)

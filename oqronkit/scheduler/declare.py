@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from ..errors import ConfigurationError, InvalidSchedule
-from ..gates import gate, pop_gates
 from ..namespaces import RUNS, SCHEDULE
+from ..queues.gates import gate, pop_gates
 from . import control
 from .definition import Definition, build_definition, handler_name
 from .timing import get_zone
 
 if TYPE_CHECKING:
     from ..engine import Engine
-    from ..queue import Registry
+    from ..queues.queue import Registry
 
 _REGISTRIES: WeakKeyDictionary[Registry, dict[tuple[str, str], Declared]] = WeakKeyDictionary()
 _DEFAULT = object()
@@ -70,7 +70,7 @@ class Declared:
     def _registry(self) -> Registry:
         if self._engine is not None:
             return self._engine.registry
-        from ..queue import default_registry
+        from ..queues.queue import default_registry
 
         return default_registry
 

@@ -10,9 +10,9 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, Literal
 
-from ..backoff import BackoffValue, make_backoff, to_ms
 from ..errors import InvalidJob, InvalidSchedule
 from ..namespaces import SCHEDULER_CONTROL
+from ..queues.backoff import BackoffValue, make_backoff, to_ms
 from .rrule import RRuleTiming
 from .timing import CronTiming, EveryTiming, NeverTiming, OnceTiming, Timing, get_zone
 

@@ -22,11 +22,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidRecord, OqronError, RecordTooLarge
-from ..gates import Skip, skip_reason
 from ..live import LEADER_RUN_TTL_MS, forget_runs, live_run, publish_runs
 from ..namespaces import RUNS
-from ..runs import ErrorValue, RunValue, describe_error, finish_run, shed_parts
-from ..shedding import write_shedding
+from ..queues.gates import Skip, skip_reason
+from ..queues.runs import ErrorValue, RunValue, describe_error, finish_run, shed_parts
+from ..queues.shedding import write_shedding
 from .context import LeaderContext
 from .definition import Definition
 from .planner import retry_item

@@ -17,23 +17,23 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from ..backoff import Backoff
 from ..errors import OqronError
 from ..namespaces import RUNS, job_namespace
-from ..runs import ErrorValue, RunValue, finish_run, stored_run
+from ..queues.backoff import Backoff
+from ..queues.runs import ErrorValue, RunValue, finish_run, stored_run
 from .context import JobCronContext
 from .definition import Definition
 
 if TYPE_CHECKING:
     from ..engine import Engine
-    from ..queue import Queue, QueueHost
+    from ..queues.queue import Queue, QueueHost
 
 logger = logging.getLogger(__name__)
 
 
 def declare_queue(definition: Definition, fn: Callable[..., Any], engine: Engine | None) -> Queue:
     """The internal queue that runs ``fn`` for each slot's job."""
-    from ..queue import Queue, default_registry
+    from ..queues.queue import Queue, default_registry
 
     zone = definition.timezone
 
@@ -72,7 +72,7 @@ def declare_queue(definition: Definition, fn: Callable[..., Any], engine: Engine
 
 def enqueue(engine: Engine, definition: Definition, run: RunValue) -> None:
     """Add the job of a claimed slot (idempotent: the job id is the claim id)."""
-    from ..queue import Queue
+    from ..queues.queue import Queue
 
     queue = engine.registry.queues.get(definition.queue_name) or Queue(definition.queue_name, engine=engine)
     data = {"name": definition.name, "kind": definition.kind, "slot": run.get("slotAt"),

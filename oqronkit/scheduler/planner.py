@@ -236,7 +236,7 @@ def may_rerun(d: Definition, attempts: int, *, leader_lost: bool) -> bool:
 
 def retry_item(d: Definition, run: Mapping[str, Any], now: int, *, leader_lost: bool) -> dict[str, Any] | None:
     """The control record's pending-retry entry for a failed run, or None."""
-    from ..backoff import Backoff
+    from ..queues.backoff import Backoff
 
     attempts = run.get("attempts") or 1
     if not may_rerun(d, attempts, leader_lost=leader_lost):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..live import LEADER_RUN_TTL_MS, live_run_ids
 from ..namespaces import RUNS, dlq_namespace, job_namespace
-from ..runs import finish_run, stored_run
+from ..queues.runs import finish_run, stored_run
 from ..skipped import guarded
 from .executor import Reruns, RunExecutor
 from .index import Entry

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from ..runs import RunValue
+from ..queues.runs import RunValue
 from .definition import Definition
 
 

@@ -30,7 +30,7 @@ from ..durable import RecordWrite
 from ..engine import Engine
 from ..errors import OqronError
 from ..namespaces import RUNS
-from ..runs import RunValue, new_run
+from ..queues.runs import RunValue, new_run
 from . import jobmode
 from .control import signal_change, store_definition, update_control
 from .declare import registry_for

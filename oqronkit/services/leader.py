@@ -149,10 +149,10 @@ class Services:
         elif name == "reconcile":
             self.reconciler.run(queues, stall_queues=set(self.settled_queues(queues)))
         elif name == "sweep":
-            from ..dependencies import sweep_waiting
+            from ..queues.dependencies import sweep_waiting
 
             sweep_waiting(self.engine.durable, self.engine.hot, queues)
-            from ..groups import sweep_groups
+            from ..groups.ledger import sweep_groups
 
             sweep_groups(self.engine.durable, self.engine.hot)
         elif name == "retention":

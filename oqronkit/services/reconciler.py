@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..backends.hot_types import Signal
 from ..clock import now_ms
-from ..jobs import Job, job_signal
 from ..namespaces import job_namespace
+from ..queues.jobs import Job, job_signal
 from ..skipped import UNUSABLE, guarded
 from .rescuer import mark_stalled
 

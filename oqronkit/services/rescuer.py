@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING
 
 from ..backends.hot_types import Lease, Signal
 from ..backends.types import ABSENT
-from ..backoff import Backoff
 from ..clock import now_ms
-from ..dependencies import on_parent_done
 from ..errors import OqronError
-from ..jobs import Job, shed_error_detail
 from ..lifecycle import fire_stalled
 from ..namespaces import RUNS, dlq_namespace, job_namespace
-from ..shedding import write_shedding
+from ..queues.backoff import Backoff
+from ..queues.dependencies import on_parent_done
+from ..queues.jobs import Job, shed_error_detail
+from ..queues.shedding import write_shedding
 from ..skipped import guarded
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ def _fail_run(engine: Engine, job: Job, why: str) -> None:
     the lease on a promoted replica, say) keeps its record and the job its completed run."""
     if not job.run_id:
         return
-    from ..runs import finish_run, new_run, stored_run
+    from ..queues.runs import finish_run, new_run, stored_run
 
     record = engine.durable.get(RUNS, job.run_id)
     if record is not None and record.value.get("status") != "running":

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..jobs import Job
+    from ..queues.jobs import Job
 
 SYSTEM = "oqronkit"
 _NULL: AbstractContextManager[Any] = contextlib.nullcontext()

@@ -30,7 +30,7 @@ from typing import Any
 from ..backends.types import StoredRecord
 from ..clock import now_ms
 from ..errors import OqronError
-from ..queue import QueueHost
+from ..queues.queue import QueueHost
 from . import groups, log
 from .ordering import KeyChains
 from .subscription import Message, Subscription

@@ -15,11 +15,11 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-from ..backoff import to_ms
 from ..clock import now_ms
 from ..codec import MAX_JSON_DEPTH, dumps_compact, storage_problem, text_problem, utf8_size
 from ..errors import InvalidJob
 from ..ids import ascending_ids_at
+from ..queues.backoff import to_ms
 from .log import Draft
 
 _round_robin = itertools.count()

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from weakref import WeakKeyDictionary
 
 from ..errors import ConfigurationError
-from ..jobs import Job
-from ..queue import Queue, QueueHost, Registry
+from ..queues.jobs import Job
+from ..queues.queue import Queue, QueueHost, Registry
 
 if TYPE_CHECKING:
     from .groups import Position

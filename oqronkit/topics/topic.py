@@ -9,12 +9,12 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any, Literal
 
-from ..backoff import to_ms
 from ..bounds import MAX_CONCURRENCY
 from ..declared import DeclaredByName, OnEngine, put_definition
 from ..errors import ConfigurationError, InvalidJob
 from ..namespaces import TOPIC, TOPIC_STATE
-from ..queue import Queue, QueueHost, Registry
+from ..queues.backoff import to_ms
+from ..queues.queue import Queue, QueueHost, Registry
 from . import groups, log, publish, wake
 from .log import Draft
 from .subscription import Message, Subscription, check_name, delivery_queue_name, subscribe, subscriptions_for

@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypedDict
 
-from ..backoff import to_ms
 from ..clock import now_ms
 from ..durable import DurablePlane
 from ..errors import ConfigurationError, InvalidJob, Postpone
 from ..hot import HotPlaneFacade
 from ..namespaces import WEBHOOK_CB
+from ..queues.backoff import to_ms
 
 logger = logging.getLogger(__name__)
 STATE_TTL_MS = 30 * 86_400_000  # refreshed at every transition; a lost state is restored from the record

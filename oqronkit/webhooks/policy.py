@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
-from ..backoff import to_ms
 from ..errors import ConfigurationError, InvalidJob
+from ..queues.backoff import to_ms
 from .endpoints import ENDPOINT_ID
 from .signing import secret_key
 

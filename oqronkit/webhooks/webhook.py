@@ -24,9 +24,9 @@ from ..codec import text_problem
 from ..declared import DeclaredByName, OnEngine
 from ..errors import ConfigurationError, InvalidJob, JobNotFound
 from ..ids import new_id
-from ..jobs import Job
 from ..namespaces import WEBHOOK, WEBHOOK_CB, webhook_endpoints_namespace
-from ..queue import Queue, QueueHost, Registry
+from ..queues.jobs import Job
+from ..queues.queue import Queue, QueueHost, Registry
 from ..topics.subscription import check_name
 from . import endpoints as records
 from .breaker import Breaker, BreakerSettings

@@ -15,13 +15,13 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..runs import ErrorValue, describe_error
+from ..queues.runs import ErrorValue, describe_error
 from .buffer import SETTLE_BACKLOG_FLOOR, QueueBuffer
 from .inflight import Inflight
 
 if TYPE_CHECKING:
-    from ..batch import Batch
-    from ..queue import Queue
+    from ..queues.batch import Batch
+    from ..queues.queue import Queue
 
 
 @dataclass(eq=False)

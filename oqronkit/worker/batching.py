@@ -26,9 +26,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..gates import check_gates
 from ..ids import new_id
-from ..runs import describe_error
+from ..queues.gates import check_gates
+from ..queues.runs import describe_error
 from ..telemetry.tracing import end_consumer, start_batch
 from .batch_buffer import BatchBuffer, RunningBatch
 from .context import JobContext

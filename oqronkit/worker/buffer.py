@@ -16,7 +16,7 @@ from .inflight import Inflight
 from .prefetch import Prefetch
 
 if TYPE_CHECKING:
-    from ..queue import Queue
+    from ..queues.queue import Queue
 
 #: How far claiming may run ahead of the finisher: finished attempts waiting to be
 #: settled, per unit of concurrency, and at least SETTLE_BACKLOG_FLOOR in all.

@@ -16,11 +16,11 @@ from collections.abc import Callable
 
 from ..backends.hot_types import Lease
 from ..clock import now_ms
-from ..dependencies import on_parent_done
 from ..durable import RecordWrite
 from ..errors import BackendUnavailable, OqronError
-from ..groups import members_completed
+from ..groups.ledger import members_completed
 from ..namespaces import job_namespace
+from ..queues.dependencies import on_parent_done
 from .inflight import Outcome
 from .run_writer import RunWriter
 from .state import WorkerState

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from ..backends.hot_types import Lease, Signal
 from ..clock import now_ms
 from ..errors import OqronError
-from ..jobs import Job
+from ..queues.jobs import Job
 from .buffer import QueueBuffer
 from .inflight import Inflight
 from .limited import LimitedClaims

@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 
 from ..codec import copy_json, dumps_compact, storage_problem
 from ..errors import Discard, InvalidRecord
-from ..runs import add_log, safe_text
+from ..queues.runs import add_log, safe_text
 from .inflight import Inflight
 from .state import WorkerState
 

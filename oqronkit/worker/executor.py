@@ -12,11 +12,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..backoff import to_ms
 from ..codec import NestingTooDeep, dumps_compact, storage_problem
 from ..errors import Discard, InvalidJob, Postpone, RetryAfter
-from ..gates import Skip
-from ..runs import describe_error, safe_text
+from ..queues.backoff import to_ms
+from ..queues.gates import Skip
+from ..queues.runs import describe_error, safe_text
 from ..telemetry.tracing import end_consumer, start_consumer
 from .context import JobContext
 from .inflight import Inflight, Outcome

@@ -17,16 +17,16 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..backends.hot_types import Lease, Signal
-from ..backoff import Backoff
 from ..clock import now_ms
-from ..dependencies import on_parent_done
 from ..durable import RecordWrite
 from ..errors import BackendUnavailable, OqronError
-from ..gates import skip_reason
-from ..jobs import Job, shed_error_detail
 from ..live import forget_cancels
 from ..namespaces import dlq_namespace, job_namespace
-from ..shedding import write_shedding
+from ..queues.backoff import Backoff
+from ..queues.dependencies import on_parent_done
+from ..queues.gates import skip_reason
+from ..queues.jobs import Job, shed_error_detail
+from ..queues.shedding import write_shedding
 from .events import fire_buried, fire_retried
 from .inflight import Inflight, Outcome
 from .run_writer import RunWriter

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from ..backends.hot_types import Lease
 from ..errors import OqronError
 from ..live import forget_runs
-from ..runs import describe_error
+from ..queues.runs import describe_error
 from .completions import Completions
 from .failures import Failures
 from .inflight import Inflight, Outcome

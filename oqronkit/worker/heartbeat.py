@@ -15,13 +15,13 @@ from ..clock import now_ms
 from ..errors import OqronError
 from ..live import RUN_TTL_MS, WorkerInfo, cancel_requests, live_run, publish_runs, publish_worker
 from ..namespaces import QUEUE
-from ..runs import describe_error
+from ..queues.runs import describe_error
 from .finisher import Finisher
 from .inflight import Inflight, Outcome
 from .state import WorkerState
 
 if TYPE_CHECKING:
-    from ..queue import Queue
+    from ..queues.queue import Queue
 
 logger = logging.getLogger(__name__)
 TICK = 0.1

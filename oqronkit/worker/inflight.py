@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..backends.hot_types import Lease
-from ..jobs import Job
-from ..runs import ErrorValue, RunValue
+from ..queues.jobs import Job
+from ..queues.runs import ErrorValue, RunValue
 
 if TYPE_CHECKING:
-    from ..queue import Queue
+    from ..queues.queue import Queue
 
 
 @dataclass(eq=False)

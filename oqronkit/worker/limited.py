@@ -15,7 +15,7 @@ from ..backends.hot_types import Lease
 from ..clock import now_ms
 
 if TYPE_CHECKING:
-    from ..queue import Queue
+    from ..queues.queue import Queue
     from .prefetch import Prefetch
     from .state import WorkerState
 

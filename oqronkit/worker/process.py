@@ -40,7 +40,7 @@ from .supervisor import Supervisor
 
 if TYPE_CHECKING:
     from ..engine import Engine
-    from ..queue import Queue
+    from ..queues.queue import Queue
     from ..telemetry.worker_metrics import WorkerMetrics
 
 logger = logging.getLogger(__name__)

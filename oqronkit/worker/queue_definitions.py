@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 from ..clock import now_ms
 from ..durable import DurablePlane, RecordWrite
 from ..namespaces import QUEUE, WORKER
-from ..queue_limits import limits_fields, limits_from_record
+from ..queues.limits import limits_fields, limits_from_record
 
 if TYPE_CHECKING:
-    from ..queue import Queue
+    from ..queues.queue import Queue
 
 logger = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from ..durable import DurablePlane, RecordWrite
 from ..errors import InvalidRecord, RecordTooLarge
-from ..jobs import shed_error_detail
 from ..namespaces import RUNS, is_dead_letters, job_namespace, queue_of
-from ..runs import shed_parts
-from ..shedding import write_shedding
+from ..queues.jobs import shed_error_detail
+from ..queues.runs import shed_parts
+from ..queues.shedding import write_shedding
 
 logger = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from ..clock import now_ms
 from ..durable import RecordWrite
 from ..errors import OqronError
-from ..jobs import Job
 from ..namespaces import RUNS
-from ..runs import finish_run
+from ..queues.jobs import Job
+from ..queues.runs import finish_run
 from .inflight import Inflight, Outcome
 from .refusals import apply_refusing, is_outage
 from .state import WorkerState

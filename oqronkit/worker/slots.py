@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 from ..clock import now_ms
-from ..runs import describe_error, new_run
+from ..queues.runs import describe_error, new_run
 from .buffer import QueueBuffer
 from .executor import Executor
 from .inflight import Inflight, Outcome

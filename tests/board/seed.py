@@ -1,6 +1,6 @@
 """Rows for the board's view tests, in the exact shapes the engine writes them.
 
-Jobs are :class:`oqronkit.Job` values, runs come from ``oqronkit.runs.new_run`` and
+Jobs are :class:`oqronkit.Job` values, runs come from ``oqronkit.queues.runs.new_run`` and
 ``finish_run``: the pages are tested against what a worker really stores.
 """
 
@@ -20,7 +20,7 @@ from oqronboard.base.scope import BoardScope
 from oqronboard.models import ensure_operators_group
 from oqronkit import DurablePlane, Job, RecordWrite
 from oqronkit.clock import now_ms
-from oqronkit.runs import add_log, finish_run, new_run
+from oqronkit.queues.runs import add_log, finish_run, new_run
 from tests.board.conftest import SharedDatabase
 
 MINUTE = 60_000

@@ -59,7 +59,7 @@ def test_a_batch_queue_shows_its_batch_options(board: Board):
     from types import SimpleNamespace
 
     from oqronkit import Batch, Registry
-    from oqronkit.queue import Queue
+    from oqronkit.queues.queue import Queue
     from oqronkit.worker.queue_definitions import publish_queue_definitions
 
     host = SimpleNamespace(registry=Registry())  # a queue needs only its registry to be declared

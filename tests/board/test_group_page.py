@@ -8,8 +8,8 @@ from django.urls import reverse
 
 from oqronboard.base.scope import BoardScope
 from oqronkit import group_results
-from oqronkit.groups import member_settled
-from oqronkit.jobs import Job
+from oqronkit.groups.ledger import member_settled
+from oqronkit.queues.jobs import Job
 from tests.board.seed import Board, put_runs, run_value
 
 HOSTILE = "<script>alert(1)</script>"

@@ -131,7 +131,7 @@ def test_actions_need_the_csrf_token(board: Board):
 def put_limited_queue(board: Board, name: str, *, rate=None, concurrency=None) -> None:
     from oqronkit.backends.claim_limits import ClaimLimits
     from oqronkit.clock import now_ms
-    from oqronkit.queue_limits import limits_fields
+    from oqronkit.queues.limits import limits_fields
 
     board.plane.put("queue", name, {"name": name, "paused": False, "concurrency": 5, "strategy": "fifo",
                                     "updatedAt": now_ms(), **limits_fields(ClaimLimits(concurrency, rate))})

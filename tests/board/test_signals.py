@@ -54,7 +54,7 @@ def test_lifecycle_events_are_sent_as_django_signals(settings, scope_names):
 def test_a_signal_nobody_receives_costs_the_engine_no_callback():
     # A registered callback hands every event to the signals thread: a worker whose
     # events nobody receives must not pay for it.
-    from oqronkit.queue import default_registry
+    from oqronkit.queues.queue import default_registry
 
     def receive(sender, **kwargs):
         pass

@@ -16,7 +16,7 @@ from oqronboard.base.cursors import decode_cursor
 from oqronboard.base.scope import BoardScope
 from oqronkit import RecordWrite
 from oqronkit.clock import now_ms
-from oqronkit.runs import finish_run, new_run
+from oqronkit.queues.runs import finish_run, new_run
 from runs.webhooks import AttemptFilters, attempt_page, delivery_attempts, matching_deliveries
 from tests.board.conftest import SharedDatabase
 from tests.board.seed import put_runs, run_value

@@ -1,7 +1,7 @@
 """Topics for the board's tests, written the way the engine writes them: messages
 through :class:`oqronkit.Topic`'s publish, groups through ``oqronkit.topics.groups``,
 and each delivery's job, dead letter and runs in the shapes the dispatcher and a
-worker store (``oqronkit.topics.dispatch``, ``oqronkit.runs``)."""
+worker store (``oqronkit.topics.dispatch``, ``oqronkit.queues.runs``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from oqronkit import Job, Topic
 from oqronkit.clock import now_ms
-from oqronkit.runs import finish_run, new_run
+from oqronkit.queues.runs import finish_run, new_run
 from oqronkit.topics import groups
 from oqronkit.topics.subscription import delivery_queue_name
 from tests.board.seed import Board, error, put_jobs, put_runs

@@ -1,7 +1,7 @@
 """Webhooks for the board's tests, written the way the engine writes them: the control
 record and endpoints through :class:`oqronkit.webhooks.webhook.Webhook`, deliveries
 through its ``fire``, and each attempt's run, dead letter and breaker record in the
-shapes a worker stores (``oqronkit.webhooks.delivery``, ``breaker``, ``oqronkit.runs``)."""
+shapes a worker stores (``oqronkit.webhooks.delivery``, ``breaker``, ``oqronkit.queues.runs``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from oqronkit import Job
 from oqronkit.clock import now_ms
-from oqronkit.runs import finish_run, new_run
+from oqronkit.queues.runs import finish_run, new_run
 from oqronkit.webhooks import new_secret
 from oqronkit.webhooks.breaker import breaker_record_id
 from oqronkit.webhooks.webhook import Webhook, delivery_queue_name

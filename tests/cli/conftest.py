@@ -15,7 +15,7 @@ import pytest
 from oqronkit import Engine, Job, OqronConfig, RecordWrite, Registry
 from oqronkit.cli import Console, build_parser, execute
 from oqronkit.clock import now_ms
-from oqronkit.runs import finish_run, new_run
+from oqronkit.queues.runs import finish_run, new_run
 from oqronkit.scheduler.control import store_definition
 from oqronkit.scheduler.definition import Definition
 

@@ -11,7 +11,6 @@ import pytest
 from oqronkit import DurablePlane, InvalidRecord, LegacyLayoutDetected, classify_namespace
 from oqronkit.backends.memory import MemoryDurableStore
 from oqronkit.durable import LEGACY_TABLE
-from oqronkit.jobs import Job
 from oqronkit.legacy import (
     DEAD_REASON,
     INTERRUPTED,
@@ -24,7 +23,8 @@ from oqronkit.legacy import (
     split_namespace,
 )
 from oqronkit.legacy import mapping as rules
-from oqronkit.runs import new_run
+from oqronkit.queues.jobs import Job
+from oqronkit.queues.runs import new_run
 from tests.legacy_fixture import (
     CREATED_ISO,
     CREATED_MS,

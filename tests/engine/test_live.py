@@ -10,7 +10,7 @@ import pytest
 
 from oqronkit import live
 from oqronkit.hot import HotPlaneFacade
-from oqronkit.runs import new_run
+from oqronkit.queues.runs import new_run
 from tests.engine.hot.conftest import HOT_BACKENDS, NOW, make_hot
 
 

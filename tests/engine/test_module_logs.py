@@ -103,7 +103,7 @@ def test_modules_come_from_the_action_then_the_logger():
     assert module_of(record("oqronkit.engine", "finisher.held")) == "worker"
     assert module_of(record("oqronkit.services.leader", "rescuer.rescued")) == "services"
     assert module_of(record("oqronkit.webhooks.delivery")) == "webhook"
-    assert module_of(record("oqronkit.queue")) == "queue"
+    assert module_of(record("oqronkit.queues.queue")) == "queue"
     assert module_of(record("oqronkit.durable")) == "engine"
 
 

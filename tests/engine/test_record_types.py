@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import NotRequired, get_origin, get_type_hints
 
-from oqronkit.backoff import Backoff, BackoffValue
-from oqronkit.jobs import Job, JobValue
-from oqronkit.runs import ErrorValue, RunValue, describe_error, new_run
+from oqronkit.queues.backoff import Backoff, BackoffValue
+from oqronkit.queues.jobs import Job, JobValue
+from oqronkit.queues.runs import ErrorValue, RunValue, describe_error, new_run
 
 
 def keys(typed_dict: type) -> tuple[set[str], set[str]]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from oqronkit import Engine
 from oqronkit.config import OqronConfig
-from oqronkit.queue import Registry
+from oqronkit.queues.queue import Registry
 
 SPAWN = multiprocessing.get_context("spawn")
 BROADCASTS = {"memory", "postgres", "redis", "redis-postgres"}

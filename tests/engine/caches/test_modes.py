@@ -11,7 +11,7 @@ import oqronkit
 from oqronkit import Engine
 from oqronkit.config import OqronConfig
 from oqronkit.namespaces import CACHE, classify_namespace
-from oqronkit.queue import Registry
+from oqronkit.queues.queue import Registry
 
 SPAWN = multiprocessing.get_context("spawn")
 CALLERS = 50

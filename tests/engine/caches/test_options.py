@@ -8,7 +8,7 @@ import oqronkit
 from oqronkit import Engine
 from oqronkit.config import OqronConfig
 from oqronkit.errors import ConfigurationError
-from oqronkit.queue import Registry
+from oqronkit.queues.queue import Registry
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from typing import Any
 import psycopg
 
 from oqronkit.codec import jsonb_key_order
-from oqronkit.jobs import Job
-from oqronkit.runs import add_log, add_timeline, describe_error, finish_run, new_run
+from oqronkit.queues.jobs import Job
+from oqronkit.queues.runs import add_log, add_timeline, describe_error, finish_run, new_run
 from tests.services import require_postgres
 
 

@@ -7,8 +7,8 @@ import threading
 import time
 
 from oqronkit import Engine, OqronConfig, Registry, get_group, group_results
-from oqronkit.groups import member_settled, members_completed
-from oqronkit.jobs import Job
+from oqronkit.groups.ledger import member_settled, members_completed
+from oqronkit.queues.jobs import Job
 from tests.engine.queue.conftest import running, wait_until
 
 MEMBERS = 60

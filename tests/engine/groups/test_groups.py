@@ -9,7 +9,7 @@ import pytest
 
 from oqronkit import Engine, GroupNotFound, InvalidJob, get_group, group_results, job_spec
 from oqronkit.clock import now_ms
-from oqronkit.groups import KEEP_SETTLED_MS, prune_settled, sweep_groups
+from oqronkit.groups.ledger import KEEP_SETTLED_MS, prune_settled, sweep_groups
 from tests.engine.queue.conftest import fast_services, running, wait_until
 
 

@@ -15,7 +15,7 @@ from oqronkit.config import OqronConfig
 from oqronkit.durable import DurablePlane
 from oqronkit.errors import ConfigurationError
 from oqronkit.hot import HotPlaneFacade
-from oqronkit.queue import Registry
+from oqronkit.queues.queue import Registry
 
 NOW = 1_700_000_000_000
 

@@ -11,7 +11,7 @@ import pytest
 
 from oqronkit import Engine, skipped
 from oqronkit.clock import now_ms
-from oqronkit.dependencies import sweep_waiting
+from oqronkit.queues.dependencies import sweep_waiting
 from oqronkit.services.reconciler import Reconciler
 from oqronkit.services.rescuer import rescue_expired
 

@@ -235,7 +235,7 @@ def test_bad_batch_options_are_configuration_errors(options, message):
 
 
 def test_batch_must_be_a_batch():
-    from oqronkit.queue import Queue
+    from oqronkit.queues.queue import Queue
 
     with pytest.raises(ConfigurationError, match=r"Queue 'q': batch must be oqronkit\.Batch"):
         Queue("q", batch={"size": 3})  # checked before the queue joins any registry

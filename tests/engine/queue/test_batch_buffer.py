@@ -9,8 +9,8 @@ import pytest
 
 from oqronkit import Batch, Registry
 from oqronkit.backends.hot_types import Lease
-from oqronkit.jobs import Job
-from oqronkit.queue import Queue
+from oqronkit.queues.jobs import Job
+from oqronkit.queues.queue import Queue
 from oqronkit.worker.batch_buffer import BatchBuffer
 from oqronkit.worker.inflight import Inflight
 

@@ -105,7 +105,7 @@ def test_list_and_get_jobs(engine: Engine):
 def claim_and_abandon(engine: Engine, queue: str, lease_ms: int = 200) -> None:
     """Act as a worker that claimed a job, marked it active, then died."""
     from oqronkit.durable import RecordWrite
-    from oqronkit.jobs import Job
+    from oqronkit.queues.jobs import Job
 
     [lease] = engine.hot.claim(queue, worker_id="dead-worker", limit=1, lease_ms=lease_ms, now=now_ms())
     record = engine.durable.get(f"queue_job:{queue}", lease.job_id)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from oqronkit import Engine
-from oqronkit.dependencies import resolve_child
+from oqronkit.queues.dependencies import resolve_child
 
 
 def test_parents_finishing_together_both_release_the_child(engine: Engine, monkeypatch: pytest.MonkeyPatch):

@@ -8,7 +8,7 @@ import pytest
 
 from oqronkit import Engine, InvalidJob
 from oqronkit.clock import now_ms
-from oqronkit.runs import finish_run, new_run
+from oqronkit.queues.runs import finish_run, new_run
 
 from .conftest import running, wait_until
 
@@ -61,7 +61,7 @@ def test_a_parent_whose_only_runs_failed_or_are_elsewhere_is_refused(engine: Eng
 def test_a_completed_run_beyond_the_scan_is_not_found(engine: Engine, monkeypatch: pytest.MonkeyPatch):
     """The search is bounded (COMPLETED_RUN_SCAN runs, newest first): a parent completed
     longer ago than that is refused, as the README says."""
-    from oqronkit import dependencies
+    from oqronkit.queues import dependencies
 
     monkeypatch.setattr(dependencies, "COMPLETED_RUN_SCAN", 3)
     for n in range(5):

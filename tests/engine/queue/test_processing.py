@@ -11,8 +11,8 @@ import time
 import pytest
 
 from oqronkit import Engine
-from oqronkit.backoff import Backoff, make_backoff
 from oqronkit.live import live_runs
+from oqronkit.queues.backoff import Backoff, make_backoff
 
 from .conftest import running, wait_until
 
@@ -424,7 +424,7 @@ def test_bad_backoff_specs(spec):
 
 
 def test_dead_letters_carry_an_error_fingerprint_that_groups_similar_failures(engine: Engine):
-    from oqronkit.jobs import error_fingerprint, normalise_message
+    from oqronkit.queues.jobs import error_fingerprint, normalise_message
 
     assert normalise_message("user 42 not found in 'shop-7'") == "user <n> not found in <str>"
     assert error_fingerprint("KeyError", "user 42") == error_fingerprint("KeyError", "user 7")

@@ -11,7 +11,7 @@ import pytest
 
 from oqronkit import ConfigurationError, Engine, OqronConfig, Registry
 from oqronkit.backends.claim_limits import ClaimLimits
-from oqronkit.queue_limits import limits_fields, limits_from_record
+from oqronkit.queues.limits import limits_fields, limits_from_record
 
 from .conftest import running, wait_until
 

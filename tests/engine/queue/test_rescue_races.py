@@ -12,9 +12,9 @@ from oqronkit import BackendUnavailable, Engine
 from oqronkit.backends.hot_types import Lease
 from oqronkit.clock import now_ms
 from oqronkit.durable import RecordWrite
-from oqronkit.jobs import Job
 from oqronkit.namespaces import RUNS
-from oqronkit.runs import finish_run, new_run
+from oqronkit.queues.jobs import Job
+from oqronkit.queues.runs import finish_run, new_run
 from oqronkit.services.rescuer import rescue_expired
 
 LEASE_MS = 150

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from oqronkit import Engine, InvalidJob
-from oqronkit.uniqueness import GoneJob, payload_key
+from oqronkit.queues.uniqueness import GoneJob, payload_key
 
 from .conftest import running, wait_until
 from .unique_producers import add_in_processes, add_in_threads

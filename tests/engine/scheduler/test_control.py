@@ -12,7 +12,7 @@ import pytest
 import oqronkit
 from oqronkit import Engine, Registry
 from oqronkit.live import LEADER_RUN_TTL_MS, RUNS_GROUP
-from oqronkit.runs import new_run
+from oqronkit.queues.runs import new_run
 from oqronkit.scheduler import load, set_paused
 
 from .conftest import START, leader, ms, runs_of, step

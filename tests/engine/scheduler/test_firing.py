@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import oqronkit
 from oqronkit.durable import RecordWrite
-from oqronkit.runs import new_run
+from oqronkit.queues.runs import new_run
 from tests.engine.queue.conftest import wait_until
 
 from .conftest import START, leader, ms, runs_of, step

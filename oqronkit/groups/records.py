@@ -1,7 +1,7 @@
 """Reading groups back: a group's record, its members' states and outputs.
 
 What a callback calls (``oqronkit.group_results(ctx.group_id)``) and what the board
-shows; the writes are :mod:`oqronkit.groups`.
+shows; the writes are :mod:`oqronkit.groups.ledger`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .durable import DurablePlane
-from .errors import OqronError
-from .namespaces import QUEUE_GROUPS, group_members_namespace
+from ..durable import DurablePlane
+from ..errors import OqronError
+from ..namespaces import QUEUE_GROUPS, group_members_namespace
 
 _PAGE = 1000
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from .backends.types import StoredRecord
-from .durable import DurablePlane
-from .namespaces import RUNS
+from ..backends.types import StoredRecord
+from ..durable import DurablePlane
+from ..namespaces import RUNS
 
 # An engine-made id starts with its creation time (ids.new_id); nodes' clocks may differ.
 _ENGINE_ID = re.compile(r"[0-9a-f]{26}")

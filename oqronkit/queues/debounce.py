@@ -22,14 +22,14 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from .clock import now_ms
-from .durable import RecordWrite
+from ..clock import now_ms
+from ..durable import RecordWrite
+from ..errors import BackendUnavailable
+from ..ids import new_id
+from ..lifecycle import emit_now
+from ..namespaces import debounce_namespace, job_namespace
 from .enqueue import build_job, encode_payload
-from .errors import BackendUnavailable
-from .ids import new_id
 from .jobs import Job
-from .lifecycle import emit_now
-from .namespaces import debounce_namespace, job_namespace
 from .uniqueness import MAX_ROUNDS, Window
 
 logger = logging.getLogger(__name__)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from .errors import InvalidNamespace, InvalidState
-from .namespaces import QUEUE, dlq_namespace, job_namespace
+from ..errors import InvalidNamespace, InvalidState
+from ..namespaces import QUEUE, dlq_namespace, job_namespace
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from ..engine import Engine
 
 logger = logging.getLogger(__name__)
 

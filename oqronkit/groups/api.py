@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .engine import Engine, get_engine
-from .group_records import GroupInfo, MemberResult, read_group
-from .group_records import group_results as _results
-from .groups import FailurePolicy
+from ..engine import Engine, get_engine
+from .ledger import FailurePolicy
+from .records import GroupInfo, MemberResult, read_group
+from .records import group_results as _results
 
 
 def group(

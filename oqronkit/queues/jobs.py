@@ -9,11 +9,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypedDict, cast
 
-from .backends.hot_types import MAX_PRIORITY, MIN_PRIORITY, Signal
+from ..backends.hot_types import MAX_PRIORITY, MIN_PRIORITY, Signal
+from ..bounds import MAX_EPOCH_MS
+from ..codec import jsonb_key_order
+from ..namespaces import dlq_namespace, job_namespace
 from .backoff import BackoffValue
-from .bounds import MAX_EPOCH_MS
-from .codec import jsonb_key_order
-from .namespaces import dlq_namespace, job_namespace
 from .runs import ErrorValue
 from .shedding import trim_error
 
@@ -111,7 +111,7 @@ class Job:
     dead_reason: str | None = None
     died_at: int | None = None
     error_fingerprint: str | None = None
-    # The group (oqronkit.groups) this job is a member or a callback of.
+    # The group (oqronkit.groups.ledger) this job is a member or a callback of.
     group: str | None = None
     # The W3C trace context the job was added in ({"traceparent": ...}): telemetry/tracing.py.
     trace_context: dict[str, str] | None = None

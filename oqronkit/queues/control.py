@@ -10,16 +10,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from .backends.hot_types import Signal
-from .clock import now_ms
+from ..backends.hot_types import Signal
+from ..clock import now_ms
+from ..durable import Page, RecordWrite
+from ..errors import InvalidState, JobNotFound
+from ..lifecycle import emit_now
+from ..live import request_cancel
+from ..namespaces import QUEUE, dlq_namespace, job_namespace
+from ..planes import Planes
 from .dependencies import on_parent_done
-from .durable import Page, RecordWrite
-from .errors import InvalidState, JobNotFound
 from .jobs import Job
-from .lifecycle import emit_now
-from .live import request_cancel
-from .namespaces import QUEUE, dlq_namespace, job_namespace
-from .planes import Planes
 
 if TYPE_CHECKING:
     from .gates import QueueHooks
@@ -29,7 +29,7 @@ _PENDING = ("waiting", "delayed", "waiting-dependencies", "blocked")
 
 
 class QueueControl:
-    """Control and inspection methods of :class:`oqronkit.queue.Queue`."""
+    """Control and inspection methods of :class:`oqronkit.queues.queue.Queue`."""
 
     name: str
     lifecycle: QueueHooks
@@ -72,7 +72,7 @@ class QueueControl:
             current = record.value if record else None
             value = {**(current or {"name": self.name}), "paused": paused, "updatedAt": now_ms()}
             expect = {"updatedAt": current.get("updatedAt")} if current else None
-            from .backends.types import ABSENT
+            from ..backends.types import ABSENT
 
             if durable.compare_and_set(QUEUE, self.name, expect=expect or ABSENT, value=value):
                 self.lifecycle.note_paused(paused)  # this process's adds see it at once

@@ -13,15 +13,15 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from .backends.hot_types import Signal
-from .clock import now_ms
+from ..backends.hot_types import Signal
+from ..clock import now_ms
+from ..durable import DurablePlane, RecordWrite
+from ..errors import InvalidJob
+from ..hot import HotPlaneFacade
+from ..namespaces import dlq_namespace, job_namespace
+from ..skipped import guarded
 from .completed_runs import find_completed_run
-from .durable import DurablePlane, RecordWrite
-from .errors import InvalidJob
-from .hot import HotPlaneFacade
 from .jobs import Job
-from .namespaces import dlq_namespace, job_namespace
-from .skipped import guarded
 
 logger = logging.getLogger(__name__)
 MAX_CAS_TRIES = 20
@@ -60,7 +60,7 @@ def on_parent_done(durable: DurablePlane, hot: HotPlaneFacade, parent: Job, outc
     for queue, child_id in parent.dependents:
         resolve_child(durable, hot, queue, child_id, [parent.queue, parent.id], outcome)
     if parent.group:
-        from .groups import member_settled  # groups stands above this module
+        from ..groups.ledger import member_settled  # groups stands above this module
 
         member_settled(durable, hot, parent, outcome)
 

@@ -9,7 +9,7 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from .errors import InvalidRecord, RecordTooLarge
+from ..errors import InvalidRecord, RecordTooLarge
 
 logger = logging.getLogger(__name__)
 

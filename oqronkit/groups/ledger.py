@@ -28,18 +28,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any, Literal, NamedTuple
 
-from .backends.hot_types import Signal
-from .clock import now_ms
-from .completed_runs import find_completed_run
-from .durable import DurablePlane, RecordWrite
-from .enqueue import BULK_OPTIONS, build_job, check_text
-from .errors import BackendUnavailable, InvalidJob, RecordTooLarge
-from .hot import HotPlaneFacade
-from .ids import new_id
-from .jobs import Job
-from .lifecycle import emit_many
-from .namespaces import QUEUE_GROUPS, dlq_namespace, group_members_namespace, job_namespace
-from .skipped import guarded
+from ..backends.hot_types import Signal
+from ..clock import now_ms
+from ..durable import DurablePlane, RecordWrite
+from ..errors import BackendUnavailable, InvalidJob, RecordTooLarge
+from ..hot import HotPlaneFacade
+from ..ids import new_id
+from ..lifecycle import emit_many
+from ..namespaces import QUEUE_GROUPS, dlq_namespace, group_members_namespace, job_namespace
+from ..queues.completed_runs import find_completed_run
+from ..queues.enqueue import BULK_OPTIONS, build_job, check_text
+from ..queues.jobs import Job
+from ..skipped import guarded
 
 logger = logging.getLogger(__name__)
 FailurePolicy = Literal["first", "after_all"]

@@ -13,8 +13,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from .codec import dumps_compact, text_problem
-from .errors import ConfigurationError
+from ..codec import dumps_compact, text_problem
+from ..errors import ConfigurationError
 
 #: The largest batch: one handler call's jobs are claimed, leased and settled together.
 MAX_BATCH_SIZE = 10_000

@@ -1,6 +1,6 @@
 """Building job records from ``add`` arguments: validation and dependencies.
 
-Kept apart from :mod:`oqronkit.queue` so the rules for a valid job are in one place.
+Kept apart from :mod:`oqronkit.queues.queue` so the rules for a valid job are in one place.
 """
 
 from __future__ import annotations
@@ -10,11 +10,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from .backends.hot_types import MAX_PRIORITY, MIN_PRIORITY
-from .backoff import make_backoff, to_ms
-from .bounds import MAX_ATTEMPTS, MAX_EPOCH_MS, MAX_ID_LENGTH
-from .clock import now_ms
-from .codec import (
+from ..backends.hot_types import MAX_PRIORITY, MIN_PRIORITY
+from ..bounds import MAX_ATTEMPTS, MAX_EPOCH_MS, MAX_ID_LENGTH
+from ..clock import now_ms
+from ..codec import (
     MAX_JSON_DEPTH,
     NestingTooDeep,
     dumps_compact,
@@ -23,10 +22,11 @@ from .codec import (
     text_problem,
     utf8_size,
 )
-from .errors import InvalidJob
-from .ids import new_id
+from ..errors import InvalidJob
+from ..ids import new_id
+from ..telemetry.tracing import current_trace_context
+from .backoff import make_backoff, to_ms
 from .jobs import PARENT_FAILURE_POLICIES, Job, ParentFailure
-from .telemetry.tracing import current_trace_context
 
 
 def check_priority(priority: Any) -> int:

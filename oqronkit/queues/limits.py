@@ -9,8 +9,8 @@ import math
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
-from .backends.claim_limits import ClaimLimits
-from .errors import ConfigurationError
+from ..backends.claim_limits import ClaimLimits
+from ..errors import ConfigurationError
 
 #: Most claims one rate window may count: each is an entry of the queue's start log.
 MAX_RATE = 10_000

@@ -7,7 +7,7 @@ job (:meth:`~oqronkit.durable.DurablePlane.insert_guarded`), so a crash never le
 without the other, and the insert's uniqueness settles races between processes. An
 expired record counts as absent: it is deleted by a compare-and-set on its ``jobId``
 and ``expiresAt`` (only one racer's delete matters) and the insert is tried again.
-Debounce (:mod:`oqronkit.debounce`) shares the option parsing; :mod:`oqronkit.windows`
+Debounce (:mod:`oqronkit.queues.debounce`) shares the option parsing; :mod:`oqronkit.queues.windows`
 sends each add to one or the other.
 """
 
@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, NamedTuple, cast
 
+from ..clock import now_ms
+from ..durable import RecordWrite
+from ..errors import BackendUnavailable, InvalidJob
+from ..lifecycle import emit_now
+from ..namespaces import dlq_namespace, job_namespace, unique_namespace
 from .backoff import to_ms
-from .clock import now_ms
-from .durable import RecordWrite
 from .enqueue import build_job, check_text, encode_payload
-from .errors import BackendUnavailable, InvalidJob
 from .jobs import Job, JobStatus
-from .lifecycle import emit_now
-from .namespaces import dlq_namespace, job_namespace, unique_namespace
 
 WINDOW_OPTIONS = frozenset({"unique_for", "unique_key", "debounce"})
 #: Longest window: a year (a key held longer is a job_id, which never expires).

@@ -2,7 +2,7 @@
 
 ``add`` is durable first: the job is written to ``oqron_jobs`` before the hot plane is
 signalled, so a hot-plane outage never loses it (the reconciler signals it later).
-Control actions (pause, cancel, retry, ...) live in :mod:`oqronkit.queue_control`.
+Control actions (pause, cancel, retry, ...) live in :mod:`oqronkit.queues.control`.
 
 A queue stands below the engine that builds it: it needs only a :class:`QueueHost` (the
 engine's configuration, planes and registry), and finds the process's default engine
@@ -19,23 +19,23 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import Any, Literal, NamedTuple, Protocol
 
-from .backends.hot_types import Signal
+from ..backends.hot_types import Signal
+from ..bounds import MAX_ATTEMPTS, MAX_CONCURRENCY
+from ..clock import now_ms
+from ..codec import text_problem
+from ..config import OqronConfig
+from ..durable import RecordWrite
+from ..errors import BackendUnavailable, ConfigurationError, DuplicateRecord, InvalidJob
+from ..lifecycle import CallbackMap, Listeners, Observable, emit_many
+from ..planes import Planes
+from ..telemetry.tracing import producer_span, record_jobs
 from .backoff import Backoff, make_backoff, to_ms
 from .batch import Batch, check_batch
-from .bounds import MAX_ATTEMPTS, MAX_CONCURRENCY
-from .clock import now_ms
-from .codec import text_problem
-from .config import OqronConfig
-from .durable import RecordWrite
+from .control import QueueControl
 from .enqueue import build_job, check_priority, check_text, check_timeout, options_from, plain_job_rows, reject_cycles
-from .errors import BackendUnavailable, ConfigurationError, DuplicateRecord, InvalidJob
 from .gates import PausePolicy, QueueHooks, paused_add
 from .jobs import Job
-from .lifecycle import CallbackMap, Listeners, Observable, emit_many
-from .planes import Planes
-from .queue_control import QueueControl
-from .queue_limits import check_queue_limits
-from .telemetry.tracing import producer_span, record_jobs
+from .limits import check_queue_limits
 from .windows import WINDOW_OPTIONS, add_with_windows
 
 logger = logging.getLogger(__name__)
@@ -286,7 +286,7 @@ class Queue(QueueControl, Observable):
 
     def _resolve_dependencies(self, jobs: list[Job]) -> None:
         """Drop parents that completed, apply the failure policy to dead ones, refuse the
-        batch if a parent is nowhere (:func:`oqronkit.dependencies.resolve_dependencies`)."""
+        batch if a parent is nowhere (:func:`oqronkit.queues.dependencies.resolve_dependencies`)."""
         from .dependencies import resolve_dependencies
 
         resolve_dependencies(self.engine.durable, jobs)

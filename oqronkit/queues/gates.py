@@ -20,13 +20,13 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from .clock import now_ms
-from .durable import RecordWrite
+from ..clock import now_ms
+from ..durable import RecordWrite
+from ..errors import ConfigurationError, InvalidJob, InvalidState, OqronError
+from ..lifecycle import CallbackMap, Listeners, emit_many
+from ..namespaces import RUNS
 from .enqueue import build_job
-from .errors import ConfigurationError, InvalidJob, InvalidState, OqronError
 from .jobs import Job
-from .lifecycle import CallbackMap, Listeners, emit_many
-from .namespaces import RUNS
 from .runs import finish_run, new_run
 from .uniqueness import WINDOW_OPTIONS
 

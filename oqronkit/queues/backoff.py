@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypedDict
 
-from .bounds import MAX_DURATION_S
-from .errors import InvalidJob
+from ..bounds import MAX_DURATION_S
+from ..errors import InvalidJob
 
 DEFAULT_BASE_MS = 2_000
 DEFAULT_MAX_MS = 60_000

@@ -1,15 +1,15 @@
 """Which path an ``add`` takes: the items of ``add`` / ``add_bulk`` that carry
-``unique_for`` or ``debounce`` go to :mod:`oqronkit.uniqueness` or
-:mod:`oqronkit.debounce`, one by one; the rest to the queue's plain path."""
+``unique_for`` or ``debounce`` go to :mod:`oqronkit.queues.uniqueness` or
+:mod:`oqronkit.queues.debounce`, one by one; the rest to the queue's plain path."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..errors import InvalidJob
 from .debounce import add_debounced
 from .enqueue import BULK_OPTIONS
-from .errors import InvalidJob
 from .jobs import Job
 from .uniqueness import WINDOW_OPTIONS, add_unique, window_of
 

@@ -7,9 +7,9 @@ import traceback
 from collections.abc import Iterator, Mapping
 from typing import Any, NotRequired, TypedDict, cast
 
-from .clock import now_ms
-from .codec import clean_text
-from .ids import new_id
+from ..clock import now_ms
+from ..codec import clean_text
+from ..ids import new_id
 from .shedding import trim_error
 
 RUN_STATUSES = ("queued", "running", "completed", "failed", "cancelled", "held")
