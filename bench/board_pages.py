@@ -261,7 +261,7 @@ class EngineSQL:
         self.targets: list[Any] = []
 
     def install(self) -> None:
-        from oqronboard import engine
+        from oqronkit.contrib.django import engine
 
         core = engine.get_engine()
         for backend in (core.durable.store, core.hot.plane):

@@ -11,7 +11,7 @@ checkout too), in a random order within each round, and reports per arm:
 
 Both arms get ``--jobs`` jobs of ``throughput.py``'s payload added with ``add_bulk`` into
 emptied tables (the tasks arm: the payloads ``Task.enqueue`` writes, built by
-``oqronboard.tasks.payload``, so the two arms' tables are filled alike; ``--single``
+``oqronkit.contrib.django.tasks.payload``, so the two arms' tables are filled alike; ``--single``
 enqueues the tasks with ``bench_task.enqueue`` instead, one call each, as throughput.py
 does). The plain arm is ``python -m oqronkit worker --import oqron_tasks --queues bench``,
 the tasks arm ``manage.py runworker --queues tasks.default`` with
@@ -59,8 +59,8 @@ import django
 django.setup()
 from common import payload as job
 from djoqron_tasks import bench_task
-from oqronboard import engine
-from oqronboard.tasks import payload
+from oqronkit.contrib.django import engine
+from oqronkit.contrib.django.tasks import payload
 from oqronkit.clock import now_ms
 n, single = int({n}), {single}
 if single:

@@ -386,7 +386,7 @@ class OqronSystem(System):
 
 
 class DjangoTasksOqronSystem(OqronSystem):
-    """The same workload through Django's ``@task`` on ``oqronboard.tasks.OqronBackend``
+    """The same workload through Django's ``@task`` on ``oqronkit.contrib.django.tasks.OqronBackend``
     (postgres mode): enqueued with ``Task.enqueue`` (no bulk API), run by ``manage.py
     runworker`` on the dispatcher queue ``tasks.default``."""
 

@@ -33,12 +33,12 @@ from django.template.response import TemplateResponse
 from django.utils.functional import cached_property
 from django.utils.safestring import SafeString
 
-from definitions.models import Record
-from definitions.queries import queue_controls
-from jobs.models import JobRecord
-from jobs.queries import dlq_depths
+from oqronboard.definitions.models import Record
+from oqronboard.definitions.queries import queue_controls
+from oqronboard.jobs.models import JobRecord
+from oqronboard.jobs.queries import dlq_depths
+from oqronboard.runs.models import RunRecord
 from oqronkit.namespaces import AUDIT, QUEUE, RUNS, TOPIC, dlq_namespace, job_namespace, queue_of, topic_msg_namespace
-from runs.models import RunRecord
 
 from .base.audit import ACTION_CAP, Action, by_queue
 from .base.expressions import JsonText
@@ -245,7 +245,7 @@ class JobRecordAdmin(ReadOnlyRecordAdmin):
         scope = current_scope(request)
         pairs = _targets(queryset, "dlq")
         if request.POST.get("confirmed") != "yes":
-            return TemplateResponse(request, "admin/oqron_confirm_delete.html", {
+            return TemplateResponse(request, "oqronboard/admin/confirm_delete.html", {
                 **self.admin_site.each_context(request), "title": "Delete dead letters?", "pairs": pairs[:20],
                 "count": len(pairs), "keys": [json.dumps([dlq_namespace(q), i]) for q, i in pairs],
                 "action": "delete_dead", "opts": self.model._meta,

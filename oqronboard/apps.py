@@ -1,5 +1,5 @@
-"""The project package is also an app: it owns the system checks, management
-commands, the board's roles and the board shell's templates."""
+"""The board's app: its pages, the read-only models of the engine's tables, its roles,
+its checks and its templates' and static files' package home."""
 
 from __future__ import annotations
 
@@ -15,16 +15,20 @@ class OqronBoardConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Imported for its side effect: registering the oqron.* system checks.
-        from . import checks, engine, metrics, signals  # noqa: F401
-        from .base import replica  # noqa: F401
+        from oqronkit.contrib.django.signals import scope_changed
 
-        engine.connect_signals()
-        signals.connect()  # the engine's lifecycle events as Django signals
-        post_migrate.connect(_operators_group, sender=self, dispatch_uid="oqronboard.operators_group")
+        from . import checks  # noqa: F401  (registered on import)
+        from .base import replica  # noqa: F401  (its check)
+        from .base.shared import refresh_scope
+
+        scope_changed.connect(refresh_scope, dispatch_uid="oqronboard.refresh_scope")
+        post_migrate.connect(_board_groups, sender=self, dispatch_uid="oqronboard.board_groups")
 
 
-def _operators_group(using: str = "default", **kwargs: Any) -> None:
-    from .models import ensure_operators_group
+def _board_groups(using: str = "default", **kwargs: Any) -> None:
+    from oqronkit.contrib.django.conf import setting
 
-    ensure_operators_group(using=using)
+    from .models import ensure_board_groups
+
+    if setting("OQRON_BOARD_GROUPS", False, lambda raw: raw.lower() in ("1", "true", "yes", "on")):
+        ensure_board_groups(using=using)

@@ -1,7 +1,7 @@
-"""System checks: a bad ``OQRON`` value fails ``manage.py check``, not the first job.
+"""The board's system checks: what it needs from the project it is mounted in.
 
-``settings.py`` never raises on a bad value (it falls back to the default SQLite
-file); these checks report it instead, with the engine's own message.
+A board mounted without the integration app, the auth and session apps or their
+middleware fails ``manage.py check`` with a hint, never a 500 on its first request.
 """
 
 from __future__ import annotations
@@ -9,88 +9,58 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from django.apps import apps
+from django.conf import settings
 from django.core import checks
-from django.db import DatabaseError, connections
 
-from oqronkit import ConfigurationError
+from .base import conf
 
-from . import engine
-
-LEGACY_TABLE = "oqron_kv"
-# The alias whose database engine.database_settings() points at the durable plane.
-DURABLE_ALIAS = "default"
+REQUIRED_APPS = {
+    "oqronkit.contrib.django": "the engine's Django integration, which configures the engine the board reads",
+    "django.contrib.auth": "the board's logins and permissions",
+    "django.contrib.contenttypes": "the board's permissions",
+    "django.contrib.sessions": "logged-in sessions",
+    "django.contrib.messages": "the messages the board's actions leave",
+}
+REQUIRED_MIDDLEWARE = {
+    "django.contrib.sessions.middleware.SessionMiddleware": "logged-in sessions",
+    "django.contrib.auth.middleware.AuthenticationMiddleware": "request.user, which every board page checks",
+    "django.contrib.messages.middleware.MessageMiddleware": "the messages the board's actions leave",
+    "django.middleware.csrf.CsrfViewMiddleware": "CSRF protection of the board's actions",
+}
 
 
 @checks.register("oqron")
-def check_oqron_config(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """``oqron.E001`` for an invalid ``OQRON`` setting or ``OQRON_*`` variable;
-    ``oqron.W001`` when the durable plane is not a database the board can read."""
-    try:
-        config = engine.get_config()
-    except ConfigurationError as exc:
-        return [
-            checks.Error(
-                str(exc),
-                hint=(
-                    "Fix the OQRON setting in oqronboard/settings.py or the OQRON_MODE, "
-                    "OQRON_DATABASE_URL, OQRON_REDIS_URL, OQRON_PROJECT and OQRON_ENVIRONMENT "
-                    "environment variables (see README.md, Configuration)."
-                ),
-                id="oqron.E001",
-            )
-        ]
-    if config.mode in engine.NON_SQL_MODES:
-        return [
-            checks.Warning(
-                f"OQRON mode {config.mode!r} keeps the durable plane outside SQL, so the board's "
-                "pages cannot see the engine's jobs and runs; Django itself uses the default "
-                "SQLite file.",
-                hint="Use mode 'sqlite', 'postgres' or 'redis-postgres' to browse jobs on the board.",
-                id="oqron.W001",
-            )
-        ]
+def check_host_project(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """``oqron.E110`` for a missing app, ``oqron.E111`` for a missing middleware."""
+    found: list[checks.CheckMessage] = []
+    for app, why in REQUIRED_APPS.items():
+        if not apps.is_installed(app):
+            found.append(checks.Error(f"The board needs {app!r} in INSTALLED_APPS: {why}.",
+                                      hint=f'INSTALLED_APPS += ["{app}"]', id="oqron.E110"))
+    middleware = list(getattr(settings, "MIDDLEWARE", None) or [])
+    for name, why in REQUIRED_MIDDLEWARE.items():
+        if name not in middleware:
+            found.append(checks.Error(f"The board needs {name!r} in MIDDLEWARE: {why}.",
+                                      hint="Add it to MIDDLEWARE in the order Django's startproject template uses.",
+                                      id="oqron.E111"))
+    return found
+
+
+@checks.register("oqron")
+def check_settings_problems(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """``oqron.E010``: what the standalone project's settings could not read from the environment."""
+    return [checks.Error(problem, hint="Fix the variable (README, \"Deploy the standalone board\").",
+                         id="oqron.E010") for problem in getattr(settings, "OQRON_SETTINGS_PROBLEMS", ())]
+
+
+@checks.register("oqron")
+def check_metrics_token(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """oqron.metrics.E001: an ``OQRON_METRICS_TOKEN`` too short to ever authenticate."""
+    token = conf.metrics_token()
+    if not isinstance(token, str) or (token and len(token) < conf.MIN_TOKEN_CHARS):
+        return [checks.Error(
+            f"OQRON_METRICS_TOKEN must be a string of at least {conf.MIN_TOKEN_CHARS} characters; a shorter one "
+            "never authenticates, so Prometheus would get 401.",
+            hint="python -c 'import secrets; print(secrets.token_urlsafe(32))'", id="oqron.metrics.E001")]
     return []
-
-
-@checks.register("oqron", checks.Tags.database)
-def check_v1_layout(
-    app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
-) -> list[checks.CheckMessage]:
-    """``oqron.E002`` when the durable database still has the v1 ``oqron_kv`` table.
-
-    Database checks run only when asked for (``check --database default``,
-    ``migrate``), since they connect.
-    """
-    if not databases or DURABLE_ALIAS not in databases:
-        return []
-    try:
-        config = engine.get_config()
-    except ConfigurationError:
-        return []  # oqron.E001 reports it; the fallback database is not the durable one
-    if config.mode in engine.NON_SQL_MODES or config.acknowledge_v1_layout:
-        return []
-    try:
-        tables = connections[DURABLE_ALIAS].introspection.table_names()
-    except DatabaseError as exc:
-        return [
-            checks.Warning(
-                f"Could not look for the v1 {LEGACY_TABLE!r} table: {exc}",
-                hint="Check that the database in OQRON_DATABASE_URL is reachable.",
-                id="oqron.W002",
-            )
-        ]
-    if LEGACY_TABLE not in tables:
-        return []
-    return [
-        checks.Error(
-            f"The durable database still has the v1 {LEGACY_TABLE!r} table. The engine stores "
-            "data in oqron_records, oqron_jobs and oqron_runs and refuses to start here, since "
-            "it would ignore pending v1 jobs and reset every schedule pointer.",
-            hint=(
-                "Copy the v1 rows with `python manage.py oqron_migrate_v1 --apply` (run it "
-                "without --apply for a dry run), or set OQRON = {'ACKNOWLEDGE_V1_LAYOUT': True} "
-                "to start anyway."
-            ),
-            id="oqron.E002",
-        )
-    ]

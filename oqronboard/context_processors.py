@@ -6,8 +6,9 @@ from typing import Any
 
 from django.db import DatabaseError
 from django.http import HttpRequest
+from django.urls import NoReverseMatch, reverse
 
-from definitions.queries import known_scopes
+from oqronboard.definitions.queries import known_scopes
 from oqronkit import OqronError
 
 from .base import live
@@ -27,6 +28,7 @@ def board(request: HttpRequest) -> dict[str, Any]:
             return [scope] if scope is not None else []
 
     return {
+        "board_admin_url": _admin_url(getattr(request, "user", None)),
         "board_scope": scope,
         "board_scopes": scopes,
         "is_operator": is_operator(getattr(request, "user", None)),
@@ -34,3 +36,13 @@ def board(request: HttpRequest) -> dict[str, Any]:
         "poll_choices": live.POLL_CHOICES,
         "poll_trigger": live.poll_trigger(interval),
     }
+
+
+def _admin_url(user: Any) -> str | None:
+    """The project's admin for staff, when the project has one under the usual name."""
+    if not (user and user.is_authenticated and user.is_staff):
+        return None
+    try:
+        return reverse("admin:index")
+    except NoReverseMatch:
+        return None

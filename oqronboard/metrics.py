@@ -19,18 +19,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
-from django.conf import settings
-from django.core import checks
 from django.db import DatabaseError
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from definitions import schedules
-from definitions.topics import group_lag, topic_records
-from jobs.queries import dlq_depths, job_queues, queue_sizes
+from oqronboard.definitions import schedules
+from oqronboard.definitions.topics import group_lag, topic_records
+from oqronboard.jobs.queries import dlq_depths, job_queues, queue_sizes
 from oqronkit import OqronError
 from oqronkit.clock import now_ms
 from oqronkit.live import live_workers
@@ -42,7 +39,7 @@ from .base.scope import BoardScope
 
 logger = logging.getLogger(__name__)
 # A token shorter than this never authenticates (a guessable secret is no secret).
-MIN_TOKEN_CHARS = 20
+
 HOT_STATES = ("waiting", "delayed", "active")
 BREAKER_STATES = ("closed", "open", "half-open")
 
@@ -174,15 +171,3 @@ class BoardCollector(Collector):
                 enabled.add_metric([row.name, endpoint.id], 1 if endpoint.enabled else 0)
         yield breaker
         yield enabled
-
-
-@checks.register("oqron")
-def check_metrics_token(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """oqron.metrics.E001: an ``OQRON_METRICS_TOKEN`` too short to ever authenticate."""
-    token = getattr(settings, "OQRON_METRICS_TOKEN", "") or ""
-    if not isinstance(token, str) or (token and len(token) < MIN_TOKEN_CHARS):
-        return [checks.Error(
-            f"OQRON_METRICS_TOKEN must be a string of at least {MIN_TOKEN_CHARS} characters; a shorter one "
-            "never authenticates, so Prometheus would get 401.",
-            hint="python -c 'import secrets; print(secrets.token_urlsafe(32))'", id="oqron.metrics.E001")]
-    return []

@@ -1,10 +1,13 @@
-"""The board's roles, as Django permissions.
+"""The board's models: its roles as Django permissions, and the read-only models of the
+engine's three tables (defined in ``runs``, ``jobs`` and ``definitions``, registered here
+under the app label ``oqronboard``, so they never clash with a host's own ``jobs`` app).
 
-Viewers are any logged-in user. Operators hold ``oqronboard.operate``: the only
-permission that lets a request change state (retry, cancel, promote, delete, pause,
-resume), on the board's pages and in the admin's actions alike. ``manage.py migrate``
-creates a group named ``operators`` holding it (:func:`ensure_operators_group`); add users to
-that group, or grant the permission directly.
+Viewers hold ``oqronboard.view_board``: every page and the JSON API's reads. Operators
+also hold ``oqronboard.operate``: the only permission that lets a request change state
+(retry, cancel, promote, delete, pause, resume), on the board's pages and in the admin's
+actions alike. Superusers hold both. Where ``OQRON_BOARD_GROUPS`` is on (the standalone
+project), ``migrate`` creates the groups ``viewers`` and ``operators``
+(:func:`ensure_board_groups`); a host grants the permissions its own way.
 """
 
 from __future__ import annotations
@@ -13,33 +16,45 @@ from typing import Any
 
 from django.db import models
 
-from .base.roles import OPERATE_PERMISSION, OPERATORS_GROUP
+from .base.roles import METRICS_PERMISSION, OPERATE_PERMISSION, OPERATORS_GROUP, VIEW_PERMISSION, VIEWERS_GROUP
+from .definitions.models import Record
+from .jobs.models import JobRecord
+from .runs.models import RunRecord
+
+__all__ = ["Board", "JobRecord", "Record", "RunRecord", "ensure_board_groups"]
 
 
 class Board(models.Model):
-    """No table: a model only so the ``operate`` permission has a content type."""
+    """No table: a model only so the board's permissions have a content type."""
 
     class Meta:
         managed = False
         default_permissions = ()
         permissions = [("operate", "Can operate the board: retry, cancel, promote, delete, pause, resume"),
-                       ("view_metrics", "Can scrape the board's Prometheus metrics at /metrics")]
+                       ("view_metrics", "Can scrape the board's Prometheus metrics at /metrics"),
+                       ("view_board", "Can view the board's pages and read its JSON API")]
         verbose_name = "board"
 
 
-def ensure_operators_group(using: str = "default", **kwargs: Any) -> None:
-    """Create the ``operators`` group holding ``oqronboard.operate`` (post_migrate).
+def ensure_board_groups(using: str = "default", **kwargs: Any) -> None:
+    """Create the groups ``viewers`` (``view_board``) and ``operators`` (``view_board``,
+    ``operate`` and ``view_metrics``) with their permissions (post_migrate, where
+    ``OQRON_BOARD_GROUPS`` is on). The permissions are created here too, so the order of
+    post_migrate receivers does not matter."""
+    from django.contrib.auth.models import Group
 
-    The permission is created here too, so the order of post_migrate receivers does
-    not matter."""
-    from django.contrib.auth.models import Group, Permission
+    view, operate, metrics = (_permission(name, using) for name in
+                              (VIEW_PERMISSION, OPERATE_PERMISSION, METRICS_PERMISSION))
+    Group.objects.using(using).get_or_create(name=VIEWERS_GROUP)[0].permissions.add(view)
+    Group.objects.using(using).get_or_create(name=OPERATORS_GROUP)[0].permissions.add(view, operate, metrics)
+
+
+def _permission(name: str, using: str) -> Any:
+    from django.contrib.auth.models import Permission
     from django.contrib.contenttypes.models import ContentType
 
     content_type = ContentType.objects.db_manager(using).get_for_model(Board, for_concrete_model=False)
-    codename = OPERATE_PERMISSION.split(".", 1)[1]
-    permission, _ = Permission.objects.using(using).get_or_create(
-        content_type=content_type, codename=codename,
-        defaults={"name": dict(Board._meta.permissions)[codename]},
-    )
-    group, _ = Group.objects.using(using).get_or_create(name=OPERATORS_GROUP)
-    group.permissions.add(permission)
+    codename = name.split(".", 1)[1]
+    return Permission.objects.using(using).get_or_create(
+        content_type=content_type, codename=codename, defaults={"name": dict(Board._meta.permissions)[codename]},
+    )[0]

@@ -14,19 +14,19 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.db.models import OuterRef, Subquery, Value
 from django.db.models.functions import Concat
 
-from definitions.models import Record
-from jobs.models import JobRecord
-from jobs.queries import dlq_depths, job_queues
+from oqronboard.definitions.models import Record
+from oqronboard.jobs.models import JobRecord
+from oqronboard.jobs.queries import dlq_depths, job_queues
+from oqronboard.runs.queries import QUEUE_MODULES, last_hour_counts
 from oqronkit import OqronError
 from oqronkit.clock import now_ms
 from oqronkit.live import WorkerInfo, live_workers
 from oqronkit.namespaces import JOB_PREFIX, QUEUE
-from runs.queries import QUEUE_MODULES, last_hour_counts
 
+from .base import conf
 from .base.expressions import JsonNumber, JsonText
 from .base.filters import HOUR_MS
 from .base.scope import BoardScope
@@ -112,7 +112,7 @@ def _int(value: Any) -> int | None:
 
 def internal_queues() -> set[str]:
     """Queues the overview hides (``OQRON_INTERNAL_QUEUES``; the Jobs page lists them)."""
-    return set(getattr(settings, "OQRON_INTERNAL_QUEUES", ()))
+    return conf.internal_queues()
 
 
 def build(scope: BoardScope, *, include_internal: bool = True) -> Overview:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from definitions.models import Record
+from oqronboard.definitions.models import Record
 from oqronkit.errors import OqronError
 from oqronkit.namespaces import QUEUE
 from oqronkit.queues.limits import limits_from_record

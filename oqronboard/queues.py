@@ -8,8 +8,8 @@ from __future__ import annotations
 from django.db.models import Exists, OuterRef, Value
 from django.db.models.functions import Concat
 
-from definitions.models import Record
-from jobs.models import JobRecord
+from oqronboard.definitions.models import Record
+from oqronboard.jobs.models import JobRecord
 from oqronkit.namespaces import DLQ_PREFIX, JOB_PREFIX, QUEUE, dlq_namespace, job_namespace
 
 from .base.scope import BoardScope

@@ -1,10 +1,11 @@
-"""Django settings for the OqronBoard project.
+"""Django settings of the standalone board project: the board and the engine's Django
+integration, configured by environment variables (README, "Deploy the standalone board").
 
-The engine's settings live in one dict, ``OQRON``; the ``OQRON_*`` environment
-variables override it (README.md, Configuration). Django's default database is derived
-from the same database URL, so the unmanaged models read the engine's own tables.
-Nothing here raises on a bad ``OQRON`` value: ``manage.py check`` reports it
-(``oqron.E001``).
+A host project never imports this module: it adds ``oqronkit.contrib.django`` and
+``oqronboard`` to its own settings. Here the engine's ``OQRON`` dict stays empty, so
+the ``OQRON_*`` variables configure it; ``DATABASES["default"]`` comes from
+``OQRON_DATABASE_URL`` (the engine's tables live there). Nothing here raises on a bad
+value: ``manage.py check`` reports it.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import os
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
-from django.utils.csp import CSP
 
-from oqronboard import engine
+from oqronboard import standalone
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parent
+# The checkout holding manage.py, or the working directory of an installed board.
+BASE_DIR = standalone.home(PACKAGE_DIR, Path.cwd())
 
 
 def _env_flag(name: str, default: bool) -> bool:
@@ -27,27 +29,27 @@ def _env_flag(name: str, default: bool) -> bool:
 
 # -- the engine ------------------------------------------------------------------------
 
-# Keys (any case): MODE, DATABASE_URL, REDIS_URL, PROJECT, ENVIRONMENT,
-# MAX_RECORD_BYTES, ACKNOWLEDGE_V1_LAYOUT, RUN_LOG_LIMIT, RUN_TIMELINE_LIMIT.
-# Defaults: mode "sqlite" on oqron.sqlite3 beside manage.py, project "default",
-# environment "development".
+# Keys (any case): MODE, DATABASE_ALIAS, REDIS_URL, PROJECT, ENVIRONMENT, MAX_RECORD_BYTES,
+# ACKNOWLEDGE_V1_LAYOUT, RUN_LOG_LIMIT, RUN_TIMELINE_LIMIT, ... Left empty here: the OQRON_*
+# variables fill it (mode "sqlite" on oqron.sqlite3 in BASE_DIR by default).
 OQRON: dict[str, object] = {}
+# What the environment got wrong, reported by `manage.py check` (oqron.E010).
+OQRON_SETTINGS_PROBLEMS: list[str] = []
 
-DATABASES = {"default": engine.database_settings(OQRON, os.environ, base_dir=BASE_DIR)}
+DATABASES = {"default": standalone.database(os.environ, BASE_DIR, OQRON_SETTINGS_PROBLEMS)}
 # The board's optional read replica (README, "Read replica"): list and detail pages read
 # there, actions, audit, sessions and the engine use the primary.
-_READ_DATABASE = engine.read_database_settings(os.environ)
+_READ_DATABASE = standalone.read_database(os.environ)
 if _READ_DATABASE is not None:
-    DATABASES[engine.READ_ALIAS] = _READ_DATABASE
-OQRON_READ_DATABASE_ALIAS = engine.READ_ALIAS if _READ_DATABASE is not None else None
-OQRON_READ_REPLICA_MAX_LAG_SECONDS = float(os.environ.get("OQRON_READ_REPLICA_MAX_LAG_SECONDS", "30"))
-OQRON_READ_REPLICA_CHECK_SECONDS = float(os.environ.get("OQRON_READ_REPLICA_CHECK_SECONDS", "2"))
-OQRON_READ_PIN_SECONDS = float(os.environ.get("OQRON_READ_PIN_SECONDS", "5"))
+    DATABASES[standalone.READ_ALIAS] = _READ_DATABASE
+    OQRON_READ_DATABASE_ALIAS = standalone.READ_ALIAS
 DATABASE_ROUTERS = ["oqronboard.base.replica.ReadReplicaRouter"]
-CACHES = {"default": engine.cache_settings(OQRON, os.environ, base_dir=BASE_DIR)}
-# Seconds the board shares what every viewer's poll would recompute (the overview's
-# queries); an operator's action makes the next poll fresh. 0 turns it off.
-OQRON_BOARD_CACHE_SECONDS = float(os.environ.get("OQRON_BOARD_CACHE_SECONDS", "2"))
+CACHES = {"default": standalone.cache(os.environ)}
+# The standalone project creates the groups "viewers" and "operators" on migrate.
+OQRON_BOARD_GROUPS = True
+# The demo's ticker stays off the overview (OQRON_INTERNAL_QUEUES, comma-separated, overrides it).
+if "OQRON_INTERNAL_QUEUES" not in os.environ:
+    OQRON_INTERNAL_QUEUES = ["demo-ticker"]
 
 # -- Django ----------------------------------------------------------------------------
 
@@ -82,10 +84,8 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",
+    "oqronkit.contrib.django",
     "oqronboard",
-    "runs",
-    "jobs",
-    "definitions",
 ]
 # The demo app declares the demo queues in demo/oqron.py; bin/demo sets OQRON_DEMO=1 so
 # `runworker` discovers them. Off by default: a real deployment never consumes them.
@@ -93,7 +93,7 @@ if _env_flag("OQRON_DEMO", False):
     INSTALLED_APPS.append("demo")
 
 # Django's tasks framework on oqronkit's queues (README, "Django tasks (django.tasks)").
-TASKS = {"default": {"BACKEND": "oqronboard.tasks.OqronBackend", "QUEUES": ["default"]}}
+TASKS = {"default": {"BACKEND": "oqronkit.contrib.django.tasks.OqronBackend", "QUEUES": ["default"]}}
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -107,38 +107,23 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    # Django's built-in Content-Security-Policy (SECURE_CSP below).
-    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     # Where this request reads the durable tables (a read replica, when one is configured).
     "oqronboard.base.replica.ReadReplicaMiddleware",
     # Last, so its 400s get every header above; WhiteNoise serves static files before it
-    # (their own caching). 400 for a NUL or lone surrogate anywhere in a request, and
-    # Cache-Control: no-store on every page.
+    # (their own caching). The board's views keep these promises on their own; this adds
+    # them to the admin and the login page: 400 for a NUL or lone surrogate anywhere in a
+    # request, the board's Content-Security-Policy, and Cache-Control: no-store.
     "oqronboard.base.middleware.BoardRequestMiddleware",
 ]
 
-# No inline script or style anywhere: the board's JavaScript and CSS are static files,
-# htmx's own indicator <style> is switched off (templates/base.html, htmx-config).
-SECURE_CSP = {
-    "default-src": [CSP.SELF],
-    "script-src": [CSP.SELF],
-    "style-src": [CSP.SELF],
-    "img-src": [CSP.SELF, "data:"],
-    "connect-src": [CSP.SELF],
-    "object-src": [CSP.NONE],
-    "base-uri": [CSP.NONE],
-    "frame-ancestors": [CSP.NONE],
-    "form-action": [CSP.SELF],
-}
-
-ROOT_URLCONF = "oqronboard.urls"
+ROOT_URLCONF = "oqronboard.project_urls"
 WSGI_APPLICATION = "oqronboard.wsgi.application"
 ASGI_APPLICATION = "oqronboard.asgi.application"
 
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -159,7 +144,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "home"
+LOGIN_REDIRECT_URL = "oqronboard:home"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
@@ -169,7 +154,6 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
-STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # Hashed, compressed files in production (after collectstatic); plain files while
@@ -183,10 +167,6 @@ STORAGES = {
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# The alias whose database holds the durable tables (oqron_runs, oqron_jobs,
-# oqron_records): the board's unmanaged models read there (oqronboard.base.records).
-OQRON_DATABASE_ALIAS = "default"
-
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -198,24 +178,3 @@ LOGGING = {
         "django.tasks": {"level": os.environ.get("DJANGO_TASKS_LOG_LEVEL", "INFO" if DEBUG else "WARNING")},
     },
 }
-
-# Modules that declare queues outside installed apps' oqron.py (runworker --import adds more).
-OQRON_IMPORTS = [m.strip() for m in os.environ.get("OQRON_IMPORTS", "").split(",") if m.strip()]
-
-# Queues the overview leaves out (the engine's own housekeeping, the demo's ticker); the
-# Jobs page still lists them. Comma-separated in OQRON_INTERNAL_QUEUES.
-OQRON_INTERNAL_QUEUES = [
-    q.strip() for q in os.environ.get("OQRON_INTERNAL_QUEUES", "demo-ticker").split(",") if q.strip()
-]
-
-# The JSON API's bearer tokens, {token: username} (README, "JSON API"); from the
-# environment as OQRON_API_TOKENS="<token>=alice,<token>=bob". A token under 20 characters never works.
-OQRON_API_TOKENS: dict[str, str] = {
-    token.strip(): user.strip()
-    for token, _, user in (p.partition("=") for p in os.environ.get("OQRON_API_TOKENS", "").split(","))
-    if token.strip() and user.strip()
-}
-
-# The bearer token Prometheus scrapes /metrics with (README, "Metrics, traces and logs");
-# none by default: then only logged-in users holding oqronboard.view_metrics may. At least 20 characters.
-OQRON_METRICS_TOKEN = os.environ.get("OQRON_METRICS_TOKEN", "")

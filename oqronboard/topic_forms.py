@@ -10,9 +10,9 @@ from typing import Any
 
 from django import forms
 
+from oqronboard.runs.topics import MessageFilters
 from oqronkit.clock import now_ms
 from oqronkit.topics.groups import Position
-from runs.topics import MessageFilters
 
 from .base.cursors import CursorField, decode_cursor
 from .base.filters import INSTANT_HELP, WINDOWS, InstantField, TextFilter, clean_or_400, parse_instant

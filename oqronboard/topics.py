@@ -24,11 +24,11 @@ from typing import Any
 
 from django.db.models import OuterRef
 
-from definitions.topics import TopicRecords, definition_annotations, group_lag, topic_records
-from jobs.queries import queue_sizes
+from oqronboard.definitions.topics import TopicRecords, definition_annotations, group_lag, topic_records
+from oqronboard.jobs.queries import queue_sizes
+from oqronboard.runs.topics import RECENT_CAP, partition_edges, recent, recent_counts
 from oqronkit.clock import now_ms
 from oqronkit.topics.subscription import delivery_queue_name
-from runs.topics import RECENT_CAP, partition_edges, recent, recent_counts
 
 from .base.filters import HOUR_MS
 from .base.scope import BoardScope

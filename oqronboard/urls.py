@@ -1,95 +1,52 @@
-"""URLs of the board. Every one needs a login (LoginRequiredMiddleware, and each view's
-own check); tests/board/test_access.py walks them all anonymously.
+"""The board's URLs, mounted by a project under any prefix::
 
-The apps route their own tables' pages; the pages that read several tables are the
-shell's, routed here in the order the paths were always tried."""
+    path("ops/", include("oqronboard.urls")),
+
+Every name lives in the ``oqronboard`` namespace (``reverse("oqronboard:home")``); the
+routes themselves are :mod:`oqronboard.routes`. Included while the board's apps are not
+installed, the board serves nothing and ``manage.py check`` says what to add
+(``oqron.E112``), rather than failing on the first request.
+"""
 
 from __future__ import annotations
 
-from django.contrib import admin
-from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from typing import Any
 
-from .base import urlsafe  # noqa: F401  (registers <seg:...>, used for every engine id)
-from .views import (
-    audit,
-    caches,
-    definitions,
-    favicon,
-    groups,
-    health,
-    jobs,
-    limits,
-    logs,
-    metrics,
-    overview,
-    runs,
-    schedules,
-    scope,
-    search,
-    topic_actions,
-    topics,
-    webhook_actions,
-    webhooks,
-)
-from .views.login import rate_limited_login
+from django.apps import apps
+from django.core import checks
+from django.http import Http404, HttpRequest
+from django.urls import URLPattern, URLResolver, path
 
-urlpatterns = [
-    path("", overview.home, name="home"),
-    path("favicon.ico", favicon.favicon, name="favicon"),
-    path("health/live", health.live, name="health-live"),
-    path("health/ready", health.ready, name="health-ready"),
-    path("metrics", metrics.metrics, name="metrics"),
-    path("api/v1/", include("oqronboard.api.urls")),
-    path("scope/", scope.switch_scope, name="switch-scope"),
-    path("audit/", audit.audit, name="audit"),
-    path("logs/", logs.logs, name="logs"),
-    path("limits/", limits.limits_page, name="limits"),
-    path("limits/<seg:limiter>/<slug:action>/", limits.limiter_action, name="limiter-action"),
-    path("caches/", caches.caches_page, name="caches"),
-    path("caches/<seg:cache>/invalidate/", caches.cache_invalidate, name="cache-invalidate"),
-    path("go/", search.jump, name="jump"),
-    path("groups/", groups.groups_page, name="groups"),
-    path("groups/<seg:group_id>/", groups.group_detail, name="group"),
-    path("", include("runs.urls")),
-    path("runs/<seg:run_id>/", runs.run_detail, name="run"),
-    path("jobs/", jobs.queues, name="queues"),
-    path("jobs/<seg:queue>/", jobs.queue_jobs_page, name="queue-jobs"),
-    path("jobs/<seg:queue>/<seg:job_id>/", jobs.job_detail, name="job"),
-    path("", include("jobs.urls")),
-    path("definitions/", definitions.definitions_page, name="definitions"),
-    path("definitions/queues/<seg:queue>/pause/", definitions.queue_pause, {"paused": True}, name="queue-pause"),
-    path("definitions/queues/<seg:queue>/resume/", definitions.queue_pause, {"paused": False}, name="queue-resume"),
-    path("definitions/queues/<seg:queue>/remove/", definitions.queue_remove, name="queue-remove"),
-    path("schedules/", schedules.schedules_page, name="schedules"),
-    path("schedules/cron/<seg:id>/", schedules.schedule_history, {"kind": "cron"}, name="cron-history"),
-    path("schedules/schedule/<seg:id>/", schedules.schedule_history, {"kind": "schedule"}, name="schedule-history"),
-    path("schedules/cron/<seg:id>/<str:action>/", schedules.schedule_action, {"kind": "cron"}, name="cron-action"),
-    path("schedules/schedule/<seg:id>/<str:action>/", schedules.schedule_action, {"kind": "schedule"},
-         name="schedule-action"),
-    path("topics/", topics.topics_page, name="topics"),
-    path("topics/<seg:topic>/", topics.topic_log, name="topic-log"),
-    path("topics/<seg:topic>/messages/<seg:message_id>/", topics.message_detail, name="topic-message"),
-    path("topics/<seg:topic>/groups/<seg:group>/pause/", topic_actions.group_pause, {"paused": True},
-         name="group-pause"),
-    path("topics/<seg:topic>/groups/<seg:group>/resume/", topic_actions.group_pause, {"paused": False},
-         name="group-resume"),
-    path("topics/<seg:topic>/groups/<seg:group>/replay/", topic_actions.group_replay, name="group-replay"),
-    path("topics/<seg:topic>/groups/<seg:group>/retry-dead/", topic_actions.group_retry_dead,
-         name="group-retry-dead"),
-    path("webhooks/", webhooks.webhooks_page, name="webhooks"),
-    path("webhooks/deliveries/", webhooks.delivery_log, name="webhook-log"),
-    path("webhooks/deliveries/resend/", webhook_actions.resend_matching, name="webhook-resend-matching"),
-    path("webhooks/<seg:webhook>/deliveries/<seg:delivery_id>/", webhooks.delivery_detail, name="webhook-delivery"),
-    path("webhooks/<seg:webhook>/deliveries/<seg:delivery_id>/resend/", webhook_actions.delivery_resend,
-         name="webhook-resend"),
-    path("webhooks/<seg:webhook>/endpoints/<seg:endpoint>/enable/", webhook_actions.endpoint_enable,
-         name="endpoint-enable"),
-    path("webhooks/<seg:webhook>/endpoints/<seg:endpoint>/disable/", webhook_actions.endpoint_disable,
-         name="endpoint-disable"),
-    # Only login and logout: no anonymous password-reset pages on an operations board.
-    path("accounts/login/", rate_limited_login(auth_views.LoginView.as_view()), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("admin/login/", rate_limited_login(admin.site.login), name="admin-login"),  # shadows the admin's own
-    path("admin/", admin.site.urls),
-]
+app_name = "oqronboard"
+REQUIRED = ("oqronkit.contrib.django", "oqronboard")
+
+
+class NotInstalled(URLPattern):
+    """A pattern that matches nothing and fails the URL checks with what to install."""
+
+    def __init__(self, missing: list[str]) -> None:
+        super().__init__(path("", _nothing).pattern, _nothing)
+        self.missing = missing
+
+    def resolve(self, path: str) -> Any:
+        return None
+
+    def check(self) -> list[checks.CheckMessage]:
+        names = ", ".join(f'"{app}"' for app in self.missing)
+        return [checks.Error(
+            f"oqronboard.urls is included, but {names} {'is' if len(self.missing) == 1 else 'are'} not in "
+            "INSTALLED_APPS, so the board serves nothing.",
+            hint=f"INSTALLED_APPS += [{names}] (README, \"Add to an existing Django project\").",
+            id="oqron.E112")]
+
+
+def _nothing(request: HttpRequest) -> Any:
+    raise Http404("The board's apps are not installed.")
+
+
+_missing = [app for app in REQUIRED if not apps.is_installed(app)]
+urlpatterns: list[URLPattern | URLResolver]
+if _missing:
+    urlpatterns = [NotInstalled(_missing)]
+else:
+    from .routes import urlpatterns  # noqa: F401  (this module's patterns)

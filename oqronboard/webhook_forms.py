@@ -9,8 +9,8 @@ from typing import Any
 
 from django import forms
 
+from oqronboard.runs.webhooks import AttemptFilters
 from oqronkit.queues.runs import RUN_STATUSES
-from runs.webhooks import AttemptFilters
 
 from .base.cursors import CursorField, decode_cursor
 from .base.filters import InstantField, TextFilter, WindowField, clean_or_400, window_start

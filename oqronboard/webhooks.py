@@ -13,11 +13,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from definitions.webhooks import WebhookRecords, webhook_records
-from jobs.queries import queue_sizes
+from oqronboard.definitions.webhooks import WebhookRecords, webhook_records
+from oqronboard.jobs.queries import queue_sizes
+from oqronboard.runs.webhooks import RECENT_CAP, recent_attempts
 from oqronkit.clock import now_ms
 from oqronkit.webhooks.webhook import delivery_queue_name
-from runs.webhooks import RECENT_CAP, recent_attempts
 
 from .base.filters import HOUR_MS
 from .base.scope import BoardScope

@@ -5,6 +5,8 @@ This module is the public API and nothing else.
 
 from __future__ import annotations
 
+__version__ = "0.9.0"
+
 from .backends import open_durable_store
 from .backends.types import ABSENT, StoredRecord
 from .caches import Cache, FetchTimeout, InvalidCacheKey, InvalidCacheValue, cache
@@ -125,6 +127,7 @@ __all__ = [
     "UnknownQueue",
     "UnknownSchedule",
     "Webhook",
+    "__version__",
     "cache",
     "classify_namespace",
     "config_from_env",

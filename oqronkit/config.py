@@ -1,7 +1,7 @@
 """The engine's one configuration object: frozen, validated, and reading no environment.
 
 Builders (:func:`config_from_mapping`, :func:`config_from_env`) turn settings into an
-:class:`OqronConfig`; Django's side builds it in ``oqronboard/engine.py``. A worker
+:class:`OqronConfig`; Django's side builds it in ``oqronkit/contrib/django/engine.py``. A worker
 process's own variables (CPU pinning, its supervisor slot, ``OQRON_IMPORTS``) become a
 :class:`WorkerEnvironment`. This module is the only one in ``oqronkit`` that reads
 ``os.environ`` (tests/engine/test_config.py checks it).
@@ -202,8 +202,14 @@ def config_from_mapping(settings: Mapping[str, Any], *, base: OqronConfig | None
 
 def config_from_env(environ: Mapping[str, str] | None = None, *, base: OqronConfig | None = None) -> OqronConfig:
     """Apply the ``OQRON_MODE``, ``OQRON_DATABASE_URL``, ``OQRON_REDIS_URL``,
-    ``OQRON_PROJECT``, ``OQRON_ENVIRONMENT`` and ``OQRON_BACKEND_WAIT`` variables found
-    in ``environ`` (the process environment when None)."""
+    ``OQRON_PROJECT``, ``OQRON_ENVIRONMENT``, ``OQRON_BACKEND_WAIT`` and
+    ``OQRON_MODULE_LOGS`` variables found in ``environ`` (the process environment when None)."""
+    return config_from_mapping(settings_from_env(environ), base=base or OqronConfig())
+
+
+def settings_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The settings the ``OQRON_*`` variables of ``environ`` give, by field name, not yet
+    validated (:func:`config_from_mapping` does that)."""
     if environ is None:
         environ = os.environ
     overrides: dict[str, Any] = {field: environ[var] for var, field in _ENV_KEYS.items() if environ.get(var)}
@@ -217,7 +223,7 @@ def config_from_env(environ: Mapping[str, str] | None = None, *, base: OqronConf
             ) from None
     if "module_logs" in overrides:
         overrides["module_logs"] = tuple(m for m in overrides["module_logs"].split(",") if m.strip())
-    return config_from_mapping(overrides, base=base or OqronConfig())
+    return overrides
 
 
 @dataclass(frozen=True, kw_only=True)

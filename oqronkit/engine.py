@@ -11,6 +11,7 @@ import atexit
 import logging
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from .backends import open_durable_store
@@ -26,6 +27,7 @@ from .module_logs import ModuleLogHandler, attach, detach
 from .queues.queue import Queue, Registry, default_registry, set_default_engine_lookup
 from .ratelimit import RateLimiter
 from .topics.topic import Topic
+from .transactions import TransactionLookup
 from .webhooks.webhook import Webhook
 
 logger = logging.getLogger(__name__)
@@ -74,6 +76,9 @@ class Engine:
         self._hot = hot
         self._lock = threading.Lock()
         self._module_logs: ModuleLogHandler | None = None
+        #: The application's open transaction on this engine's database, looked up on each
+        #: add (:mod:`oqronkit.transactions`); a framework integration installs it.
+        self.host_transaction: TransactionLookup | None = None
 
     @property
     def durable(self) -> DurablePlane:
@@ -185,6 +190,7 @@ class ScopedEngine(Engine):
     def __init__(self, parent: Engine, config: OqronConfig) -> None:
         super().__init__(config, registry=Registry())
         self.registry.listeners = parent.registry.listeners  # an action here fires the parent's callbacks
+        self.host_transaction = parent.host_transaction
         self.parent = parent
 
     @property
@@ -206,12 +212,16 @@ class ScopedEngine(Engine):
 
 _default: Engine | None = None
 _default_lock = threading.Lock()
+#: Where the default engine comes from when a framework configures it (Django's
+#: integration installs one in its app's ready()): it wins over the environment.
+_provider: Callable[[], Engine] | None = None
 
 
 def configure(config: OqronConfig | None = None, **overrides: Any) -> Engine:
     """Set the default engine from ``config`` (or the environment) plus keyword
-    overrides, closing any previous default engine."""
-    global _default
+    overrides, closing any previous default engine. An explicit call wins over an
+    installed provider (:func:`provide_default`)."""
+    global _default, _provider
     from dataclasses import replace
 
     base = config if config is not None else config_from_env()
@@ -220,12 +230,26 @@ def configure(config: OqronConfig | None = None, **overrides: Any) -> Engine:
         if _default is not None:
             _default.close()
         _default = Engine(final)
+        _provider = None
     return _default
 
 
+def provide_default(provider: Callable[[], Engine] | None) -> None:
+    """Make ``provider()`` the default engine from now on (None removes it). Django's
+    integration calls it before any user code runs, so a producer never falls back to
+    an engine built from the environment while the project's settings say otherwise."""
+    global _provider
+    with _default_lock:
+        _provider = provider
+
+
 def get_engine() -> Engine:
-    """The default engine; on first use it configures itself from ``OQRON_*``."""
+    """The default engine: the installed provider's, else the configured one, else (on
+    first use) one configured from ``OQRON_*``."""
     global _default
+    provider = _provider
+    if provider is not None:
+        return provider()
     if _default is None:
         with _default_lock:
             if _default is None:

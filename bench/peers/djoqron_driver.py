@@ -1,4 +1,4 @@
-"""Producer for ``django-tasks-oqron``: ``Task.enqueue`` through ``oqronboard.tasks.OqronBackend``,
+"""Producer for ``django-tasks-oqron``: ``Task.enqueue`` through ``oqronkit.contrib.django.tasks.OqronBackend``,
 one call per job (Django's tasks API has no bulk enqueue)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ django.setup()
 from djoqron_tasks import bench_task  # noqa: E402
 from driver_cli import main  # noqa: E402
 
-from oqronboard import engine  # noqa: E402
+from oqronkit.contrib.django import engine  # noqa: E402
 
 
 def add_one(data: dict[str, Any]) -> Any:

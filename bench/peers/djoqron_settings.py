@@ -7,7 +7,7 @@ import os
 
 from oqronboard.settings import *  # noqa: F403
 
-TASKS = {"default": {"BACKEND": "oqronboard.tasks.OqronBackend", "QUEUES": ["default"]}}
+TASKS = {"default": {"BACKEND": "oqronkit.contrib.django.tasks.OqronBackend", "QUEUES": ["default"]}}
 LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "WARNING"},
            # The board's production default (oqronboard/settings.py): without DEBUG, Django's
            # task receivers' INFO records, which no default handler keeps, are not built.

@@ -9,10 +9,10 @@ from typing import Any
 
 from django.http import Http404, JsonResponse
 
-from jobs.dead import delete_selected, retry_selected, selection_targets
-from jobs.forms import selection
-from jobs.queries import get_job
-from jobs.views import JOB_ACTIONS, job_or_404, perform_job_action
+from oqronboard.jobs.dead import delete_selected, retry_selected, selection_targets
+from oqronboard.jobs.forms import selection
+from oqronboard.jobs.queries import get_job
+from oqronboard.jobs.views import JOB_ACTIONS, job_or_404, perform_job_action
 from oqronkit.clock import now_ms
 from oqronkit.namespaces import is_dead_letters
 

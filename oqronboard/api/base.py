@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from functools import wraps
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
@@ -21,19 +20,18 @@ from django.http import Http404, HttpRequest, JsonResponse, QueryDict
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
-from definitions.queries import known_scopes
+from oqronboard.definitions.queries import known_scopes
 from oqronkit import ConfigurationError, OqronError
+from oqronkit.contrib.django import engine
 
-from .. import engine
-from ..base.middleware import unstorable
+from ..base import conf
+from ..base.guard import unstorable
 from ..base.pages import BadFilter, BoardRequest
-from ..base.roles import is_operator
+from ..base.roles import VIEW_PERMISSION, is_operator, is_viewer
 from ..base.scope import BoardScope, configured_scope, current_scope
 
 logger = logging.getLogger(__name__)
 SOURCE = "api"
-# A token shorter than this never authenticates (a guessable secret is no secret).
-MIN_TOKEN_CHARS = 20
 SAFE_METHODS = ("GET", "HEAD")
 
 
@@ -59,10 +57,10 @@ def token_user(header: str) -> Any:
     if scheme.lower() != "bearer" or not token:
         raise ApiError(401, "Authorization must be 'Bearer <token>'.")
     username = None
-    tokens: Mapping[str, str] = getattr(settings, "OQRON_API_TOKENS", {}) or {}
+    tokens: Mapping[str, str] = conf.api_tokens()
     for known, name in tokens.items():
         # Compared in constant time, every entry checked: no timing tells a prefix.
-        if len(known) >= MIN_TOKEN_CHARS and hmac.compare_digest(known.encode(), token.encode()):
+        if len(known) >= conf.MIN_TOKEN_CHARS and hmac.compare_digest(known.encode(), token.encode()):
             username = name
     user = get_user_model().objects.filter(username=username, is_active=True).first() if username else None
     if user is None:
@@ -138,6 +136,8 @@ def _answer(view: Callable[..., Any], methods: tuple[str, ...], operator: bool, 
                      Allow=", ".join(allowed))
     if not by_token and request.method not in SAFE_METHODS:
         _check_csrf(request)
+    if not is_viewer(request.user):
+        raise ApiError(403, f"Reading the board's API needs the {VIEW_PERMISSION} permission.")
     if operator and not is_operator(request.user):
         raise ApiError(403, "Operating the board needs the oqronboard.operate permission.")
     try:

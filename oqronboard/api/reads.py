@@ -6,15 +6,15 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from definitions.queries import audit_entries, definitions, queue_control
-from jobs.forms import JobListForm, check_queue, dead_filters
-from jobs.queries import dead_groups, dead_list, dlq_depths, queue_jobs
-from jobs.views import job_context, job_or_404, queue_counts
+from oqronboard.definitions.queries import audit_entries, definitions, queue_control
+from oqronboard.jobs.forms import JobListForm, check_queue, dead_filters
+from oqronboard.jobs.queries import dead_groups, dead_list, dlq_depths, queue_jobs
+from oqronboard.jobs.views import job_context, job_or_404, queue_counts
+from oqronboard.runs.forms import run_filters
+from oqronboard.runs.queries import job_runs
+from oqronboard.runs.queries import run_list as query_runs
+from oqronboard.runs.views import run_or_404
 from oqronkit.namespaces import QUEUE, job_audit_namespace
-from runs.forms import run_filters
-from runs.queries import job_runs
-from runs.queries import run_list as query_runs
-from runs.views import run_or_404
 
 from .. import overview, queues
 from ..base.cursors import decode_cursor

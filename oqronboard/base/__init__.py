@@ -2,5 +2,5 @@
 all stand on. The read-only record base, scope, ORM expressions, cursors, filters,
 page helpers, roles, the audit writer, the request middleware and live settings.
 
-It imports Django, ``oqronkit`` and ``oqronboard.engine`` only: never an app, never
+It imports Django, ``oqronkit`` and ``oqronkit.contrib.django.engine`` only: never an app, never
 the shell (tests/board/test_layers.py)."""

@@ -1,8 +1,10 @@
-"""What every board view shares: the login and SQL-plane checks, the request's scope,
-bad filters answered with 400, and the htmx response helpers.
+"""What every board view shares: the login, permission and SQL-plane checks, the
+request's scope, bad filters answered with 400, and the htmx response helpers.
 
 A board view is ``@board_view`` and, when it changes state, also ``@require_POST`` and
-``@operator_required`` (:mod:`oqronboard.base.roles`).
+``@operator_required`` (:mod:`oqronboard.base.roles`). Anonymous users go to the
+project's ``LOGIN_URL``; a user without ``oqronboard.view_board`` gets 403. Neither
+relies on a middleware: a host project's board is as closed as the standalone one.
 """
 
 from __future__ import annotations
@@ -12,18 +14,21 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import trigger_client_event
 from django_htmx.middleware import HtmxDetails
 
 from oqronkit import ConfigurationError, OqronError
+from oqronkit.contrib.django import engine
 
-from .. import engine
+from .roles import VIEW_PERMISSION, is_viewer
 from .scope import BoardScope, current_scope
+from .templating import render
 
 logger = logging.getLogger(__name__)
 REFRESH_EVENT = "board:refresh"
@@ -42,14 +47,18 @@ class BoardRequest(HttpRequest):
 
 
 def board_view(view: Callable[..., HttpResponseBase] | None = None, *, needs_sql: bool = True) -> Any:
-    """Decorate a board view: login required, the engine configured, a SQL durable
-    plane (unless ``needs_sql=False``), ``request.scope`` set, and :class:`BadFilter`
+    """Decorate a board view: a login (else the project's login page) and
+    ``oqronboard.view_board`` (else 403), the engine configured, a SQL durable plane
+    (unless ``needs_sql=False``), ``request.scope`` set, and :class:`BadFilter`
     answered with 400 and its message instead of a 500."""
 
     def decorate(fn: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
-        @login_required
         @wraps(fn)
         def wrapper(request: BoardRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            if not request.user.is_authenticated:
+                return redirect_to_login(request.get_full_path())
+            if not is_viewer(request.user):
+                raise PermissionDenied(f"Viewing the board needs the {VIEW_PERMISSION} permission.")
             try:
                 config = engine.get_config()
             except ConfigurationError as exc:

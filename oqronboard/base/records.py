@@ -22,7 +22,7 @@ from oqronkit.namespaces import sole_namespace_of_kind
 
 _ADVICE = (
     "OqronBoard's {what} rows belong to the engine: read them with the ORM, change them "
-    "through the engine's API (oqronboard.engine.get_durable(), or the queue/cron/topic "
+    "through the engine's API (oqronkit.contrib.django.engine.get_durable(), or the queue/cron/topic "
     "objects), never with save(), delete(), update() or bulk writes."
 )
 
@@ -100,11 +100,11 @@ class DurableRecordQuerySet(models.QuerySet):
 
 
 def durable_alias() -> str:
-    """The alias of the database holding the durable tables: ``default`` unless
-    ``settings.OQRON_DATABASE_ALIAS`` names another (the test suite's Postgres alias)."""
-    from django.conf import settings
+    """The alias of the database holding the durable tables: the engine's,
+    ``OQRON["DATABASE_ALIAS"]`` (``default`` unless set)."""
+    from oqronkit.contrib.django.engine import database_alias
 
-    return getattr(settings, "OQRON_DATABASE_ALIAS", "default")
+    return database_alias()
 
 
 # Chooses the alias this request reads the durable tables from (the read replica or the
@@ -169,6 +169,8 @@ class DurableRecord(models.Model):
     class Meta:
         abstract = True
         managed = False
+        # One app however the board's packages are laid out: never a host's "jobs" or "runs".
+        app_label = "oqronboard"
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.id}"

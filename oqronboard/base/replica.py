@@ -32,6 +32,7 @@ from django.db import InterfaceError, OperationalError
 from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
 
+from . import conf
 from .records import READ_ROUTE, DurableManager, durable_alias, read_alias
 from .replica_lag import ReplicaStatus, mark_down, max_lag_seconds, replica_status
 
@@ -39,16 +40,15 @@ logger = logging.getLogger(__name__)
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 PIN_COOKIE = "oqron_primary_until"
-DEFAULT_PIN_SECONDS = 5.0
 
 
 def read_database_alias() -> str | None:
     """The replica's alias, or None when the board has no read replica."""
-    return getattr(settings, "OQRON_READ_DATABASE_ALIAS", None) or None
+    return conf.read_database_alias()
 
 
 def pin_seconds() -> float:
-    return float(getattr(settings, "OQRON_READ_PIN_SECONDS", DEFAULT_PIN_SECONDS))
+    return conf.read_pin_seconds()
 
 
 @dataclass(frozen=True)
@@ -213,15 +213,15 @@ def check_read_replica(app_configs: Iterable[Any] | None = None, **kwargs: Any) 
     database the board could read, or the durable plane itself is not PostgreSQL."""
     import os
 
-    from oqronboard import engine
+    from .conf import READ_URL_VARIABLE
 
-    url = os.environ.get(engine.READ_URL_VARIABLE, "").strip()
+    url = os.environ.get(READ_URL_VARIABLE, "").strip()
     alias = read_database_alias()
     if not url and alias is None:
         return []
     hint = "Set OQRON_READ_DATABASE_URL to a postgresql:// URL of a streaming replica (README, Read replica)."
     if alias is None or alias not in settings.DATABASES:
-        return [checks.Error(f"{engine.READ_URL_VARIABLE} is set but is not a postgresql:// URL; the board "
+        return [checks.Error(f"{READ_URL_VARIABLE} is set but is not a postgresql:// URL; the board "
                              "ignores it.", hint=hint, id="oqron.E020")]
     vendors = {settings.DATABASES[a].get("ENGINE", "") for a in (alias, durable_alias()) if a in settings.DATABASES}
     if any("postgresql" not in v for v in vendors):

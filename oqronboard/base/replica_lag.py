@@ -15,16 +15,15 @@ import threading
 import time
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db import DatabaseError, connections
 
 from oqronkit.backends.sqlfiles import load_queries
 
+from . import conf
+
 logger = logging.getLogger(__name__)
 
 QUERIES = load_queries("oqronboard.base", "sql/replica.sql")
-DEFAULT_CHECK_SECONDS = 2.0
-DEFAULT_MAX_LAG_SECONDS = 30.0
 # How long a measurement waits for a replay in flight before it believes a lag.
 SETTLE_SECONDS = 0.05
 
@@ -46,11 +45,11 @@ class ReplicaStatus:
 
 
 def check_seconds() -> float:
-    return float(getattr(settings, "OQRON_READ_REPLICA_CHECK_SECONDS", DEFAULT_CHECK_SECONDS))
+    return conf.read_replica_check_seconds()
 
 
 def max_lag_seconds() -> float:
-    return float(getattr(settings, "OQRON_READ_REPLICA_MAX_LAG_SECONDS", DEFAULT_MAX_LAG_SECONDS))
+    return conf.read_replica_max_lag_seconds()
 
 
 def measure(replica_alias: str, primary_alias: str) -> ReplicaStatus:

@@ -1,5 +1,6 @@
-"""Viewers and operators: the ``operate`` permission, the ``operators`` group's name and the
-checks every action makes (the group itself is made by :mod:`oqronboard.models`)."""
+"""Viewers and operators: the ``view_board`` and ``operate`` permissions, the standalone
+project's group names and the checks every page and action makes (the groups themselves
+are made by :mod:`oqronboard.models`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,16 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 
+VIEW_PERMISSION = "oqronboard.view_board"
 OPERATE_PERMISSION = "oqronboard.operate"
 METRICS_PERMISSION = "oqronboard.view_metrics"
+VIEWERS_GROUP = "viewers"
 OPERATORS_GROUP = "operators"
+
+
+def is_viewer(user: Any) -> bool:
+    """Whether ``user`` may see the board's pages and read its API (superusers may)."""
+    return bool(user and user.is_authenticated and user.has_perm(VIEW_PERMISSION))
 
 
 def is_operator(user: Any) -> bool:

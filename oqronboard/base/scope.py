@@ -13,8 +13,7 @@ from functools import cached_property
 from django.http import HttpRequest
 
 import oqronkit
-
-from .. import engine
+from oqronkit.contrib.django import engine
 
 SESSION_KEY = "oqron_scope"
 PRODUCTION_NAMES = frozenset({"production", "prod", "live"})

@@ -6,12 +6,16 @@ generation of its scope, so the page it refreshes is never older than the action
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable
+from typing import Any
 
-from django.conf import settings
 from django.core.cache import cache
 
+from . import conf
 from .scope import BoardScope
+
+logger = logging.getLogger(__name__)
 
 
 def _scope_key(scope: BoardScope) -> str:
@@ -27,7 +31,7 @@ def _generation_key(scope: BoardScope) -> str:
 def shared[T](scope: BoardScope, name: str, compute: Callable[[], T]) -> T:
     """``compute()``, or what it returned for ``scope`` and ``name`` less than the
     setting's seconds ago and since the scope's last action."""
-    seconds = float(getattr(settings, "OQRON_BOARD_CACHE_SECONDS", 0) or 0)
+    seconds = conf.cache_seconds()
     if seconds <= 0:
         return compute()
     generation = cache.get(_generation_key(scope), 0)
@@ -46,3 +50,11 @@ def new_generation(scope: BoardScope) -> None:
         cache.incr(_generation_key(scope))
     except ValueError:  # no generation yet
         cache.set(_generation_key(scope), 1, timeout=None)
+
+
+def refresh_scope(*, project: str, environment: str, **kwargs: Any) -> None:
+    """``scope_changed``'s receiver: an operator acted outside the board (``manage.py oqron``)."""
+    try:
+        new_generation(BoardScope(project, environment))
+    except Exception as exc:  # the cache expires in seconds anyway: never fail a done action for it
+        logger.warning("could not refresh the board's cache: %s", exc, extra={"action": "cli.cache_refresh"})

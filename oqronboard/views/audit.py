@@ -6,9 +6,9 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.http import HttpResponse
-from django.shortcuts import render
 
-from definitions.queries import audit_entries
+from oqronboard.base.templating import render
+from oqronboard.definitions.queries import audit_entries
 from oqronkit.namespaces import AUDIT
 
 from ..base.filters import TextFilter, clean_or_400

@@ -10,10 +10,10 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse
-from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from oqronboard.base.templating import render
 from oqronkit.caches import CacheInfo, declared_caches, open_cache
 from oqronkit.clock import now_ms
 from oqronkit.errors import ConfigurationError, InvalidState
@@ -83,4 +83,4 @@ def cache_invalidate(request: BoardRequest, cache: str) -> HttpResponse:
     if request.htmx:
         return refresh_others(render(request, "oqronboard/caches.html#result", {"ok": True, "message": message}))
     messages.success(request, message)
-    return back(request, reverse("caches"))
+    return back(request, reverse("oqronboard:caches"))

@@ -9,12 +9,12 @@ from collections import defaultdict
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse
-from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from definitions.queries import MAX_DEFINITIONS, definitions, queue_control
-from jobs.forms import check_queue
+from oqronboard.base.templating import render
+from oqronboard.definitions.queries import MAX_DEFINITIONS, definitions, queue_control
+from oqronboard.jobs.forms import check_queue
 from oqronkit.errors import InvalidState
 from oqronkit.namespaces import QUEUE
 from oqronkit.queues.records import remove_queue_record
@@ -41,8 +41,8 @@ def definitions_page(request: BoardRequest) -> HttpResponse:
     context = {"groups": sorted(grouped.items()), "capped": len(records) >= MAX_DEFINITIONS,
                "limit": MAX_DEFINITIONS}
     if request.htmx and request.GET.get("panel") == "list":
-        return render(request, "definitions/list.html#records", context)
-    return render(request, "definitions/list.html", context)
+        return render(request, "oqronboard/definitions/list.html#records", context)
+    return render(request, "oqronboard/definitions/list.html", context)
 
 
 def set_queue_paused(scope: BoardScope, user: str, queue: str, paused: bool, *, source: str = "board") -> str:
@@ -70,10 +70,10 @@ def queue_pause(request: BoardRequest, queue: str, paused: bool) -> HttpResponse
     verb = set_queue_paused(scope, request.user.get_username(), queue, paused)
     if request.htmx:
         control = queue_control(scope, queue) or {"paused": paused}
-        return refresh_others(render(request, "definitions/_queue_control.html",
+        return refresh_others(render(request, "oqronboard/definitions/_queue_control.html",
                                      {"queue": queue, "control": control, "message": f"Queue {verb}."}))
     messages.success(request, f"Queue {queue} {verb}.")
-    return back(request, reverse("definitions"))
+    return back(request, reverse("oqronboard:definitions"))
 
 
 @require_POST
@@ -97,5 +97,5 @@ def queue_remove(request: BoardRequest, queue: str) -> HttpResponse:
             ok, message = False, str(exc)
     audit.save(ok=ok, result=message)
     (messages.success if ok else messages.warning)(request, message)
-    response = back(request, reverse("definitions"))
+    response = back(request, reverse("oqronboard:definitions"))
     return refresh_others(response) if request.htmx else response

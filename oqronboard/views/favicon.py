@@ -12,4 +12,4 @@ from django.views.decorators.http import require_GET
 @login_not_required
 @require_GET
 def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
-    return HttpResponsePermanentRedirect(static("favicon.svg"))
+    return HttpResponsePermanentRedirect(static("oqronboard/favicon.svg"))

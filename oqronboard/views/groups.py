@@ -9,10 +9,10 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from django.http import Http404, HttpResponse
-from django.shortcuts import render
-from django.template.loader import render_to_string
 from django_htmx.http import HttpResponseStopPolling
 
+from oqronboard.base.templating import render, render_to_string
+from oqronboard.runs.queries import job_runs
 from oqronkit.groups.records import (
     GroupInfo,
     GroupNotFound,
@@ -23,7 +23,6 @@ from oqronkit.groups.records import (
     read_group,
 )
 from oqronkit.namespaces import QUEUE_GROUPS, dlq_namespace, job_namespace
-from runs.queries import job_runs
 
 from ..base.pages import BoardRequest, board_view, scope_of
 from ..base.scope import BoardScope

@@ -23,8 +23,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from oqronkit.clock import now_ms
-
-from .. import engine
+from oqronkit.contrib.django import engine
 
 logger = logging.getLogger(__name__)
 READY_DEADLINE_S = 0.8

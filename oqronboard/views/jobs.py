@@ -7,14 +7,14 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django.http import HttpResponse
-from django.shortcuts import render
 
-from definitions.queries import audit_entries, queue_control
-from jobs.forms import JobListForm, check_queue
-from jobs.queries import JOB_STATUSES, queue_jobs
-from jobs.views import job_context, job_or_404, queue_counts
+from oqronboard.base.templating import render
+from oqronboard.definitions.queries import audit_entries, queue_control
+from oqronboard.jobs.forms import JobListForm, check_queue
+from oqronboard.jobs.queries import JOB_STATUSES, queue_jobs
+from oqronboard.jobs.views import job_context, job_or_404, queue_counts
+from oqronboard.runs.queries import job_runs
 from oqronkit.namespaces import job_audit_namespace
-from runs.queries import job_runs
 
 from .. import overview
 from ..base.cursors import decode_cursor
@@ -25,7 +25,7 @@ from ..base.pages import BoardRequest, board_view, scope_of
 @board_view
 def queues(request: BoardRequest) -> HttpResponse:
     """Every known queue with its depths (the overview's queue table)."""
-    return render(request, "jobs/queues.html", {"overview": overview.build(scope_of(request))})
+    return render(request, "oqronboard/jobs/queues.html", {"overview": overview.build(scope_of(request))})
 
 
 @board_view
@@ -44,14 +44,15 @@ def queue_jobs_page(request: BoardRequest, queue: str) -> HttpResponse:
         status = next((s for s in JOB_STATUSES if _has_jobs(counts["counts"].get(s))), "waiting")
     context: dict = {"queue": queue, "status": status, "statuses": JOB_STATUSES}
     if request.htmx and request.GET.get("panel") == "counts":
-        return render(request, "jobs/queue.html#counts", {**context, **(counts or queue_counts(request, queue))})
+        return render(request, "oqronboard/jobs/queue.html#counts", {**context, **(counts or queue_counts(request,
+                                                                                                          queue))})
     rows, next_cursor = queue_jobs(scope, queue, status, cursor=cursor)
     context.update(rows=rows, next_query=urlencode({"status": status, "cursor": next_cursor}) if next_cursor else "")
     if request.htmx and cursor is not None:
-        return render(request, "jobs/queue.html#rows", context)
+        return render(request, "oqronboard/jobs/queue.html#rows", context)
     context.update(counts or queue_counts(request, queue))
     context["control"] = queue_control(scope, queue) or {"paused": False}
-    return render(request, "jobs/queue.html", context)
+    return render(request, "oqronboard/jobs/queue.html", context)
 
 
 def _has_jobs(count: object) -> bool:
@@ -67,4 +68,4 @@ def job_detail(request: BoardRequest, queue: str, job_id: str) -> HttpResponse:
     record = job_or_404(request, queue, job_id)
     scope = scope_of(request)
     audit, _ = audit_entries(scope, job_audit_namespace(queue, job_id), limit=20)
-    return render(request, "jobs/detail.html", job_context(record, queue, job_runs(scope, job_id), audit))
+    return render(request, "oqronboard/jobs/detail.html", job_context(record, queue, job_runs(scope, job_id), audit))

@@ -15,10 +15,10 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse
-from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from oqronboard.base.templating import render
 from oqronkit.clock import now_ms
 from oqronkit.errors import ConfigurationError
 from oqronkit.namespaces import RATELIMIT
@@ -120,4 +120,4 @@ def limiter_action(request: BoardRequest, limiter: str, action: str) -> HttpResp
     if request.htmx:
         return refresh_others(render(request, "oqronboard/limits.html#result", {"ok": True, "message": message}))
     messages.success(request, message)
-    return back(request, reverse("limits"))
+    return back(request, reverse("oqronboard:limits"))

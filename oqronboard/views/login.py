@@ -15,10 +15,9 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from oqronkit import OqronError
+from oqronkit.contrib.django import engine
 from oqronkit.ratelimit import RateLimiter
 from oqronkit.ratelimit.django_view import client_address, too_many_requests
-
-from .. import engine
 
 logger = logging.getLogger(__name__)
 DEFAULT_LIMIT = (10, 60)  # ten attempts a minute per address and per username

@@ -7,12 +7,12 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.http import HttpResponse
-from django.shortcuts import render
 
-from definitions.logs import LEVELS, log_entries
+from oqronboard.base.templating import render
+from oqronboard.definitions.logs import LEVELS, log_entries
 from oqronkit.config import LOG_MODULES
+from oqronkit.contrib.django import engine
 
-from .. import engine
 from ..base.filters import WINDOWS, TextFilter, WindowField, clean_or_400, window_start
 from ..base.pages import BoardRequest, board_view, scope_of
 

@@ -12,18 +12,17 @@ from __future__ import annotations
 import hmac
 import logging
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from oqronkit import ConfigurationError, OqronError
+from oqronkit.contrib.django import engine
 
-from .. import engine
+from ..base import conf
+from ..base.conf import MIN_TOKEN_CHARS
 from ..base.roles import METRICS_PERMISSION
 from ..base.scope import configured_scope
-from ..metrics import MIN_TOKEN_CHARS, BoardCollector
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +36,7 @@ def _refusal(status: int, message: str) -> HttpResponse:
 
 def _token_ok(header: str) -> bool:
     scheme, _, token = header.partition(" ")
-    expected = str(getattr(settings, "OQRON_METRICS_TOKEN", "") or "")
+    expected = conf.metrics_token()
     if scheme.lower() != "bearer" or len(expected) < MIN_TOKEN_CHARS:
         return False
     return hmac.compare_digest(expected.encode(), token.strip().encode())
@@ -70,6 +69,12 @@ def metrics(request: HttpRequest) -> HttpResponse:
     except (ConfigurationError, OqronError) as exc:
         logger.warning("metrics: the engine is not ready: %s", exc, extra={"action": "board.metrics_failed"})
         return _refusal(503, "The engine is not ready: the board's log has the reason.")
+    try:
+        from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+        from ..metrics import BoardCollector
+    except ImportError:
+        return _refusal(503, "The board's metrics need prometheus-client: pip install 'oqronkit[prometheus]'.")
     registry = CollectorRegistry()
     registry.register(BoardCollector(configured_scope()))
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from django.http import HttpResponse
-from django.shortcuts import render
 
+from oqronboard.base.templating import render
 from oqronkit import OqronError
 from oqronkit.config import redact_url
+from oqronkit.contrib.django import engine
 
-from .. import engine
 from ..base.pages import BoardRequest, board_view, scope_of
 from ..overview import build
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
-from django.shortcuts import render
 
-from jobs.queries import get_job
+from oqronboard.base.templating import render
+from oqronboard.jobs.queries import get_job
+from oqronboard.runs.models import RunRecord
+from oqronboard.runs.queries import QUEUE_MODULES, job_runs
+from oqronboard.runs.views import live_context, run_or_404
 from oqronkit.namespaces import is_dead_letters
-from runs.models import RunRecord
-from runs.queries import QUEUE_MODULES, job_runs
-from runs.views import live_context, run_or_404
 
 from ..base.pages import BoardRequest, board_view, scope_of
 
@@ -23,7 +23,7 @@ def run_detail(request: BoardRequest, run_id: str) -> HttpResponse:
     run = run_or_404(request, run_id)
     context = run_detail_context(request, run)
     context.update(live_context(request, run.id, context["run"]))
-    return render(request, "runs/detail.html", context)
+    return render(request, "oqronboard/runs/detail.html", context)
 
 
 def run_detail_context(request: BoardRequest, run: RunRecord) -> dict[str, Any]:

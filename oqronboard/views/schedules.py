@@ -16,15 +16,15 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse
-from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from definitions import schedules
+from oqronboard.base.templating import render
+from oqronboard.definitions import schedules
+from oqronboard.runs.queries import RunFilters, late_counts, run_list, runs_by_id
 from oqronkit.clock import now_ms
 from oqronkit.errors import InvalidState, UnknownSchedule
 from oqronkit.scheduler import request_run, set_paused
-from runs.queries import RunFilters, late_counts, run_list, runs_by_id
 
 from ..base.audit import Action
 from ..base.cursors import decode_cursor
@@ -55,8 +55,8 @@ def schedules_page(request: BoardRequest) -> HttpResponse:
     rows, capped = schedule_rows(scope_of(request))
     context = {"rows": rows, "capped": capped, "limit": schedules.MAX_SCHEDULES, "late_ms": schedules.LATE_MS}
     if request.htmx and request.GET.get("panel") == "list":
-        return render(request, "definitions/schedules.html#schedules", context)
-    return render(request, "definitions/schedules.html", context)
+        return render(request, "oqronboard/definitions/schedules.html#schedules", context)
+    return render(request, "oqronboard/definitions/schedules.html", context)
 
 
 def _definition_row(scope: BoardScope, kind: str, name: str) -> dict[str, Any] | None:
@@ -81,16 +81,17 @@ def schedule_history(request: BoardRequest, kind: str, id: str) -> HttpResponse:
     if request.htmx and request.GET.get("panel") == "state":
         if row is None:
             raise Http404(f"No {kind} named {name!r} in this project and environment.")
-        return render(request, "definitions/schedule_detail.html#state", context)
+        return render(request, "oqronboard/definitions/schedule_detail.html#state", context)
     runs, next_cursor = run_list(scope, RunFilters(since=0, module=kind, name=name, cursor=cursor),
                                  limit=HISTORY_PAGE)
     if row is None and not runs and cursor is None:
         raise Http404(f"No {kind} named {name!r} in this project and environment.")
     context.update(runs=runs, cursor=raw_cursor, next_query=urlencode({"cursor": next_cursor}) if next_cursor else "",
-                   runs_url=reverse("runs") + "?" + urlencode({"module": kind, "name": name, "window": "30d"}))
+                   runs_url=reverse("oqronboard:runs") + "?" + urlencode({"module": kind, "name": name,
+                                                                          "window": "30d"}))
     if request.htmx and cursor is not None:
-        return render(request, "definitions/schedule_detail.html#rows", context)
-    return render(request, "definitions/schedule_detail.html", context)
+        return render(request, "oqronboard/definitions/schedule_detail.html#rows", context)
+    return render(request, "oqronboard/definitions/schedule_detail.html", context)
 
 
 @require_POST
@@ -122,8 +123,9 @@ def schedule_action(request: BoardRequest, kind: str, id: str, action: str) -> H
         row = _definition_row(scope, kind, name)
         if row is None:
             raise Http404(f"No {kind} named {name!r} in this project and environment.")
-        context = {"row": row, "message": message, "failed": not ok, "next": safe_next(request, reverse("schedules"))}
-        response = render(request, "definitions/schedules.html#control", context)
+        context = {"row": row, "message": message, "failed": not ok, "next": safe_next(request,
+                                                                                       reverse("oqronboard:schedules"))}
+        response = render(request, "oqronboard/definitions/schedules.html#control", context)
         return refresh_others(response)
     (messages.success if ok else messages.error)(request, message)
-    return back(request, reverse("schedules"))
+    return back(request, reverse("oqronboard:schedules"))

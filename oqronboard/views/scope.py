@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.views.decorators.http import require_POST
 
-from definitions.queries import known_scopes
+from oqronboard.definitions.queries import known_scopes
 
 from ..base.pages import BadFilter, BoardRequest, back, board_view
 from ..base.scope import SESSION_KEY, BoardScope

@@ -11,11 +11,11 @@ from typing import Any, cast
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse
-from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from jobs.queries import DeadFilters, dead_targets
+from oqronboard.base.templating import render
+from oqronboard.jobs.queries import DeadFilters, dead_targets
 from oqronkit import Topic
 from oqronkit.errors import InvalidState
 from oqronkit.topics import groups
@@ -64,7 +64,7 @@ def _answer(request: BoardRequest, target: Target, ok: bool, message: str) -> Ht
     if request.htmx:
         return refresh_others(render(request, "oqronboard/topics.html#result", {"ok": ok, "message": message}))
     (messages.success if ok else messages.warning)(request, message)
-    return back(request, reverse("topic-log", args=[target.row.name]))
+    return back(request, reverse("oqronboard:topic-log", args=[target.row.name]))
 
 
 @require_POST
@@ -120,7 +120,7 @@ def group_replay(request: BoardRequest, topic: str, group: str) -> HttpResponse:
     scope = scope_of(request)
     target = target_or_404(scope, topic, group)
     context: dict[str, Any] = {"t": target.row, "g": target.group, "help": POSITION_HELP,
-                               "back_url": safe_next(request, reverse("topic-log", args=[topic]))}
+                               "back_url": safe_next(request, reverse("oqronboard:topic-log", args=[topic]))}
     if request.method == "GET":
         return render(request, "oqronboard/topic_replay.html", context)
     nexts = [p.next for p in target.row.partition_rows]
@@ -138,7 +138,7 @@ def group_replay(request: BoardRequest, topic: str, group: str) -> HttpResponse:
         ok, message = False, str(exc)
     audit.save(ok=ok, result=message)
     (messages.success if ok else messages.warning)(request, message)
-    return back(request, reverse("topic-log", args=[topic]))
+    return back(request, reverse("oqronboard:topic-log", args=[topic]))
 
 
 def _preview(scope: BoardScope, target: Target, position: Position) -> dict[str, Any]:

@@ -9,14 +9,14 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.http import Http404, HttpResponse
-from django.shortcuts import render
 
-from definitions.topics import group_cursor, topic_records
-from jobs.queries import find_jobs
+from oqronboard.base.templating import render
+from oqronboard.definitions.topics import group_cursor, topic_records
+from oqronboard.jobs.queries import find_jobs
+from oqronboard.runs.topics import delivery_runs, get_message, message_page
 from oqronkit.clock import now_ms
 from oqronkit.namespaces import is_dead_letters
 from oqronkit.topics.subscription import delivery_queue_name
-from runs.topics import delivery_runs, get_message, message_page
 
 from .. import topics
 from ..base.audit import ACTION_CAP

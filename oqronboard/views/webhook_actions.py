@@ -12,15 +12,15 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse
-from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from oqronboard.base.templating import render
+from oqronboard.runs.webhooks import delivery_attempts, matching_deliveries
 from oqronkit.errors import InvalidJob, JobNotFound
 from oqronkit.webhooks import new_secret
 from oqronkit.webhooks.breaker import BreakerSettings
 from oqronkit.webhooks.webhook import Webhook, delivery_queue_name
-from runs.webhooks import delivery_attempts, matching_deliveries
 
 from ..base.audit import ACTION_CAP, Action, summarise, targets
 from ..base.pages import BoardRequest, back, board_view, refresh_others, scope_of
@@ -85,7 +85,7 @@ def endpoint_enable(request: BoardRequest, webhook: str, endpoint: str) -> HttpR
     message = f"Endpoint {found.id} of webhook {row.name} enabled; its breaker is closed."
     _audit(request, row, "enable-endpoint", endpoint=found.id, target=f"endpoint {found.id} of webhook {row.name}",
            wasEnabled=found.enabled).save(ok=True, result=message)
-    return _answer(request, True, message, reverse("webhooks"))
+    return _answer(request, True, message, reverse("oqronboard:webhooks"))
 
 
 @require_POST
@@ -99,7 +99,7 @@ def endpoint_disable(request: BoardRequest, webhook: str, endpoint: str) -> Http
     message = f"Endpoint {found.id} of webhook {row.name} disabled: {reason}"
     _audit(request, row, "disable-endpoint", endpoint=found.id, reason=reason,
            target=f"endpoint {found.id} of webhook {row.name}", wasEnabled=found.enabled).save(ok=True, result=message)
-    return _answer(request, True, message, reverse("webhooks"))
+    return _answer(request, True, message, reverse("oqronboard:webhooks"))
 
 
 def _resend(hook: Webhook, delivery_id: str, delivered: dict[str, Any] | None) -> str:
@@ -135,7 +135,8 @@ def delivery_resend(request: BoardRequest, webhook: str, delivery_id: str) -> Ht
     action = _audit(request, row, "resend", target=f"delivery {delivery_id} of webhook {row.name}")
     action.targets = targets(row.queue, [delivery_id])
     action.save(ok=outcome == "resent", result=message)
-    return _answer(request, outcome == "resent", message, reverse("webhook-delivery", args=[webhook, delivery_id]))
+    return _answer(request, outcome == "resent", message, reverse("oqronboard:webhook-delivery", args=[webhook,
+                                                                                                       delivery_id]))
 
 
 @require_POST
@@ -149,7 +150,7 @@ def resend_matching(request: BoardRequest) -> HttpResponse:
     filters, data = delivery_filters(request.POST, rendered_at=at)
     found = matching_deliveries(scope, filters, limit=ACTION_CAP)
     shown = [(k, request.POST[k]) for k in FILTER_KEYS if request.POST.get(k)]
-    log_url = reverse("webhook-log") + (f"?{urlencode(shown)}" if shown else "")
+    log_url = reverse("oqronboard:webhook-log") + (f"?{urlencode(shown)}" if shown else "")
     if request.POST.get("confirmed") != "on":
         context = {"count": len(found), "ids": [k.split("\n", 1)[1] for k in list(found)[:20]], "filters": data,
                    "filter_items": shown,

@@ -10,14 +10,14 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.http import Http404, HttpResponse
-from django.shortcuts import render
 
-from jobs.queries import get_job
+from oqronboard.base.templating import render
+from oqronboard.jobs.queries import get_job
+from oqronboard.runs.webhooks import attempt_page, delivery_attempts
 from oqronkit.clock import now_ms
 from oqronkit.namespaces import is_dead_letters
 from oqronkit.queues.runs import RUN_STATUSES
 from oqronkit.webhooks.webhook import delivery_queue_name
-from runs.webhooks import attempt_page, delivery_attempts
 
 from .. import webhooks
 from ..base.audit import ACTION_CAP

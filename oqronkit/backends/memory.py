@@ -23,6 +23,7 @@ class MemoryDurableStore:
     name = "memory"
     supports_sql = False
     transaction_domain: str | None = None
+    joins_database: str | None = None
 
     def __init__(self) -> None:
         self._rows: dict[_Key, _Row] = {}

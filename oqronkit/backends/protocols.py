@@ -30,6 +30,10 @@ class DurableStore(Protocol):
     #: keeps its leases in the same database, so one transaction can settle a job on
     #: both planes (``apply_and_release``, which only such stores have).
     transaction_domain: str | None
+    #: The engine URL of the SQL database holding this store's tables, whose connection
+    #: an application may lend it (:mod:`oqronkit.backends.borrowed`); None for a store
+    #: that cannot join an application's transaction (memory, Redis).
+    joins_database: str | None
 
     def ensure_schema(self) -> None:
         """Create the three tables and their indexes if missing (never drops data)."""
@@ -145,6 +149,8 @@ class HotPlane(Protocol):
     name: str
     #: Where this plane's writes commit (see :attr:`DurableStore.transaction_domain`).
     transaction_domain: str | None
+    #: As :attr:`DurableStore.joins_database`: a plane keeping its tables in that database.
+    joins_database: str | None
     #: True when the plane is also :class:`Broadcasting` (memory, Postgres, Redis).
     supports_broadcast: bool
 

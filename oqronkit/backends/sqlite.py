@@ -64,6 +64,7 @@ class SQLiteDurableStore:
             )
         self.path = path
         self._conns = SQLiteConnections(path, busy_timeout=busy_timeout, role="durable store")
+        self.joins_database: str | None = self._conns.database_url
 
     # -- lifecycle -------------------------------------------------------------------
 

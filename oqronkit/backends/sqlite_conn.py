@@ -16,6 +16,7 @@ opens its own; a finished thread's connection is closed when the next one is ope
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import threading
 import weakref
@@ -23,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
 from ..errors import BackendUnavailable
+from .borrowed import borrowed
 from .sqlfiles import load_queries
 from .sqlite_compat import connection_factory
 
@@ -30,6 +32,8 @@ BUSY_TIMEOUT_S = 10.0
 MIN_SQLITE = (3, 35, 0)  # RETURNING; UPSERT, row values and json_each are older
 
 _Q = load_queries("oqronkit.backends", "sql/sqlite/queries.sql")
+# The objects a schema script creates (every statement of ours is CREATE ... IF NOT EXISTS).
+_CREATED = re.compile(r"CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.IGNORECASE)
 
 
 class SQLiteConnections:
@@ -44,20 +48,25 @@ class SQLiteConnections:
 
     def __init__(self, path: str, *, busy_timeout: float = BUSY_TIMEOUT_S, role: str) -> None:
         self.path = path
+        #: The engine URL of the file: an application's connection lent for it is used instead.
+        self.database_url = f"sqlite:///{path}"
         self.role = role
         self.closed = False
         self.file = _attach(path, busy_timeout)
 
-    def connection(self) -> sqlite3.Connection:
-        """This thread's connection to the file."""
+    def connection(self, *, own: bool = False) -> sqlite3.Connection:
+        """This thread's connection to the file, or (unless ``own``) the application's lent for it."""
         if self.closed:
             raise self._closed_error()
+        lent: sqlite3.Connection | None = None if own else borrowed(self.database_url)
+        if lent is not None:
+            return lent
         return self.file.connection(self)
 
     @contextmanager
-    def guard(self, action: str) -> Iterator[sqlite3.Connection]:
-        """This thread's connection; driver errors become BackendUnavailable."""
-        conn = self.connection()
+    def guard(self, action: str, *, own: bool = False) -> Iterator[sqlite3.Connection]:
+        """This thread's connection (or the lent one); driver errors become BackendUnavailable."""
+        conn = self.connection(own=own)
         try:
             yield conn
         except sqlite3.Error as exc:
@@ -65,7 +74,12 @@ class SQLiteConnections:
 
     @contextmanager
     def write(self, action: str) -> Iterator[sqlite3.Connection]:
-        """One BEGIN IMMEDIATE transaction, committed on success, rolled back otherwise."""
+        """One BEGIN IMMEDIATE transaction, committed on success, rolled back otherwise;
+        on a lent connection, statements of the application's open transaction."""
+        if borrowed(self.database_url) is not None:
+            with self.guard(action) as conn:
+                yield conn
+            return
         # The connection first: in a forked child it resets the inherited write lock.
         with self.guard(action) as conn, self.file.write_lock:
             conn.execute(_Q["begin_immediate"])
@@ -79,8 +93,20 @@ class SQLiteConnections:
                 raise
 
     def script(self, action: str, sql: str) -> None:
-        """Run a script that is its own ``BEGIN IMMEDIATE ... COMMIT`` transaction."""
-        with self.guard(action) as conn, self.file.write_lock:
+        """Run a schema script that is its own ``BEGIN IMMEDIATE ... COMMIT`` transaction
+        (never on a lent connection: a script commits whatever transaction it finds open),
+        unless every table and index it creates exists: then it needs no write lock, which
+        an application's open transaction may hold (``migrate`` made the tables)."""
+        with self.guard(action, own=True) as conn:
+            existing = {name for (name,) in conn.execute(_Q["schema_object_names"])}
+        if set(_CREATED.findall(sql)) <= existing:
+            return
+        if borrowed(self.database_url) is not None:
+            raise BackendUnavailable(
+                f"The engine's tables are missing from {self.path!r}, and an application's transaction holds "
+                "its write lock: create them first (`manage.py migrate` does)."
+            )
+        with self.guard(action, own=True) as conn, self.file.write_lock:
             try:
                 conn.executescript(sql)
             except BaseException:

@@ -68,6 +68,7 @@ class SQLiteHotPlane(SQLiteQueueLimits):
         self.path = path
         self._poll = poll_interval
         self._conns = SQLiteConnections(path, busy_timeout=busy_timeout, role="hot plane")
+        self.joins_database: str | None = self._conns.database_url
         self._reset_process_state()
 
     def _reset_process_state(self) -> None:

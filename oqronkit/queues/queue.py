@@ -29,6 +29,7 @@ from ..errors import BackendUnavailable, ConfigurationError, DuplicateRecord, In
 from ..lifecycle import CallbackMap, Listeners, Observable, emit_many
 from ..planes import Planes
 from ..telemetry.tracing import producer_span, record_jobs
+from ..transactions import producing, signal_when_committed, when_committed
 from .backoff import Backoff, make_backoff, to_ms
 from .batch import Batch, check_batch
 from .control import QueueControl
@@ -207,7 +208,7 @@ class Queue(QueueControl, Observable):
         ``tags``, ``timeout``; ``unique_for`` or ``debounce`` with ``unique_key``
         (README "Uniqueness windows" and "Debounce").
         """
-        with producer_span(self.name, 1) as span:
+        with producer_span(self.name, 1) as span, producing(self.engine):
             jobs = self._add([(data, options)])
             record_jobs(span, jobs)
         return jobs[0]
@@ -217,7 +218,7 @@ class Queue(QueueControl, Observable):
         item is a payload, or ``{"data": payload, **options}``. Returns the jobs in
         order (the existing job where an id was already taken)."""
         items = [options_from(item) for item in items]
-        with producer_span(self.name, len(items)):
+        with producer_span(self.name, len(items)), producing(self.engine):
             return self._add(items)
 
     def _add(self, items: list[tuple[Any, Any]]) -> list[Job]:
@@ -245,7 +246,7 @@ class Queue(QueueControl, Observable):
         fresh = [j for j in jobs if (j.namespace, j.id) in inserted]
         self._register_dependents(fresh)
         self._signal([j for j in fresh if j.status in ("waiting", "delayed")])
-        emit_many(self.registry, self, "enqueued", fresh, inline=True)
+        self._enqueued(fresh)
         if len(fresh) == len(jobs):
             return jobs
         existing = {r.id: Job.from_value(r.value) for r in engine.durable.get_many(
@@ -260,7 +261,7 @@ class Queue(QueueControl, Observable):
         except DuplicateRecord as exc:  # fresh random ids never clash; say so loudly if they did
             raise InvalidJob(f"A new job id of {self.name!r} already existed; no job was added: {exc}") from exc
         self._signal(jobs)
-        emit_many(self.registry, self, "enqueued", jobs, inline=True)
+        self._enqueued(jobs)
         return jobs
 
     def add_on_commit(self, data: Any = None, *, using: str | None = None, **options: Any) -> None:
@@ -270,17 +271,26 @@ class Queue(QueueControl, Observable):
 
         transaction.on_commit(lambda: self.add(data, **options), using=using)
 
+    def _enqueued(self, jobs: Sequence[Job]) -> None:
+        """The ``enqueued`` event, once the jobs exist for everyone (after the commit of
+        an application's transaction the add joined)."""
+        if jobs:
+            when_committed(lambda: emit_many(self.registry, self, "enqueued", jobs, inline=True))
+
     def _signal(self, jobs: Sequence[Job]) -> None:
         if not jobs:
             return
         signals = [Signal(j.id, j.priority, j.run_at, j.lifo) for j in jobs]
+        signal_when_committed(self.engine, lambda: self._send(signals))
+
+    def _send(self, signals: list[Signal]) -> None:
         try:
             self.engine.hot.signal(self.name, signals, now_ms())
         except BackendUnavailable as exc:
             # The jobs are durable; the reconciler signals them once the hot plane is back.
             logger.warning(
                 "hot plane unavailable while adding %d job(s) to %s; they are stored and will be "
-                "signalled by the reconciler: %s", len(jobs), self.name, exc,
+                "signalled by the reconciler: %s", len(signals), self.name, exc,
                 extra={"action": "queue.add.hot_unavailable", "queue": self.name},
             )
 

@@ -40,7 +40,7 @@ def _client() -> Any:
         import prometheus_client
     except ImportError as exc:  # an optional dependency of the engine, a requirement of the board
         raise ConfigurationError(
-            "--metrics-port needs the prometheus-client package: pip install prometheus-client") from exc
+            "--metrics-port needs the prometheus-client package: pip install \"oqronkit[prometheus]\"") from exc
     return prometheus_client
 
 

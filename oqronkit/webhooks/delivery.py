@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from ..clock import now_ms
 from ..codec import clean_text, dumps_compact
-from ..errors import ConfigurationError, Discard, Postpone, RetryAfter
+from ..errors import ConfigurationError, Discard, MissingDependency, Postpone, RetryAfter
 from .breaker import Breaker, Gate
 from .endpoints import Endpoint, RateLimitValue
 from .policy import RETRY_AFTER_STATUSES, next_delay_ms, retry_after_ms, verdict
@@ -87,10 +87,14 @@ class Deliverer:
 
     def _send(self, ctx: AttemptContext, endpoint: Endpoint, keys: list[bytes], gate: Gate) -> dict[str, Any]:
         # httpx (with the guard and the client) loads with the first delivery, not with `import oqronkit`.
-        import httpx
+        try:
+            import httpx
 
-        from . import client
-        from .guard import TargetRefused
+            from . import client
+            from .guard import TargetRefused
+        except ImportError as exc:
+            raise MissingDependency(f"Delivering webhooks needs httpx ({exc.name} is missing): "
+                                    'pip install "oqronkit[webhooks]"') from exc
 
         data, settings = ctx.data, self.settings
         body = body_of(data)

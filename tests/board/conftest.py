@@ -3,6 +3,7 @@ database (SQLite file or a private Postgres schema)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -11,8 +12,9 @@ import pytest
 from django.conf import settings as django_settings
 from django.db import connections
 
-from oqronboard import engine
 from oqronkit import DurablePlane
+from oqronkit.contrib.django import engine
+from oqronkit.contrib.django.databases import django_database
 from tests.services import POSTGRES_URL, require_postgres, with_search_path
 
 
@@ -76,7 +78,7 @@ def default_test_database(request: pytest.FixtureRequest, django_db_blocker) -> 
 def shared_db(
     request: pytest.FixtureRequest, settings, django_db_blocker, scope_names: tuple[str, str]
 ) -> Iterator[SharedDatabase]:
-    """The engine (through ``oqronboard.engine``) and Django on one database.
+    """The engine (through ``oqronkit.contrib.django.engine``) and Django on one database.
 
     SQLite: the file test database of the ``default`` alias. Postgres: the ``postgres``
     alias, which pytest-django does not manage, so database access is unblocked here.
@@ -105,15 +107,35 @@ def _shared(
     alias: str, url: str, mode: str, settings: Any, django_db_blocker: Any, scope_names: tuple[str, str]
 ) -> Iterator[SharedDatabase]:
     project, environment = scope_names
-    settings.OQRON = {"MODE": mode, "DATABASE_URL": url, "PROJECT": project, "ENVIRONMENT": environment}
-    # The board's views and admin read the durable tables through this alias.
-    settings.OQRON_DATABASE_ALIAS = alias
+    # The engine's tables live in the alias's database, which the board's views and admin read.
+    settings.OQRON = {"MODE": mode, "DATABASE_ALIAS": alias, "PROJECT": project, "ENVIRONMENT": environment}
     with django_db_blocker.unblock():
         try:
             yield SharedDatabase(alias, engine.get_durable(), project, environment)
         finally:
             engine.reset()
             connections["postgres"].close()
+
+
+@pytest.fixture
+def database_alias(settings) -> Iterator[Any]:
+    """``add(url)``: a Django alias for a database URL, for the length of the test, so a
+    test can point the engine (``OQRON["DATABASE_ALIAS"]``) at any server."""
+    added: list[str] = []
+
+    def add(url: str) -> str:
+        name = f"t{len(added)}_{uuid.uuid4().hex[:8]}"
+        connections.settings[name] = connections.configure_settings(
+            {"default": connections.settings["default"], name: django_database(url)})[name]
+        added.append(name)
+        return name
+
+    yield add
+    for name in added:
+        connections[name].close()
+        del connections[name]
+        del connections.settings[name]
+    engine.reset()
 
 
 # The board fixture (two logged-in clients over shared_db) lives with the seed helpers.

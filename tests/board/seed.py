@@ -15,9 +15,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from oqronboard.base.roles import OPERATORS_GROUP
+from oqronboard.base.roles import OPERATORS_GROUP, VIEWERS_GROUP
 from oqronboard.base.scope import BoardScope
-from oqronboard.models import ensure_operators_group
+from oqronboard.models import ensure_board_groups
 from oqronkit import DurablePlane, Job, RecordWrite
 from oqronkit.clock import now_ms
 from oqronkit.queues.runs import add_log, finish_run, new_run
@@ -107,10 +107,11 @@ def board(request: pytest.FixtureRequest, shared_db: SharedDatabase) -> Iterator
         request.getfixturevalue("default_test_database")
     users = get_user_model()
     suffix = shared_db.project[-6:]
-    ensure_operators_group()
+    ensure_board_groups()
     operator = users.objects.create_user(f"olivia-{suffix}", password="pw")
     operator.groups.add(Group.objects.get(name=OPERATORS_GROUP))
     viewer = users.objects.create_user(f"victor-{suffix}", password="pw")
+    viewer.groups.add(Group.objects.get(name=VIEWERS_GROUP))
     operator_client, viewer_client = Client(), Client()
     operator_client.force_login(operator)
     viewer_client.force_login(viewer)

@@ -16,8 +16,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from oqronboard import engine
 from oqronboard.settings import *  # noqa: F403
+from oqronkit.contrib.django.databases import django_database
 from tests.services import POSTGRES_URL, unique_name, with_search_path
 
 # Tests pick the engine they need with the `settings` fixture; the in-process engine
@@ -34,10 +34,10 @@ PG_TEST_SCHEMA = unique_name("oqron_board")
 
 DATABASES = {
     "default": {
-        **engine.database_settings_for_url(f"sqlite:///{_TEST_SQLITE}"),
+        **django_database(f"sqlite:///{_TEST_SQLITE}"),
         "TEST": {"NAME": str(_TEST_SQLITE)},
     },
-    "postgres": engine.database_settings_for_url(with_search_path(POSTGRES_URL, PG_TEST_SCHEMA)),
+    "postgres": django_database(with_search_path(POSTGRES_URL, PG_TEST_SCHEMA)),
 }
 DATABASES["postgres"]["OPTIONS"]["connect_timeout"] = 5
 

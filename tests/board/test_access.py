@@ -14,7 +14,7 @@ from tests.board.seed import Board, dead_job, job_value, put_jobs, queue_control
 
 # Open by design: the login form, logout (which only ends a session), the health probes, the icon.
 PUBLIC = {"login", "logout", "admin-login", "health-live", "health-ready", "favicon"}
-SAMPLE = {"queue": "emails", "job_id": "job-1", "run_id": "run-1", "action": "retry", "app_label": "jobs",
+SAMPLE = {"queue": "emails", "job_id": "job-1", "run_id": "run-1", "action": "retry", "app_label": "oqronboard",
           "object_id": "1", "content_type_id": "1", "url": "x", "model_name": "jobrecord", "id": "1",
           "topic": "orders", "group": "billing", "message_id": "m1", "webhook": "billing", "endpoint": "crm",
           "delivery_id": "m1-crm", "cache": "users", "limiter": "api", "rest": "nope", "group_id": "g1"}
@@ -108,7 +108,7 @@ def test_a_viewer_gets_403_on_every_action_and_nothing_changes(board: Board):
     queue_control(board.plane, "emails")
     put_jobs(board.plane, [job_value("emails", "w1"), dead_job("emails", "d1")])
     for name, kwargs, data in OPERATOR_ACTIONS:
-        response = board.viewer.post(reverse(name, kwargs=kwargs), data)
+        response = board.viewer.post(reverse(f"oqronboard:{name}", kwargs=kwargs), data)
         assert response.status_code == 403, (name, kwargs)
     assert board.plane.get("queue_dlq:emails", "d1") is not None
     assert board.plane.get("queue_job:emails", "w1").value["status"] == "waiting"
@@ -119,21 +119,22 @@ def test_a_viewer_gets_403_on_every_action_and_nothing_changes(board: Board):
 def test_a_viewer_sees_no_action_buttons(board: Board):
     queue_control(board.plane, "emails")
     put_jobs(board.plane, [job_value("emails", "w1"), dead_job("emails", "d1")])
-    pages = [reverse("dead-letters"), reverse("definitions"), reverse("job", args=["emails", "d1"]),
-             reverse("job", args=["emails", "w1"]), reverse("queue-jobs", args=["emails"])]
+    pages = [reverse("oqronboard:dead-letters"), reverse("oqronboard:definitions"), reverse("oqronboard:job",
+                                                                                            args=["emails", "d1"]),
+             reverse("oqronboard:job", args=["emails", "w1"]), reverse("oqronboard:queue-jobs", args=["emails"])]
     for url in pages:
         body = board.viewer.get(url).content.decode()
         assert 'data-testid="retry-' not in body and 'data-testid="pause-' not in body, url
         assert 'data-testid="cancel-' not in body and "Delete selected" not in body, url
         assert 'data-operator="0"' in body
-    operator_body = board.operator.get(reverse("dead-letters")).content.decode()
+    operator_body = board.operator.get(reverse("oqronboard:dead-letters")).content.decode()
     assert 'data-testid="retry-d1"' in operator_body and 'data-operator="1"' in operator_body
 
 
 def test_actions_refuse_get(board: Board):
     queue_control(board.plane, "emails")
-    assert board.operator.get(reverse("queue-pause", args=["emails"])).status_code == 405
-    assert board.operator.get(reverse("dead-retry")).status_code == 405
+    assert board.operator.get(reverse("oqronboard:queue-pause", args=["emails"])).status_code == 405
+    assert board.operator.get(reverse("oqronboard:dead-retry")).status_code == 405
 
 
 def test_csrf_is_enforced_and_the_htmx_header_passes(board: Board):
@@ -141,9 +142,9 @@ def test_csrf_is_enforced_and_the_htmx_header_passes(board: Board):
     user = get_user_model().objects.get(username__startswith="olivia-")
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
-    url = reverse("queue-pause", args=["emails"])
+    url = reverse("oqronboard:queue-pause", args=["emails"])
     assert client.post(url).status_code == 403
-    page = client.get(reverse("definitions")).content.decode()
+    page = client.get(reverse("oqronboard:definitions")).content.decode()
     token = re.search(r'hx-headers=\'\{"X-CSRFToken": "([^"]+)"\}\'', page).group(1)
     response = client.post(url, HTTP_X_CSRFTOKEN=token, HTTP_HX_REQUEST="true")
     assert response.status_code == 200
@@ -153,8 +154,9 @@ def test_csrf_is_enforced_and_the_htmx_header_passes(board: Board):
 def test_pages_carry_a_csp_and_no_inline_script_or_style(board: Board):
     queue_control(board.plane, "emails")
     put_jobs(board.plane, [job_value("emails", "w1"), dead_job("emails", "d1")])
-    for url in (reverse("home"), reverse("runs"), reverse("dead-letters"), reverse("definitions"),
-                reverse("job", args=["emails", "d1"]), reverse("audit"), reverse("login")):
+    for url in (reverse("oqronboard:home"), reverse("oqronboard:runs"), reverse("oqronboard:dead-letters"),
+                reverse("oqronboard:definitions"),
+                reverse("oqronboard:job", args=["emails", "d1"]), reverse("oqronboard:audit"), reverse("login")):
         response = board.operator.get(url)
         policy = response["Content-Security-Policy"]
         assert "script-src 'self'" in policy and "unsafe-inline" not in policy and "style-src 'self'" in policy
@@ -174,23 +176,23 @@ def test_the_audit_namespace_is_a_custom_record_kind():
 def test_refusals_render_the_board_pages(board: Board, settings):
     settings.DEBUG = False
     queue_control(board.plane, "emails")
-    forbidden = board.viewer.post(reverse("queue-pause", args=["emails"]))
+    forbidden = board.viewer.post(reverse("oqronboard:queue-pause", args=["emails"]))
     assert forbidden.status_code == 403 and b'data-testid="forbidden"' in forbidden.content
     assert b"oqronboard.operate" in forbidden.content
-    missing = board.viewer.get(reverse("run", args=["nope"]))
+    missing = board.viewer.get(reverse("oqronboard:run", args=["nope"]))
     assert missing.status_code == 404 and b'data-testid="not-found"' in missing.content
 
 
 def test_the_login_page_has_no_keyboard_footer(board: Board):
     body = Client().get(reverse("login")).content.decode()
     assert "Keys:" not in body
-    assert "Keys:" in board.viewer.get(reverse("home")).content.decode()
+    assert "Keys:" in board.viewer.get(reverse("oqronboard:home")).content.decode()
 
 
 @pytest.mark.django_db
-def test_the_icon_is_served_on_admin_pages_too(admin_client: Client):
+def test_the_standalone_project_serves_the_icon_browsers_ask_for(admin_client: Client):
+    # The admin's pages are Django's own (never overridden: a host's admin stays the host's);
+    # the browser's /favicon.ico gets the board's icon.
     response = Client().get("/favicon.ico")
-    assert response.status_code == 301 and response["Location"].endswith("favicon.svg")
+    assert response.status_code == 301 and response["Location"].endswith("oqronboard/favicon.svg")
     assert Client().get(response["Location"]).status_code == 200
-    admin = admin_client.get("/admin/").content.decode()
-    assert 'rel="icon"' in admin and "favicon.svg" in admin

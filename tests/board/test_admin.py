@@ -11,8 +11,6 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.test import Client
 
-from definitions.models import Record
-from jobs.models import JobRecord
 from oqronboard.admin import (
     COUNT_CAP,
     CappedCountPaginator,
@@ -24,9 +22,11 @@ from oqronboard.admin import (
     StatusFilter,
 )
 from oqronboard.base.roles import OPERATORS_GROUP
-from oqronboard.models import ensure_operators_group
+from oqronboard.definitions.models import Record
+from oqronboard.jobs.models import JobRecord
+from oqronboard.models import ensure_board_groups
+from oqronboard.runs.models import RunRecord
 from oqronkit import RecordWrite
-from runs.models import RunRecord
 from tests.board.conftest import SharedDatabase
 from tests.board.seed import dead_job, put_jobs, queue_control
 
@@ -42,10 +42,10 @@ def key(namespace: str, row_id: str) -> str:
 
 
 def staff(username: str, *, operator: bool) -> Client:
-    ensure_operators_group()
+    ensure_board_groups()
     user = get_user_model().objects.create_user(username, password="pw", is_staff=True)
     user.user_permissions.add(*Permission.objects.filter(
-        codename__startswith="view_", content_type__app_label__in=["runs", "jobs", "definitions"]))
+        codename__startswith="view_", content_type__app_label="oqronboard"))
     if operator:
         user.groups.add(Group.objects.get(name=OPERATORS_GROUP))
     client = Client()

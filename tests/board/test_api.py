@@ -11,8 +11,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from oqronboard import engine
 from oqronkit.clock import now_ms
+from oqronkit.contrib.django import engine
 from tests.board.hostile import crafted_cursor, nested, raw_put
 from tests.board.seed import Board, dead_job, error, job_value, put_jobs, put_runs, queue_control, run_value
 
@@ -63,12 +63,12 @@ def api(board: Board, settings) -> Board:
 def test_anonymous_gets_json_401_everywhere(api: Board):
     anonymous = Client()
     for name, kwargs in READS:
-        assert is_json_error(anonymous.get(reverse(name, kwargs=kwargs)), 401), name
+        assert is_json_error(anonymous.get(reverse(f"oqronboard:{name}", kwargs=kwargs)), 401), name
     for name, kwargs, data in ACTIONS:
-        response = post(anonymous, reverse(name, kwargs=kwargs), data)
+        response = post(anonymous, reverse(f"oqronboard:{name}", kwargs=kwargs), data)
         assert is_json_error(response, 401) and response["WWW-Authenticate"] == "Bearer", name
     for header in ("Bearer nope", "Bearer short", "Basic dXNlcjpwdw==", "Bearer "):
-        assert is_json_error(anonymous.get(reverse("api-queues"), headers={"Authorization": header}), 401)
+        assert is_json_error(anonymous.get(reverse("oqronboard:api-queues"), headers={"Authorization": header}), 401)
     assert api.plane.get("queue_dlq:emails", "d1") is not None
 
 
@@ -76,7 +76,7 @@ def test_a_viewer_reads_everything(api: Board):
     for client, headers in ((api.viewer, {}), (Client(), {"Authorization": f"Bearer {VIEWER_TOKEN}"})):
         bodies = {}
         for name, kwargs in READS:
-            response = client.get(reverse(name, kwargs=kwargs), headers=headers)
+            response = client.get(reverse(f"oqronboard:{name}", kwargs=kwargs), headers=headers)
             assert response.status_code == 200, (name, response.content[:300])
             bodies[name] = response.json()
         emails = next(q for q in bodies["api-queues"]["queues"] if q["name"] == "emails")
@@ -92,19 +92,20 @@ def test_a_viewer_reads_everything(api: Board):
 
 
 def test_runs_page_through_the_same_filters_and_cursors(api: Board):
-    first = api.viewer.get(reverse("api-runs")).json()
+    first = api.viewer.get(reverse("oqronboard:api-runs")).json()
     assert len(first["results"]) == 50 and first["next_cursor"]
-    second = api.viewer.get(reverse("api-runs"), {"cursor": first["next_cursor"]}).json()
+    second = api.viewer.get(reverse("oqronboard:api-runs"), {"cursor": first["next_cursor"]}).json()
     ids = [r["id"] for r in first["results"] + second["results"]]
     assert len(ids) == 56 == len(set(ids)) and second["next_cursor"] is None
-    failed = api.viewer.get(reverse("api-runs"), {"q": "kaput"}).json()
+    failed = api.viewer.get(reverse("oqronboard:api-runs"), {"q": "kaput"}).json()
     assert [r["id"] for r in failed["results"]] == ["r1"] and failed["status_implied_by_search"] is True
 
 
 def test_a_viewer_is_refused_every_action_and_nothing_changes(api: Board):
     for client, headers in ((api.viewer, {}), (Client(), {"Authorization": f"Bearer {VIEWER_TOKEN}"})):
         for name, kwargs, data in ACTIONS:
-            assert is_json_error(post(client, reverse(name, kwargs=kwargs), data, **headers), 403), (name, kwargs)
+            assert is_json_error(post(client, reverse(f"oqronboard:{name}", kwargs=kwargs), data, **headers),
+                                 403), (name, kwargs)
     assert api.plane.get("queue_dlq:emails", "d1") is not None
     assert api.plane.get("queue", "emails").value["paused"] is False
     assert api.plane.list("audit").records == []
@@ -115,7 +116,7 @@ def test_an_operator_acts_through_the_boards_code_audited(api: Board, auth: str)
     token = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
     client, headers = (api.operator, {}) if auth == "session" else (Client(), token)
     for name, kwargs, data in ACTIONS:
-        response = post(client, reverse(name, kwargs=kwargs), data, **headers)
+        response = post(client, reverse(f"oqronboard:{name}", kwargs=kwargs), data, **headers)
         assert response.status_code == 200 and response.json()["ok"] is True, (name, kwargs, response.content)
     assert api.plane.get("queue_job:emails", "d1").value["status"] == "waiting"
     cancelled = api.plane.get("queue_job:emails", "w1")
@@ -126,7 +127,7 @@ def test_an_operator_acts_through_the_boards_code_audited(api: Board, auth: str)
     assert {a["user"] for a in audit} == {f"olivia-{api.db.project[-6:]}"}
     assert {a["action"] for a in audit} == {"retry", "cancel", "promote", "delete", "pause", "resume"}
     # A second retry finds nothing to do: 409 with the board's message, audited too.
-    again = post(client, reverse("api-job-action", args=["emails", "d1", "retry"]), **headers)
+    again = post(client, reverse("oqronboard:api-job-action", args=["emails", "d1", "retry"]), **headers)
     assert again.status_code in (404, 409) and again["Content-Type"] == "application/json"
 
 
@@ -134,14 +135,14 @@ def test_sessions_need_csrf_tokens_do_not(api: Board):
     user = get_user_model().objects.get(username=f"olivia-{api.db.project[-6:]}")
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
-    url = reverse("api-queue-pause", args=["emails"])
+    url = reverse("oqronboard:api-queue-pause", args=["emails"])
     assert is_json_error(post(client, url), 403)
     assert api.plane.get("queue", "emails").value["paused"] is False
-    page = client.get(reverse("definitions")).content.decode()
+    page = client.get(reverse("oqronboard:definitions")).content.decode()
     token = re.search(r'"X-CSRFToken": "([^"]+)"', page).group(1)
     assert post(client, url, X_CSRFToken=token).status_code == 200
     scripted = Client(enforce_csrf_checks=True)
-    assert post(scripted, reverse("api-queue-resume", args=["emails"]),
+    assert post(scripted, reverse("oqronboard:api-queue-resume", args=["emails"]),
                 Authorization=f"Bearer {OPERATOR_TOKEN}").status_code == 200
     assert api.plane.get("queue", "emails").value["paused"] is False
 
@@ -152,44 +153,46 @@ def test_rows_of_another_scope_never_show(api: Board):
     put_jobs(other, [dead_job("emails", "secret-dead")])
     put_runs(other, [run_value("secret-run", status="failed", error=error("secret failure"))])
     for name, kwargs in READS:
-        assert "secret" not in api.viewer.get(reverse(name, kwargs=kwargs)).content.decode(), name
-    assert is_json_error(api.viewer.get(reverse("api-run", args=["secret-run"])), 404)
-    assert is_json_error(post(api.operator, reverse("api-job-action", args=["emails", "secret-dead", "retry"])), 404)
-    assert post(api.operator, reverse("api-dead-retry"), {"ids": ["emails:secret-dead"]}).json()["retried"] == 0
+        assert "secret" not in api.viewer.get(reverse(f"oqronboard:{name}", kwargs=kwargs)).content.decode(), name
+    assert is_json_error(api.viewer.get(reverse("oqronboard:api-run", args=["secret-run"])), 404)
+    assert is_json_error(post(api.operator, reverse("oqronboard:api-job-action", args=["emails", "secret-dead",
+                                                                                       "retry"])), 404)
+    assert post(api.operator, reverse("oqronboard:api-dead-retry"),
+                {"ids": ["emails:secret-dead"]}).json()["retried"] == 0
     assert other.get("queue_dlq:emails", "secret-dead") is not None
     # ?scope= picks a scope the database knows, as the switcher does.
-    chosen = api.viewer.get(reverse("api-dead"), {"scope": "other-shop/production"}).json()
+    chosen = api.viewer.get(reverse("oqronboard:api-dead"), {"scope": "other-shop/production"}).json()
     assert [r["id"] for r in chosen["results"]] == ["secret-dead"]
-    assert is_json_error(api.viewer.get(reverse("api-dead"), {"scope": "nobody/production"}), 400)
+    assert is_json_error(api.viewer.get(reverse("oqronboard:api-dead"), {"scope": "nobody/production"}), 400)
 
 
 def test_bad_input_is_a_json_refusal_never_html_or_500(api: Board):
     viewer, operator = api.viewer, api.operator
     cases = [
-        viewer.get(reverse("api-runs"), {"cursor": crafted_cursor("NaN")}),
-        viewer.get(reverse("api-runs"), {"cursor": "!!"}),
-        viewer.get(reverse("api-runs"), {"status": "nonsense"}),
-        viewer.get(reverse("api-runs"), {"window": "1e400"}),
-        viewer.get(reverse("api-dead"), {"fingerprint": "xyz"}),
-        viewer.get(reverse("api-queue", args=["emails"]), {"status": "gone"}),
+        viewer.get(reverse("oqronboard:api-runs"), {"cursor": crafted_cursor("NaN")}),
+        viewer.get(reverse("oqronboard:api-runs"), {"cursor": "!!"}),
+        viewer.get(reverse("oqronboard:api-runs"), {"status": "nonsense"}),
+        viewer.get(reverse("oqronboard:api-runs"), {"window": "1e400"}),
+        viewer.get(reverse("oqronboard:api-dead"), {"fingerprint": "xyz"}),
+        viewer.get(reverse("oqronboard:api-queue", args=["emails"]), {"status": "gone"}),
         viewer.get("/api/v1/runs/", {"name": "a\x00b"}),
-        post(operator, reverse("api-job-action", args=["emails", "d1", "delete"])),  # not confirmed
-        post(operator, reverse("api-dead-retry"), {"ids": ["no-colon"]}),
-        post(operator, reverse("api-dead-retry"), {"ids": [{"nested": 1}]}),
-        post(operator, reverse("api-dead-retry"), {"ids": ["emails:\ud800"]}),
-        operator.post(reverse("api-dead-retry"), "{not json", content_type="application/json"),
-        operator.post(reverse("api-dead-retry"), "[1]", content_type="application/json"),
+        post(operator, reverse("oqronboard:api-job-action", args=["emails", "d1", "delete"])),  # not confirmed
+        post(operator, reverse("oqronboard:api-dead-retry"), {"ids": ["no-colon"]}),
+        post(operator, reverse("oqronboard:api-dead-retry"), {"ids": [{"nested": 1}]}),
+        post(operator, reverse("oqronboard:api-dead-retry"), {"ids": ["emails:\ud800"]}),
+        operator.post(reverse("oqronboard:api-dead-retry"), "{not json", content_type="application/json"),
+        operator.post(reverse("oqronboard:api-dead-retry"), "[1]", content_type="application/json"),
     ]
     for index, response in enumerate(cases):
         assert is_json_error(response, 400), (index, response.status_code, response.content[:200])
-    for url in ("/api/v1/nope/", "/api/v1/", "/api/v1/queues", reverse("api-run", args=["missing"]),
-                reverse("api-job", args=["emails", "missing"])):
+    for url in ("/api/v1/nope/", "/api/v1/", "/api/v1/queues", reverse("oqronboard:api-run", args=["missing"]),
+                reverse("oqronboard:api-job", args=["emails", "missing"])):
         assert is_json_error(viewer.get(url), 404), url
-    assert is_json_error(post(operator, reverse("api-job-action", args=["emails", "d1", "explode"])), 404)
-    assert is_json_error(post(operator, reverse("api-queue-pause", args=["nowhere"])), 404)
-    wrong = viewer.delete(reverse("api-queues"))
+    assert is_json_error(post(operator, reverse("oqronboard:api-job-action", args=["emails", "d1", "explode"])), 404)
+    assert is_json_error(post(operator, reverse("oqronboard:api-queue-pause", args=["nowhere"])), 404)
+    wrong = viewer.delete(reverse("oqronboard:api-queues"))
     assert is_json_error(wrong, 405) and wrong["Allow"] == "GET, HEAD"
-    assert is_json_error(operator.get(reverse("api-dead-retry")), 405)
+    assert is_json_error(operator.get(reverse("oqronboard:api-dead-retry")), 405)
     assert api.plane.get("queue_dlq:emails", "d1") is not None
 
 
@@ -199,13 +202,14 @@ def test_deep_values_answer_json(api: Board):
     raw_put(api.db, job.namespace, "deep-job", json.dumps(job.to_value()).replace('{"n": 1}', deep))
     run = run_value("deep-run", job_id="deep-job")
     raw_put(api.db, "runs", "deep-run", json.dumps(run).replace('{"n": 1}', deep))
-    for url in (reverse("api-job", args=["emails", "deep-job"]), reverse("api-run", args=["deep-run"])):
+    for url in (reverse("oqronboard:api-job", args=["emails", "deep-job"]), reverse("oqronboard:api-run",
+                                                                                    args=["deep-run"])):
         response = api.viewer.get(url)
         assert response.status_code == 200 and len(response.content) < 1_000_000, url
 
 
 @pytest.mark.django_db
 def test_without_a_sql_durable_plane_the_api_says_so(client: Client):
-    client.force_login(get_user_model().objects.create_user("vera", password="pw"))
-    response = client.get(reverse("api-queues"))  # the test settings' memory mode
+    client.force_login(get_user_model().objects.create_superuser("vera", password="pw"))
+    response = client.get(reverse("oqronboard:api-queues"))  # the test settings' memory mode
     assert is_json_error(response, 503) and "SQL" in response.json()["error"]

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
-from oqronboard import checks
+from oqronkit.contrib.django import checks
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 
@@ -33,7 +33,7 @@ def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         ({"OQRON_MODE": "bogus"}, "OQRON mode 'bogus' is not one of memory, sqlite, postgres"),
         ({"OQRON_PROJECT": "bad name!"}, "OQRON project 'bad name!' must be 1-100 characters"),
         ({"OQRON_ENVIRONMENT": "-dash-first"}, "OQRON environment '-dash-first' must be"),
-        ({"OQRON_MODE": "postgres"}, "does not suit mode 'postgres': expected a postgresql:// URL"),
+        ({"OQRON_MODE": "postgres"}, "needs a postgresql database, but DATABASES['default'] is sqlite"),
         ({"OQRON_MODE": "redis-postgres", "OQRON_DATABASE_URL": "postgresql://u:secret@h/db"},
          "needs a Redis URL"),
     ],
@@ -59,15 +59,27 @@ def test_memory_and_redis_modes_warn_that_the_board_sees_no_jobs(settings):
     assert [m.id for m in checks.check_oqron_config()] == ["oqron.W001"]
     settings.OQRON = {"MODE": "redis", "REDIS_URL": "redis://127.0.0.1:6379/0"}
     assert [m.id for m in checks.check_oqron_config()] == ["oqron.W001"]
-    settings.OQRON = {"MODE": "sqlite", "DATABASE_URL": "sqlite:////tmp/x.sqlite3"}
+    settings.OQRON = {"MODE": "sqlite"}
     assert checks.check_oqron_config() == []
+
+
+@pytest.mark.parametrize(("oqron", "expected"), [
+    ({"MODE": "postgres", "DATABASE_ALIAS": "warehouse"}, "OQRON['DATABASE_ALIAS'] is 'warehouse', which is not"),
+    ({"MODE": "sqlite", "DATABASE_ALIAS": "postgres"}, "needs a sqlite database, but DATABASES['postgres'] is"),
+    ({"MODE": "postgres"}, "needs a postgresql database, but DATABASES['default'] is sqlite"),
+    ({"MODE": "postgres", "DATABASE_URL": "postgresql://h/db"}, "OQRON['DATABASE_URL'] is not used"),
+])
+def test_an_alias_the_mode_cannot_use_is_reported_with_the_setting(settings, oqron, expected):
+    settings.OQRON = oqron
+    found = checks.check_oqron_config()
+    assert [m.id for m in found] == ["oqron.E001"] and expected in found[0].msg
 
 
 def test_passwords_never_reach_the_check_output():
     result = manage("check", OQRON_MODE="sqlite", OQRON_DATABASE_URL="postgresql://u:hunter2@h/db")
     output = result.stdout + result.stderr
     assert result.returncode != 0 and "oqron.E001" in output
-    assert "hunter2" not in output and "u:***@h" in output
+    assert "hunter2" not in output and "DATABASES['default'] is postgresql" in output
 
 
 def test_database_check_finds_the_v1_table(tmp_path):
@@ -114,7 +126,7 @@ def test_unknown_key_and_wrong_types_are_reported(settings):
 def test_v1_check_respects_the_acknowledgement(settings):
     from django.db import connection
 
-    settings.OQRON = {"MODE": "sqlite", "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}"}
+    settings.OQRON = {"MODE": "sqlite"}  # the engine on the default alias's test database
     with connection.cursor() as cursor:
         cursor.execute("CREATE TABLE oqron_kv (k TEXT PRIMARY KEY, v TEXT)")
     assert [m.id for m in checks.check_v1_layout(databases=["default"])] == ["oqron.E002"]

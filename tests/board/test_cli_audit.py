@@ -19,8 +19,8 @@ def test_a_cli_action_shows_on_the_boards_audit_pages(board: Board):
     args = build_parser("oqron", connection_options=False).parse_args(["retry", "emails:d1"])
     assert execute(args, board.scope.engine, console) == 0, out.getvalue()
     assert board.plane.get("queue_job:emails", "d1") is not None
-    audit_page = board.viewer.get(reverse("audit")).content.decode()
+    audit_page = board.viewer.get(reverse("oqronboard:audit")).content.decode()
     assert audit_page.count('data-testid="audit-row"') == 1
     assert "nightowl <span class=\"muted small\">cli</span>" in audit_page and "emails/d1" in audit_page
-    job_page = board.viewer.get(reverse("job", args=["emails", "d1"])).content.decode()
+    job_page = board.viewer.get(reverse("oqronboard:job", args=["emails", "d1"])).content.decode()
     assert 'data-testid="job-audit"' in job_page and "nightowl" in job_page

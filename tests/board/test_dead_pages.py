@@ -13,8 +13,8 @@ from django.db import connections
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from jobs import dead
-from jobs.queries import dead_groups
+from oqronboard.jobs import dead
+from oqronboard.jobs.queries import dead_groups
 from oqronkit.clock import now_ms
 from tests.board.seed import MINUTE, Board, dead_job, put_jobs, queue_control
 
@@ -36,28 +36,30 @@ def seed(board: Board) -> int:
 
 def test_depth_per_queue_and_the_list_newest_first(board: Board):
     seed(board)
-    body = board.viewer.get(reverse("dead-letters")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:dead-letters")).content.decode()
     assert 'data-testid="dlq-depth-emails">3<' in body and 'data-testid="dlq-depth-sms">1<' in body
     assert dead_ids(body) == ["s1", "e3", "e2", "e1"]
-    assert dead_ids(board.viewer.get(reverse("dead-letters"), {"queue": "emails"}).content.decode()) == \
+    assert dead_ids(board.viewer.get(reverse("oqronboard:dead-letters"), {"queue": "emails"}).content.decode()) == \
         ["e3", "e2", "e1"]
-    assert dead_ids(board.viewer.get(reverse("dead-letters"), {"q": "smtp"}).content.decode()) == ["e3"]
-    depth = board.viewer.get(reverse("dead-letters"), {"panel": "depth"}, HTTP_HX_REQUEST="true").content.decode()
+    assert dead_ids(board.viewer.get(reverse("oqronboard:dead-letters"), {"q": "smtp"}).content.decode()) == ["e3"]
+    depth = board.viewer.get(reverse("oqronboard:dead-letters"), {"panel": "depth"},
+                             HTTP_HX_REQUEST="true").content.decode()
     assert "<html" not in depth and 'data-testid="dlq-depth-emails">3<' in depth and "dead-row" not in depth
 
 
 def test_failures_group_by_fingerprint(board: Board):
     now = seed(board)
-    body = board.viewer.get(reverse("dead-letters"), {"panel": "groups"}, HTTP_HX_REQUEST="true").content.decode()
+    body = board.viewer.get(reverse("oqronboard:dead-letters"), {"panel": "groups"},
+                            HTTP_HX_REQUEST="true").content.decode()
     groups = re.findall(r'data-testid="group-([0-9a-f]+)"', body)
     assert len(groups) == 2  # "user <n> not found" is one group across queues; SMTP another
     lookup = dead_job("x", "y", message="user 1 not found", kind="LookupError").error_fingerprint
     assert lookup in groups
     row = body.split(f'data-testid="group-{lookup}"')[1].split("</tr>")[0]
     assert '<td class="num">3</td>' in row and "2 queues" in row and "LookupError" in row
-    filtered = board.viewer.get(reverse("dead-letters"), {"fingerprint": lookup}).content.decode()
+    filtered = board.viewer.get(reverse("oqronboard:dead-letters"), {"fingerprint": lookup}).content.decode()
     assert dead_ids(filtered) == ["s1", "e2", "e1"]
-    in_queue = board.viewer.get(reverse("dead-letters"), {"panel": "groups", "queue": "sms"},
+    in_queue = board.viewer.get(reverse("oqronboard:dead-letters"), {"panel": "groups", "queue": "sms"},
                                 HTTP_HX_REQUEST="true").content.decode()
     assert len(re.findall(r'data-testid="group-', in_queue)) == 1
     assert now
@@ -65,17 +67,18 @@ def test_failures_group_by_fingerprint(board: Board):
 
 def test_retry_one_row_with_htmx_and_the_depth_drops(board: Board):
     seed(board)
-    response = board.operator.post(reverse("dead-retry"), {"ids": ["emails:e1"]}, HTTP_HX_REQUEST="true")
+    response = board.operator.post(reverse("oqronboard:dead-retry"), {"ids": ["emails:e1"]}, HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and json.loads(response["HX-Trigger"]) == {"board:refresh": {}}
     assert 'data-testid="retried-row"' in response.content.decode()
     assert board.plane.get("queue_job:emails", "e1").value["status"] == "waiting"
-    depth = board.viewer.get(reverse("dead-letters"), {"panel": "depth"}, HTTP_HX_REQUEST="true").content.decode()
+    depth = board.viewer.get(reverse("oqronboard:dead-letters"), {"panel": "depth"},
+                             HTTP_HX_REQUEST="true").content.decode()
     assert 'data-testid="dlq-depth-emails">2<' in depth
 
 
 def test_retry_selected_across_queues(board: Board):
     seed(board)
-    response = board.operator.post(reverse("dead-retry"), {"mode": "ids", "ids": ["emails:e2", "sms:s1"],
+    response = board.operator.post(reverse("oqronboard:dead-retry"), {"mode": "ids", "ids": ["emails:e2", "sms:s1"],
                                                            "next": "/dead/?queue=emails"})
     assert response.status_code == 302 and response["Location"] == "/dead/?queue=emails"
     assert board.plane.get("queue_job:emails", "e2") and board.plane.get("queue_job:sms", "s1")
@@ -90,7 +93,7 @@ def test_retry_a_group_only_touches_what_the_operator_saw(board: Board):
     # Dies after the page was rendered: same group, must be left alone.
     put_jobs(board.plane, [dead_job("emails", "late", message="user 5 not found", kind="LookupError",
                                     died=rendered + 10_000)])
-    response = board.operator.post(reverse("dead-retry"), {"mode": "matching", "fingerprint": lookup,
+    response = board.operator.post(reverse("oqronboard:dead-retry"), {"mode": "matching", "fingerprint": lookup,
                                                            "rendered_at": rendered}, HTTP_HX_REQUEST="true")
     assert "Retried 3 of 3" in response.content.decode()
     assert json.loads(response["HX-Trigger"]) == {"board:refresh": {}, "dead:list": {}}
@@ -102,9 +105,10 @@ def test_retry_a_group_only_touches_what_the_operator_saw(board: Board):
 def test_retry_all_matching_respects_the_filters_and_the_render_time(board: Board):
     rendered = seed(board)
     put_jobs(board.plane, [dead_job("emails", "late", died=rendered + 1)])
-    page = board.operator.get(reverse("dead-letters"), {"queue": "emails"}).content.decode()
+    page = board.operator.get(reverse("oqronboard:dead-letters"), {"queue": "emails"}).content.decode()
     assert 'data-testid="retry-matching"' in page and 'name="rendered_at" value="' in page
-    board.operator.post(reverse("dead-retry"), {"mode": "matching", "queue": "emails", "rendered_at": rendered})
+    board.operator.post(reverse("oqronboard:dead-retry"), {"mode": "matching", "queue": "emails",
+                                                           "rendered_at": rendered})
     assert [board.plane.get("queue_dlq:emails", i) is None for i in ("e1", "e2", "e3")] == [True] * 3
     assert board.plane.get("queue_dlq:emails", "late") is not None
     assert board.plane.get("queue_dlq:sms", "s1") is not None
@@ -113,7 +117,7 @@ def test_retry_all_matching_respects_the_filters_and_the_render_time(board: Boar
 def test_retry_all_matching_is_capped_per_request(board: Board, monkeypatch):
     seed(board)
     monkeypatch.setattr(dead, "ACTION_CAP", 2)
-    response = board.operator.post(reverse("dead-retry"), {"mode": "matching", "rendered_at": now_ms()},
+    response = board.operator.post(reverse("oqronboard:dead-retry"), {"mode": "matching", "rendered_at": now_ms()},
                                    follow=True)
     assert b"Retried 2 of 2" in response.content and b"at most 2" in response.content
     assert len(board.plane.list("queue_dlq:emails").records) + len(board.plane.list("queue_dlq:sms").records) == 2
@@ -128,19 +132,20 @@ def test_retry_all_matching_is_capped_per_request(board: Board, monkeypatch):
 )
 def test_bad_selections_answer_400(board: Board, data):
     seed(board)
-    response = board.operator.post(reverse("dead-retry"), data)
+    response = board.operator.post(reverse("oqronboard:dead-retry"), data)
     assert response.status_code == 400
     assert b'data-testid="bad-request"' in response.content
 
 
 def test_delete_needs_confirmation(board: Board):
     seed(board)
-    confirm = board.operator.post(reverse("dead-delete"), {"ids": ["emails:e1", "emails:e2"]})
+    confirm = board.operator.post(reverse("oqronboard:dead-delete"), {"ids": ["emails:e1", "emails:e2"]})
     body = confirm.content.decode()
     assert confirm.status_code == 200 and "Delete 2 dead letters for good?" in body
     assert board.plane.get("queue_dlq:emails", "e1") is not None
     assert body.count('name="ids"') == 2 and 'name="confirmed" value="yes"' in body
-    done = board.operator.post(reverse("dead-delete"), {"ids": ["emails:e1", "emails:e2"], "confirmed": "yes"})
+    done = board.operator.post(reverse("oqronboard:dead-delete"), {"ids": ["emails:e1", "emails:e2"],
+                                                                   "confirmed": "yes"})
     assert done.status_code == 302
     assert board.plane.get("queue_dlq:emails", "e1") is None and board.plane.get("queue_dlq:emails", "e3")
     assert board.plane.list("audit").records[0].value["action"] == "delete"
@@ -150,30 +155,30 @@ def test_delete_a_group_after_confirmation(board: Board):
     rendered = seed(board)
     lookup = dead_job("x", "y", message="user 1 not found", kind="LookupError").error_fingerprint
     data = {"mode": "matching", "fingerprint": lookup, "rendered_at": rendered}
-    confirm = board.operator.post(reverse("dead-delete"), data).content.decode()
+    confirm = board.operator.post(reverse("oqronboard:dead-delete"), data).content.decode()
     assert "Delete 3 dead letters" in confirm and f'name="fingerprint" value="{lookup}"' in confirm
-    board.operator.post(reverse("dead-delete"), {**data, "confirmed": "yes"})
+    board.operator.post(reverse("oqronboard:dead-delete"), {**data, "confirmed": "yes"})
     assert board.plane.get("queue_dlq:sms", "s1") is None and board.plane.get("queue_dlq:emails", "e3")
 
 
 def test_export_csv_and_json_follow_the_filters(board: Board):
     seed(board)
-    response = board.viewer.get(reverse("dead-export"), {"format": "csv", "queue": "emails"})
+    response = board.viewer.get(reverse("oqronboard:dead-export"), {"format": "csv", "queue": "emails"})
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
     assert "attachment;" in response["Content-Disposition"]
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert [r["id"] for r in rows] == ["e3", "e2", "e1"]
     assert rows[0]["error_type"] == "ConnectionError" and rows[0]["queue"] == "emails"
-    response = board.viewer.get(reverse("dead-export"), {"format": "json", "q": "not found"})
+    response = board.viewer.get(reverse("oqronboard:dead-export"), {"format": "json", "q": "not found"})
     data = json.loads(b"".join(response.streaming_content))
     assert [r["id"] for r in data] == ["s1", "e2", "e1"] and isinstance(data[0]["died"], int)
-    assert board.viewer.get(reverse("dead-export"), {"format": "xml"}).status_code == 400
+    assert board.viewer.get(reverse("oqronboard:dead-export"), {"format": "xml"}).status_code == 400
 
 
 def test_export_is_capped_and_neutralises_formulas(board: Board, monkeypatch):
     put_jobs(board.plane, [dead_job("emails", f"=cmd{i}", message="=HYPERLINK(\"x\")") for i in range(5)])
     monkeypatch.setattr(dead, "EXPORT_CAP", 3)
-    response = board.viewer.get(reverse("dead-export"), {"format": "csv"})
+    response = board.viewer.get(reverse("oqronboard:dead-export"), {"format": "csv"})
     rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert len(rows) == 1 + 3
     assert all(row[1].startswith("'=") and row[5].startswith("'=") for row in rows[1:])
@@ -183,10 +188,10 @@ def test_load_more_pages_dead_letters(board: Board):
     now = now_ms()
     queue_control(board.plane, "emails")
     put_jobs(board.plane, [dead_job("emails", f"d{i:03d}", died=now - i) for i in range(60)])
-    first = board.viewer.get(reverse("dead-letters")).content.decode()
+    first = board.viewer.get(reverse("oqronboard:dead-letters")).content.decode()
     assert dead_ids(first) == [f"d{i:03d}" for i in range(50)]
     query = re.search(r'href="\?([^"]+)" hx-get', first).group(1).replace("&amp;", "&")
-    rest = board.viewer.get(reverse("dead-letters") + "?" + query, HTTP_HX_REQUEST="true").content.decode()
+    rest = board.viewer.get(reverse("oqronboard:dead-letters") + "?" + query, HTTP_HX_REQUEST="true").content.decode()
     assert dead_ids(rest) == [f"d{i:03d}" for i in range(50, 60)] and "<html" not in rest
 
 

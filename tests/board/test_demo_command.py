@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth import authenticate
 from django.core.management import call_command
 
+from demo.management.commands.oqron_demo import Command as DemoCommand
 from oqronboard.base.roles import is_operator
 from oqronkit.engine import default_registry
 from oqronkit.scheduler.declare import registry_for as scheduled_for
@@ -22,8 +23,8 @@ from tests.board.conftest import SharedDatabase
 @pytest.mark.django_db
 def test_creates_the_demo_logins_once(django_user_model):
     out = io.StringIO()
-    call_command("oqron_demo", stdout=out)
-    call_command("oqron_demo", stdout=out)
+    call_command(DemoCommand(), stdout=out)
+    call_command(DemoCommand(), stdout=out)
     text = out.getvalue()
     assert "Created the demo login demo / demo" in text and "already exists" in text
     assert "Created the viewer login viewer / viewer" in text
@@ -54,8 +55,8 @@ def own_registry():
 def test_enqueues_the_demo_workload_through_the_engine(sqlite_shared_db: SharedDatabase, own_registry):
     default_registry.queues.clear()
     out = io.StringIO()
-    call_command("oqron_demo", stdout=out)
-    call_command("oqron_demo", "--no-workload", stdout=out)
+    call_command(DemoCommand(), stdout=out)
+    call_command(DemoCommand(), "--no-workload", stdout=out)
     plane = sqlite_shared_db.plane
     assert "Enqueued the demo workload" in out.getvalue()
     for queue, count in (("emails", 25), ("payments", 15), ("reports", 3), ("thumbnails", 30)):

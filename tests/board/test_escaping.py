@@ -36,13 +36,13 @@ def assert_escaped(body: str, where: str) -> None:
 def test_payloads_errors_and_logs_are_escaped_everywhere(board: Board):
     seed(board)
     pages = {
-        "run detail": reverse("run", args=["evil-run"]),
-        "live panel": reverse("run-live", args=["evil-live"]),
-        "runs": reverse("runs"),
-        "failed runs": reverse("failed-runs"),
-        "dead letters": reverse("dead-letters"),
-        "job detail": reverse("job", args=["emails", "evil-job"]),
-        "running run": reverse("run", args=["evil-live"]),
+        "run detail": reverse("oqronboard:run", args=["evil-run"]),
+        "live panel": reverse("oqronboard:run-live", args=["evil-live"]),
+        "runs": reverse("oqronboard:runs"),
+        "failed runs": reverse("oqronboard:failed-runs"),
+        "dead letters": reverse("oqronboard:dead-letters"),
+        "job detail": reverse("oqronboard:job", args=["emails", "evil-job"]),
+        "running run": reverse("oqronboard:run", args=["evil-live"]),
     }
     for where, url in pages.items():
         response = board.operator.get(url)
@@ -57,16 +57,16 @@ def test_payloads_errors_and_logs_are_escaped_everywhere(board: Board):
 
 
 def test_filter_values_are_escaped_when_echoed(board: Board):
-    body = board.viewer.get(reverse("runs"), {"q": EVIL_ATTR, "name": EVIL}).content.decode()
+    body = board.viewer.get(reverse("oqronboard:runs"), {"q": EVIL_ATTR, "name": EVIL}).content.decode()
     assert_escaped(body, "run filters")
     assert 'value="&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"' in body
-    body = board.viewer.get(reverse("jump"), {"id": EVIL}).content.decode()
+    body = board.viewer.get(reverse("oqronboard:jump"), {"id": EVIL}).content.decode()
     assert_escaped(body, "jump")
 
 
 def test_exports_are_not_html(board: Board):
     seed(board)
-    response = board.operator.get(reverse("dead-export"), {"format": "json"})
+    response = board.operator.get(reverse("oqronboard:dead-export"), {"format": "json"})
     assert response["Content-Type"] == "application/json"
     rows = json.loads(b"".join(response.streaming_content))
     assert rows[0]["error_message"] == f"bad {EVIL}"  # data, untouched, never rendered as HTML

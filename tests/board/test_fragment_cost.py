@@ -23,7 +23,7 @@ FRAGMENTS = [
 
 def durable_queries(board: Board, name: str, args: list, params: dict) -> list[str]:
     with CaptureQueriesContext(connections[board.db.alias]) as captured:
-        response = board.viewer.get(reverse(name, args=args), params, HTTP_HX_REQUEST="true")
+        response = board.viewer.get(reverse(f"oqronboard:{name}", args=args), params, HTTP_HX_REQUEST="true")
     assert response.status_code in (200, 286), name
     return [q["sql"] for q in captured.captured_queries if "oqron_" in q["sql"]]
 

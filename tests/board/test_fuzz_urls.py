@@ -132,10 +132,13 @@ def test_no_filter_answers_5xx(fuzz_board: Board):
         if "{}" not in template:
             url = "/" + template
             pages[url] = check(board.operator, "get", url, failures)
-    for url in (reverse("queue-jobs", args=["team/emails"]), reverse("cron-history", args=["nightly"]),
-                reverse("job", args=["emails", "line\nbreak"]), reverse("run", args=["run-1"]),
-                reverse("topic-log", args=["emails"]), reverse("group-replay", args=["emails", "emails"]),
-                reverse("topic-message", args=["emails", board.plane.list("topic_msg:emails").records[0].id])):
+    for url in (reverse("oqronboard:queue-jobs", args=["team/emails"]), reverse("oqronboard:cron-history",
+                                                                                args=["nightly"]),
+                reverse("oqronboard:job", args=["emails", "line\nbreak"]), reverse("oqronboard:run", args=["run-1"]),
+                reverse("oqronboard:topic-log", args=["emails"]), reverse("oqronboard:group-replay", args=["emails",
+                                                                                                           "emails"]),
+                reverse("oqronboard:topic-message", args=["emails",
+                                                          board.plane.list("topic_msg:emails").records[0].id])):
         response = board.operator.get(url)
         assert response.status_code == 200, url  # the seeded rows, odd names included, are reachable
         pages[url] = response.content.decode()

@@ -33,7 +33,7 @@ def test_segments_round_trip_and_never_hold_a_slash(value):
 
 def test_plain_ids_stay_plain_and_malformed_escapes_404():
     assert encode_segment("emails") == "emails" and encode_segment("cron:nightly:1") == "cron:nightly:1"
-    assert reverse("job", args=["emails", "job-1"]) == "/jobs/emails/job-1/"
+    assert reverse("oqronboard:job", args=["emails", "job-1"]) == "/jobs/emails/job-1/"
     for bad in ("~!!", "~a", "~" + "A" * 5, "~AA"):  # bad alphabet, length, a NUL byte
         with pytest.raises(ValueError):
             decode_segment(bad)
@@ -44,25 +44,25 @@ def test_queue_names_with_a_slash_render_link_and_remove(board: Board):
     queue_control(board.plane, "team/emails")
     queue_control(board.plane, "stale/one")
     put_jobs(board.plane, [job_value("team/emails", "job-1")])
-    jobs_url = reverse("queue-jobs", args=["team/emails"])
+    jobs_url = reverse("oqronboard:queue-jobs", args=["team/emails"])
     assert "/" not in jobs_url.removeprefix("/jobs/").rstrip("/")
-    for url in (reverse("home"), reverse("queues"), reverse("definitions"), jobs_url,
-                reverse("job", args=["team/emails", "job-1"])):
+    for url in (reverse("oqronboard:home"), reverse("oqronboard:queues"), reverse("oqronboard:definitions"), jobs_url,
+                reverse("oqronboard:job", args=["team/emails", "job-1"])):
         response = board.viewer.get(url)
         assert response.status_code == 200, url
-    assert f'href="{jobs_url}"' in board.viewer.get(reverse("home")).content.decode()
-    body = board.operator.get(reverse("definitions")).content.decode()
+    assert f'href="{jobs_url}"' in board.viewer.get(reverse("oqronboard:home")).content.decode()
+    body = board.operator.get(reverse("oqronboard:definitions")).content.decode()
     assert 'data-testid="remove-stale/one"' in body and 'data-testid="remove-team/emails"' not in body
-    assert board.operator.post(reverse("queue-pause", args=["team/emails"])).status_code == 302
+    assert board.operator.post(reverse("oqronboard:queue-pause", args=["team/emails"])).status_code == 302
     assert board.plane.get("queue", "team/emails").value["paused"] is True
     # Remove: the viewer may not, a queue with jobs stays, a stale one goes (audited).
-    assert board.viewer.post(reverse("queue-remove", args=["stale/one"])).status_code == 403
-    board.operator.post(reverse("queue-remove", args=["team/emails"]))
+    assert board.viewer.post(reverse("oqronboard:queue-remove", args=["stale/one"])).status_code == 403
+    board.operator.post(reverse("oqronboard:queue-remove", args=["team/emails"]))
     assert board.plane.get("queue", "team/emails") is not None
-    assert board.operator.post(reverse("queue-remove", args=["stale/one"])).status_code == 302
+    assert board.operator.post(reverse("oqronboard:queue-remove", args=["stale/one"])).status_code == 302
     assert board.plane.get("queue", "stale/one") is None
-    assert board.operator.post(reverse("queue-remove", args=["stale/one"])).status_code == 404
-    audit = board.operator.get(reverse("audit")).content.decode()
+    assert board.operator.post(reverse("oqronboard:queue-remove", args=["stale/one"])).status_code == 404
+    audit = board.operator.get(reverse("oqronboard:audit")).content.decode()
     assert "Queue record stale/one removed." in audit
 
 
@@ -71,21 +71,22 @@ def test_every_job_id_renders_links_and_takes_actions(board: Board, job_id: str)
     job = dead_job("emails", job_id)
     raw_put(board.db, job.namespace, job_id, job.to_value())  # an older engine took any id
     put_runs(board.plane, [run_value("run-1", job_id=job_id, status="failed")])
-    detail = reverse("job", args=["emails", job_id])
+    detail = reverse("oqronboard:job", args=["emails", job_id])
     response = board.viewer.get(detail)
     assert response.status_code == 200
-    assert f'href="{detail}"' in board.viewer.get(reverse("dead-letters")).content.decode()
-    assert board.viewer.get(reverse("jump"), {"id": job_id} if "\n" not in job_id else {"id": "run-1"}) \
+    assert f'href="{detail}"' in board.viewer.get(reverse("oqronboard:dead-letters")).content.decode()
+    assert board.viewer.get(reverse("oqronboard:jump"), {"id": job_id} if "\n" not in job_id else {"id": "run-1"}) \
         .status_code in (200, 302)
-    retry = board.operator.post(reverse("job-action", args=["emails", job_id, "retry"]))
+    retry = board.operator.post(reverse("oqronboard:job-action", args=["emails", job_id, "retry"]))
     if "\n" in job_id:
         assert retry.status_code == 400  # today's engine refuses to write a newline id: said, not a 500
-        delete = board.operator.post(reverse("job-action", args=["emails", job_id, "delete"]), {"confirmed": "yes"})
+        delete = board.operator.post(reverse("oqronboard:job-action", args=["emails", job_id, "delete"]),
+                                     {"confirmed": "yes"})
         assert delete.status_code == 302 and board.plane.get("queue_dlq:emails", job_id) is None
         assert board.viewer.get(detail).status_code == 404
         return
     assert retry.status_code == 302 and board.plane.get("queue_job:emails", job_id).value["status"] == "waiting"
-    cancel = board.operator.post(reverse("job-action", args=["emails", job_id, "cancel"]))
+    cancel = board.operator.post(reverse("oqronboard:job-action", args=["emails", job_id, "cancel"]))
     assert cancel.status_code == 302
     assert board.plane.get("queue_job:emails", job_id) is None or \
         board.plane.get("queue_job:emails", job_id).value["status"] == "cancelled"
@@ -93,16 +94,17 @@ def test_every_job_id_renders_links_and_takes_actions(board: Board, job_id: str)
 
 def test_a_run_id_spelt_like_a_page_is_reachable(board: Board):
     put_runs(board.plane, [run_value("failed", status="failed")])
-    url = reverse("run", args=["failed"])
-    assert url != reverse("failed-runs")
+    url = reverse("oqronboard:run", args=["failed"])
+    assert url != reverse("oqronboard:failed-runs")
     assert board.viewer.get(url).context["run"]["id"] == "failed"
 
 
 def _paged_urls(board: Board) -> list[str]:
     queue_control(board.plane, "emails")
     board.plane.put("cron", "nightly", {"name": "nightly", "expression": "0 3 * * *"})
-    return [reverse("runs"), reverse("failed-runs"), reverse("dead-letters"), reverse("queue-jobs", args=["emails"]),
-            reverse("cron-history", args=["nightly"])]
+    return [reverse("oqronboard:runs"), reverse("oqronboard:failed-runs"), reverse("oqronboard:dead-letters"),
+            reverse("oqronboard:queue-jobs", args=["emails"]),
+            reverse("oqronboard:cron-history", args=["nightly"])]
 
 
 def test_crafted_cursors_answer_400_cursor_malformed(board: Board):
@@ -123,10 +125,10 @@ def test_a_nul_anywhere_answers_400(board: Board, where: str):
     elif where == "filter":
         response = board.viewer.get("/dead/?q=a%00b")
     elif where == "form":
-        response = board.operator.post(reverse("dead-retry"), {"ids": ["emails:a\x00b"]})
+        response = board.operator.post(reverse("oqronboard:dead-retry"), {"ids": ["emails:a\x00b"]})
     else:
         board.viewer.cookies["sessionid"] = "abcdefgh\x00ijkl"
-        response = board.viewer.get(reverse("home"))
+        response = board.viewer.get(reverse("oqronboard:home"))
     assert response.status_code == 400, where
     assert "no-store" in response["Cache-Control"]
 
@@ -164,9 +166,9 @@ def test_admin_filters_and_action_selections_with_a_nul_answer_400(board: Board,
 
 def test_pausing_or_resuming_an_unknown_queue_is_404_and_writes_nothing(board: Board):
     for name in ("queue-pause", "queue-resume"):
-        assert board.operator.post(reverse(name, args=["nowhere"])).status_code == 404
+        assert board.operator.post(reverse(f"oqronboard:{name}", args=["nowhere"])).status_code == 404
     assert board.plane.get("queue", "nowhere") is None
-    assert board.operator.post(reverse("queue-remove", args=["nowhere"])).status_code == 404
+    assert board.operator.post(reverse("oqronboard:queue-remove", args=["nowhere"])).status_code == 404
 
 
 def test_deep_values_render_bounded(board: Board):
@@ -179,8 +181,8 @@ def test_deep_values_render_bounded(board: Board):
     run = run_value("deep-run", job_id="deep-job", input={"n": 1}, output={"n": 1})
     raw_put(board.db, "runs", "deep-run", json.dumps(run).replace('{"n": 1}', deep))
     raw_put(board.db, "queue", "deep-queue", deep)
-    for url in (reverse("job", args=["emails", "deep-job"]), reverse("run", args=["deep-run"]),
-                reverse("definitions")):
+    for url in (reverse("oqronboard:job", args=["emails", "deep-job"]), reverse("oqronboard:run", args=["deep-run"]),
+                reverse("oqronboard:definitions")):
         response = board.viewer.get(url)
         assert response.status_code == 200, url
         assert len(response.content) < 1_000_000, url
@@ -189,15 +191,15 @@ def test_deep_values_render_bounded(board: Board):
 
 
 def test_board_pages_are_not_cached_but_static_files_are(board: Board):
-    response = board.viewer.get(reverse("home"))
+    response = board.viewer.get(reverse("oqronboard:home"))
     assert "no-store" in response["Cache-Control"]
-    assert "no-store" in board.viewer.get(reverse("runs"), {"status": "nope"})["Cache-Control"]  # a 400 too
-    static = board.viewer.get("/static/js/board.js")
+    assert "no-store" in board.viewer.get(reverse("oqronboard:runs"), {"status": "nope"})["Cache-Control"]  # a 400 too
+    static = board.viewer.get("/static/oqronboard/js/board.js")
     assert static.status_code == 200 and "no-store" not in static.get("Cache-Control", "")
 
 
 def test_a_cron_name_with_a_slash_links_to_its_history(board: Board):
     board.plane.put("cron", "team/nightly", {"name": "team/nightly", "expression": "0 3 * * *"})
-    history = reverse("cron-history", args=["team/nightly"])
-    assert f'href="{history}"' in board.viewer.get(reverse("schedules")).content.decode()
+    history = reverse("oqronboard:cron-history", args=["team/nightly"])
+    assert f'href="{history}"' in board.viewer.get(reverse("oqronboard:schedules")).content.decode()
     assert board.viewer.get(history).status_code == 200

@@ -1,8 +1,9 @@
 """The board's layer order (ARCHITECTURE.md, "Board layers"), read from the source.
 
-Bottom up: the engine (``oqronkit``) and its Django bridge (``oqronboard/engine.py``);
-the board base (``oqronboard/base/``); the apps (``runs``, ``jobs``, ``definitions``),
-one table each; the shell (the rest of ``oqronboard/``), which may import everything.
+Bottom up: the engine (``oqronkit``) and its Django integration (``oqronkit/contrib/django/``,
+whose ``engine.py`` is the bridge from settings); the board base (``oqronboard/base/``); the
+apps (``oqronboard.runs``, ``.jobs``, ``.definitions``), one table each; the shell (the rest
+of ``oqronboard/``), which may import everything.
 An app imports the base, the engine and Django, never another app or the shell; the
 base imports no app and not the shell. Every import counts, a lazy one in a function
 body included.
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ("runs", "jobs", "definitions")
+APPS = ("runs", "jobs", "definitions")  # packages of oqronboard
 THIRD_PARTY = frozenset({"django", "django_htmx"})
 BELOW_THE_APPS = frozenset({"stdlib", "third-party", "engine", "bridge", "base"})
 ALLOWED = {
@@ -52,12 +53,13 @@ def imported(source: str, module: str, *, is_package: bool = False) -> list[tupl
 
 def layer_of(target: str) -> str:
     top = target.partition(".")[0]
-    if target == "oqronboard.engine" or target.startswith("oqronboard.engine."):
+    if target == "oqronkit.contrib.django.engine" or target.startswith("oqronkit.contrib.django.engine."):
         return "bridge"
     if target == "oqronboard.base" or target.startswith("oqronboard.base."):
         return "base"
-    if top in APPS:
-        return top
+    board_part = target.split(".")[1] if top == "oqronboard" and "." in target else ""
+    if board_part in APPS:
+        return board_part
     if top == "oqronboard":
         return "shell"
     if top == "oqronkit":
@@ -82,7 +84,7 @@ def sources(*folders: str) -> list[Path]:
 
 @pytest.mark.parametrize("app", APPS)
 def test_an_app_imports_only_the_base_the_engine_and_django(app: str):
-    assert [v for path in sources(app) for v in violations(path, app)] == []
+    assert [v for path in sources(f"oqronboard/{app}") for v in violations(path, app)] == []
 
 
 def test_the_base_imports_no_app_and_not_the_shell():
@@ -90,7 +92,16 @@ def test_the_base_imports_no_app_and_not_the_shell():
 
 
 def test_the_engine_bridge_imports_only_the_engine_and_django():
-    assert violations(ROOT / "oqronboard" / "engine.py", "bridge") == []
+    assert violations(ROOT / "oqronkit" / "contrib" / "django" / "engine.py", "bridge") == []
+
+
+def test_the_integration_never_imports_the_board():
+    """A host installs oqronkit.contrib.django without the board and gets all of it."""
+    found = [f"{p.relative_to(ROOT)}:{line} imports {target}" for p in sources("oqronkit/contrib")
+             for line, target in imported(p.read_text(encoding="utf-8"), module_name(p),
+                                          is_package=p.name == "__init__.py")
+             if target.partition(".")[0] in ("oqronboard", "demo")]
+    assert found == []
 
 
 def test_the_check_sees_every_kind_of_import():
@@ -98,11 +109,12 @@ def test_the_check_sees_every_kind_of_import():
     are all found and judged."""
     source = (
         "from .queries import get_run\n"
-        "from oqronboard import engine, views\n"
-        "def page():\n    from jobs.queries import get_job\n"
-        "import definitions.models\n"
+        "from oqronkit.contrib.django import engine\n"
+        "from oqronboard import views\n"
+        "def page():\n    from oqronboard.jobs.queries import get_job\n"
+        "import oqronboard.definitions.models\n"
     )
-    targets = imported(source, "runs.views")
+    targets = imported(source, "oqronboard.runs.views")
     assert [layer_of(t) for _, t in targets] == ["runs", "bridge", "shell", "jobs", "definitions"]
     assert imported("from ..pages import BadFilter\n", "oqronboard.base.views.x") == \
         [(1, "oqronboard.base.pages.BadFilter")]
@@ -111,7 +123,7 @@ def test_the_check_sees_every_kind_of_import():
 
 def test_the_shell_stands_on_every_app():
     """Cross-table pages live above the apps: the shell reads all three tables."""
-    shell = [p for p in sources("oqronboard") if "base" not in p.relative_to(ROOT / "oqronboard").parts[:1]]
+    shell = [p for p in sources("oqronboard") if p.relative_to(ROOT / "oqronboard").parts[0] not in ("base", *APPS)]
     layers = {layer_of(t) for p in shell for _, t in imported(p.read_text(encoding="utf-8"), module_name(p))}
     assert set(APPS) <= layers
 
@@ -119,7 +131,7 @@ def test_the_shell_stands_on_every_app():
 def test_the_board_reads_live_data_through_the_engine():
     """Hot-plane entries (the live overlay, the worker registry) are read with
     ``oqronkit.live``; no board module reads a hot-plane group or parses its JSON."""
-    found = [f"{p.relative_to(ROOT)}:{n}" for p in sources("oqronboard", *APPS)
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in sources("oqronboard")
              for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if any(call in line for call in ("kv_get(", "kv_all(", "kv_set(", "kv_delete("))]
     assert found == []

@@ -31,18 +31,18 @@ def audit_entries(board: Board) -> list[dict]:
 
 
 def usage(board: Board, client: Client | None = None, key: str = "alice") -> str:
-    response = (client or board.viewer).get(reverse("limits"), {"limiter": "api", "key": key})
+    response = (client or board.viewer).get(reverse("oqronboard:limits"), {"limiter": "api", "key": key})
     assert response.status_code == 200
     return response.content.decode()
 
 
 def test_the_page_shows_each_limiter_with_tiers_ban_and_mode(board: Board):
-    assert 'data-testid="no-limiters"' in board.viewer.get(reverse("limits")).content.decode()
+    assert 'data-testid="no-limiters"' in board.viewer.get(reverse("oqronboard:limits")).content.decode()
     declare(board)
-    body = board.viewer.get(reverse("limits")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:limits")).content.decode()
     assert 'data-testid="limiter-api"' in body and "2 per 60000 ms; 5 per 3600000 ms" in body
     assert "after 1 refusals within 60000 ms, for 600000 ms" in body and "enforcing" in body
-    live = board.viewer.get(reverse("limits") + "?panel=live", HTTP_HX_REQUEST="true").content.decode()
+    live = board.viewer.get(reverse("oqronboard:limits") + "?panel=live", HTTP_HX_REQUEST="true").content.decode()
     assert 'data-testid="limiter-api"' in live and "<html" not in live
 
 
@@ -63,16 +63,17 @@ def test_reset_unban_override_and_clear_are_audited_and_act(board: Board):
     limiter.check("alice")  # refused: banned
     assert limiter.peek("alice").banned
     before = board.plane.get("ratelimit", "api").value
-    url = reverse("limiter-action", args=["api", "unban"])
+    url = reverse("oqronboard:limiter-action", args=["api", "unban"])
     response = board.operator.post(url, {"key": "alice"}, HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and json.loads(response["HX-Trigger"]) == {"board:refresh": {}}
     assert not limiter.peek("alice").banned
-    response = board.operator.post(reverse("limiter-action", args=["api", "reset"]), {"key": "alice"})
-    assert response.status_code == 302 and response["Location"] == reverse("limits")
+    response = board.operator.post(reverse("oqronboard:limiter-action", args=["api", "reset"]), {"key": "alice"})
+    assert response.status_code == 302 and response["Location"] == reverse("oqronboard:limits")
     assert limiter.peek("alice").remaining == 2
-    board.operator.post(reverse("limiter-action", args=["api", "override"]), {"key": "alice", "limits": "10, 20"})
+    board.operator.post(reverse("oqronboard:limiter-action", args=["api", "override"]), {"key": "alice",
+                                                                                         "limits": "10, 20"})
     assert limiter.peek("alice").limit == 10
-    board.operator.post(reverse("limiter-action", args=["api", "clear-override"]), {"key": "alice"})
+    board.operator.post(reverse("oqronboard:limiter-action", args=["api", "clear-override"]), {"key": "alice"})
     assert limiter.peek("alice").limit == 2
     entries = audit_entries(board)
     assert [e["action"] for e in entries] == ["ratelimit-clear-override", "ratelimit-override", "ratelimit-reset",
@@ -85,7 +86,7 @@ def test_reset_unban_override_and_clear_are_audited_and_act(board: Board):
 def test_a_viewer_is_refused_every_action(board: Board):
     limiter = declare(board)
     for action in ("reset", "unban", "override", "clear-override"):
-        url = reverse("limiter-action", args=["api", action])
+        url = reverse("oqronboard:limiter-action", args=["api", action])
         assert board.viewer.post(url, {"key": "alice", "limits": "9,9"}).status_code == 403
     assert limiter.peek("alice").remaining == 1 and audit_entries(board) == []
 
@@ -94,9 +95,10 @@ def test_another_scopes_limiter_is_neither_shown_nor_acted_on(board: Board):
     other = BoardScope(board.db.project + "-other", board.db.environment)
     spy = declare(board, "secret-limiter", scope=other)
     declare(board)
-    assert "secret-limiter" not in board.viewer.get(reverse("limits")).content.decode()
-    assert board.viewer.get(reverse("limits"), {"limiter": "secret-limiter", "key": "alice"}).status_code == 404
-    url = reverse("limiter-action", args=["secret-limiter", "reset"])
+    assert "secret-limiter" not in board.viewer.get(reverse("oqronboard:limits")).content.decode()
+    assert board.viewer.get(reverse("oqronboard:limits"), {"limiter": "secret-limiter",
+                                                           "key": "alice"}).status_code == 404
+    url = reverse("oqronboard:limiter-action", args=["secret-limiter", "reset"])
     assert board.operator.post(url, {"key": "alice"}).status_code == 404
     assert spy.peek("alice").remaining == 1 and audit_entries(board) == []
 
@@ -107,24 +109,26 @@ def test_another_scopes_limiter_is_neither_shown_nor_acted_on(board: Board):
                                          ("override", {"key": "a", "limits": "0,5"})])
 def test_bad_input_is_400_and_not_audited(board: Board, action: str, data: dict):
     declare(board)
-    assert board.operator.post(reverse("limiter-action", args=["api", action]), data).status_code == 400
+    assert board.operator.post(reverse("oqronboard:limiter-action", args=["api", action]), data).status_code == 400
     assert audit_entries(board) == []
 
 
 def test_unknown_limiter_action_or_bad_usage_query(board: Board):
     declare(board)
-    assert board.operator.post(reverse("limiter-action", args=["api", "nuke"]), {"key": "a"}).status_code == 404
-    assert board.operator.post(reverse("limiter-action", args=["nope", "reset"]), {"key": "a"}).status_code == 404
-    assert board.operator.get(reverse("limiter-action", args=["api", "reset"])).status_code == 405
-    assert board.viewer.get(reverse("limits"), {"limiter": "api", "key": ""}).status_code == 400
-    assert board.viewer.get(reverse("limits"), {"limiter": "nope", "key": "a"}).status_code == 404
+    assert board.operator.post(reverse("oqronboard:limiter-action", args=["api", "nuke"]),
+                               {"key": "a"}).status_code == 404
+    assert board.operator.post(reverse("oqronboard:limiter-action", args=["nope", "reset"]),
+                               {"key": "a"}).status_code == 404
+    assert board.operator.get(reverse("oqronboard:limiter-action", args=["api", "reset"])).status_code == 405
+    assert board.viewer.get(reverse("oqronboard:limits"), {"limiter": "api", "key": ""}).status_code == 400
+    assert board.viewer.get(reverse("oqronboard:limits"), {"limiter": "nope", "key": "a"}).status_code == 404
 
 
 def test_actions_need_the_csrf_token(board: Board):
     declare(board)
     client = Client(enforce_csrf_checks=True)
     client.force_login(get_user_model().objects.get(username=f"olivia-{board.db.project[-6:]}"))
-    assert client.post(reverse("limiter-action", args=["api", "reset"]), {"key": "alice"}).status_code == 403
+    assert client.post(reverse("oqronboard:limiter-action", args=["api", "reset"]), {"key": "alice"}).status_code == 403
     assert audit_entries(board) == []
 
 
@@ -142,7 +146,7 @@ def test_queue_limits_show_with_their_held_back_claims(board: Board):
     from oqronkit.backends.hot_types import Signal
     from oqronkit.clock import now_ms
 
-    body = board.viewer.get(reverse("limits")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:limits")).content.decode()
     assert 'data-testid="no-queue-limits"' in body
     put_limited_queue(board, "capped", concurrency=1)
     put_limited_queue(board, "paced", rate=(3, 500))
@@ -152,13 +156,13 @@ def test_queue_limits_show_with_their_held_back_claims(board: Board):
     hot.signal("capped", [Signal("a"), Signal("b")], now)
     for _ in range(3):  # one taken, then held back three times: the first claim was cut short too
         hot.claim_limited("capped", worker_id="w", limit=2, lease_ms=30_000, now=now, limits=ClaimLimits(1))
-    body = board.viewer.get(reverse("limits")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:limits")).content.decode()
     assert 'data-testid="queue-limit-unlimited"' not in body
     assert "3 starts per 500 ms" in body and "10 starts per 60000 ms" in body and "4 at once" in body
     row = body[body.index('data-testid="queue-limit-capped"'):]
     row = row[:row.index("</tr>")]
     assert "1 at once" in row and 'data-testid="queue-held">3 claims<' in row
-    live = board.viewer.get(reverse("limits") + "?panel=live", HTTP_HX_REQUEST="true").content.decode()
+    live = board.viewer.get(reverse("oqronboard:limits") + "?panel=live", HTTP_HX_REQUEST="true").content.decode()
     assert 'data-testid="queue-limit-paced"' in live and "<html" not in live
 
 
@@ -169,6 +173,6 @@ def test_a_hostile_queue_name_is_text_and_another_scopes_queue_is_not_shown(boar
     other = BoardScope(board.db.project + "-other", board.db.environment)
     other.engine.durable.put("queue", "secret-queue", {"name": "secret-queue", "globalConcurrency": 2,
                                                       "updatedAt": now_ms()})
-    body = board.viewer.get(reverse("limits")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:limits")).content.decode()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body and HOSTILE not in body
     assert "secret-queue" not in body

@@ -6,13 +6,13 @@ import re
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.urls import reverse
 
+import oqronboard
 from oqronboard.base.live import DEFAULT_POLL, POLL_COOKIE, poll_trigger
 from tests.board.seed import Board, queue_control
 
-STATIC = Path(settings.BASE_DIR) / "static"
+STATIC = Path(oqronboard.__file__).parent / "static" / "oqronboard"
 
 
 @pytest.mark.parametrize(
@@ -25,7 +25,7 @@ def test_panels_poll_at_the_chosen_interval(board: Board, cookie, trigger):
     queue_control(board.plane, "emails")
     if cookie is not None:
         board.viewer.cookies[POLL_COOKIE] = cookie
-    body = board.viewer.get(reverse("definitions")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:definitions")).content.decode()
     panel = body.split('id="definitions-live"')[1].split(">")[0]
     assert f'hx-trigger="{trigger}"' in panel and 'hx-sync="this:drop"' in panel and "data-poll" in panel
     chosen = cookie if cookie in ("2", "15", "off") else DEFAULT_POLL
@@ -34,12 +34,13 @@ def test_panels_poll_at_the_chosen_interval(board: Board, cookie, trigger):
 
 def test_every_live_panel_has_a_stable_hook(board: Board):
     queue_control(board.plane, "emails")
-    pages = {reverse("home"): "overview-live", reverse("dead-letters"): "dlq-depth",
-             reverse("definitions"): "definitions-live", reverse("queue-jobs", args=["emails"]): "queue-counts"}
+    pages = {reverse("oqronboard:home"): "overview-live", reverse("oqronboard:dead-letters"): "dlq-depth",
+             reverse("oqronboard:definitions"): "definitions-live", reverse("oqronboard:queue-jobs",
+                                                                            args=["emails"]): "queue-counts"}
     for url, panel in pages.items():
         body = board.viewer.get(url).content.decode()
         assert f'id="{panel}"' in body and 'hx-trigger="every 5s, board:refresh from:body"' in body, url
-    assert 'id="dlq-groups"' in board.viewer.get(reverse("dead-letters")).content.decode()
+    assert 'id="dlq-groups"' in board.viewer.get(reverse("oqronboard:dead-letters")).content.decode()
 
 
 def test_poll_trigger_values():
@@ -67,9 +68,10 @@ def test_the_board_script_never_evaluates_code():
 
 @pytest.mark.django_db
 def test_the_page_shell_loads_our_static_files_only(admin_client):
-    body = admin_client.get(reverse("login")).content.decode()
+    body = admin_client.get(reverse("oqronboard:home")).content.decode()
     sources = re.findall(r'<script src="([^"]+)"', body) + re.findall(r'<link rel="stylesheet" href="([^"]+)"', body)
-    assert sources == ["/static/vendor/htmx.min.js", "/static/js/board.js", "/static/css/board.css"]
+    assert sources == ["/static/oqronboard/vendor/htmx.min.js", "/static/oqronboard/js/board.js",
+                       "/static/oqronboard/css/board.css"]
     assert '"includeIndicatorStyles": false' in body and '"allowEval": false' in body
     for source in sources:
         assert admin_client.get(source).status_code == 200

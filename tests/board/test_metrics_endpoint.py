@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from prometheus_client.parser import text_string_to_metric_families
 
-from oqronboard.metrics import check_metrics_token
+from oqronboard.checks import check_metrics_token
 from oqronkit.clock import now_ms
 from oqronkit.live import publish_worker
 from oqronkit.services.leader import LEADER_LOCK
@@ -25,7 +25,7 @@ TOKEN = "prometheus-scrapes-with-this-token-0123"
 
 
 def scrape(client: Client, **headers: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    response = client.get(reverse("metrics"), **headers)
+    response = client.get(reverse("oqronboard:metrics"), **headers)
     assert response.status_code == 200, response.content
     assert response["Content-Type"].startswith("text/plain; version=")
     return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
@@ -120,7 +120,7 @@ def test_an_empty_scope_scrapes_without_error(board: Board, settings):
 
 @pytest.mark.django_db
 def test_anonymous_and_a_wrong_or_short_token_get_401_and_no_figure(settings):
-    url = reverse("metrics")
+    url = reverse("oqronboard:metrics")
     response = Client().get(url)
     assert response.status_code == 401 and response["WWW-Authenticate"].startswith("Bearer")
     assert b"oqron_" not in response.content
@@ -134,7 +134,7 @@ def test_anonymous_and_a_wrong_or_short_token_get_401_and_no_figure(settings):
 
 
 def test_a_viewer_needs_the_permission(board: Board):
-    response = board.viewer.get(reverse("metrics"))
+    response = board.viewer.get(reverse("oqronboard:metrics"))
     assert response.status_code == 403 and b"oqron_" not in response.content
     user = get_user_model().objects.create_user(f"prom-{board.db.project[-6:]}", password="pw")
     user.user_permissions.add(Permission.objects.get(codename="view_metrics", content_type__app_label="oqronboard"))
@@ -152,7 +152,7 @@ def test_a_viewer_needs_the_permission(board: Board):
 def test_without_a_sql_durable_plane_it_answers_503(settings, mode):
     settings.OQRON = {"MODE": mode, "REDIS_URL": "redis://127.0.0.1:6379/15"} if mode == "redis" else {"MODE": mode}
     settings.OQRON_METRICS_TOKEN = TOKEN
-    response = Client().get(reverse("metrics"), HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    response = Client().get(reverse("oqronboard:metrics"), HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
     assert response.status_code == 503 and b"oqron_" not in response.content
 
 
@@ -183,7 +183,7 @@ def test_a_hot_plane_down_leaves_the_durable_figures(board: Board, settings):
 def test_the_hot_figures_come_from_redis_in_redis_postgres_mode(board: Board, settings):
     if board.db.alias == "default":
         pytest.skip("redis-postgres keeps its durable plane on Postgres")
-    from oqronboard import engine
+    from oqronkit.contrib.django import engine
     from tests.services import drop_redis_project, require_redis
 
     url = require_redis()

@@ -15,9 +15,9 @@ from django.core.management import CommandError, call_command
 from django.db import connections
 
 import oqronkit
-from jobs.models import JobRecord
-from oqronboard import engine
+from oqronboard.jobs.models import JobRecord
 from oqronkit import DurablePlane, LegacyLayoutDetected
+from oqronkit.contrib.django import engine
 from tests.board.conftest import SharedDatabase
 from tests.legacy_fixture import (
     CREATED_MS,
@@ -214,10 +214,10 @@ def test_a_mode_without_a_sql_durable_plane_is_refused(settings):
         call_command("oqron_migrate_v1", stdout=io.StringIO())
 
 
-def test_reading_one_database_and_writing_another_is_refused(settings, tmp_path):
-    settings.OQRON = {"MODE": "sqlite", "DATABASE_URL": f"sqlite:///{tmp_path / 'elsewhere.sqlite3'}"}
-    with pytest.raises(CommandError, match="is not the engine's durable database"):
-        call_command("oqron_migrate_v1", stdout=io.StringIO())
+def test_reading_one_database_and_writing_another_is_refused(settings):
+    settings.OQRON = {"MODE": "sqlite"}  # the engine on the default alias
+    with pytest.raises(CommandError, match="'postgres' is not the engine's durable database"):
+        call_command("oqron_migrate_v1", database="postgres", stdout=io.StringIO())
 
 
 def test_batch_size_must_be_positive(settings):

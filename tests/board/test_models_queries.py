@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from definitions.models import Record
-from jobs.models import JobRecord
+from oqronboard.definitions.models import Record
+from oqronboard.jobs.models import JobRecord
+from oqronboard.runs.models import RunRecord
 from oqronkit import RecordWrite
-from runs.models import RunRecord
 from tests.board.conftest import SharedDatabase
 
 

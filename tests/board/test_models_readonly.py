@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from django.db import models
 
-from definitions.models import Record
-from jobs.models import JobRecord
 from oqronboard.base.records import ReadOnlyModelError
+from oqronboard.definitions.models import Record
+from oqronboard.jobs.models import JobRecord
+from oqronboard.runs.models import RunRecord
 from oqronkit import OqronError
-from runs.models import RunRecord
 
 MODELS = [RunRecord, JobRecord, Record]
 

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from django.db import connections, models
 
-from definitions.models import Record
-from jobs.models import JobRecord
-from oqronboard import engine
+from oqronboard.definitions.models import Record
+from oqronboard.jobs.models import JobRecord
+from oqronboard.runs.models import RunRecord
 from oqronkit import table_name_for_namespace
-from runs.models import RunRecord
+from oqronkit.contrib.django import engine
 from tests.board.conftest import SharedDatabase
 
 MODELS: list[type[models.Model]] = [RunRecord, JobRecord, Record]

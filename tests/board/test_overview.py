@@ -35,7 +35,7 @@ def test_queues_with_depths_dead_letters_and_the_last_hour(board: Board):
         run_value("too-old", started=now - 2 * 60 * MINUTE),
         run_value("still", status="running", started=now - MINUTE),
     ])
-    body = board.viewer.get(reverse("home")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:home")).content.decode()
     emails = row(body, "emails")
     assert 'data-testid="waiting-emails">4<' in emails  # hot plane: the durable-only job is not signalled
     assert '<td data-label="Delayed" class="num">1</td>' in emails  # delayed
@@ -57,11 +57,11 @@ def test_no_live_workers_warning_and_unattended_queues(board: Board):
     queue_control(board.plane, "sms")
     board.scope.queue("emails").add({"n": 1})
     board.scope.queue("sms").add({"n": 1})
-    body = board.viewer.get(reverse("home")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:home")).content.decode()
     assert 'data-testid="no-workers"' in body and 'data-testid="unattended-emails"' in body
 
     heartbeat(board, "w-1", {"emails": 5})
-    body = board.viewer.get(reverse("home")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:home")).content.decode()
     assert 'data-testid="no-workers"' not in body
     assert 'data-testid="unattended-emails"' not in body and 'data-testid="unattended-sms"' in body
     assert 'data-testid="workers"' in body and "w-1" in body
@@ -69,14 +69,14 @@ def test_no_live_workers_warning_and_unattended_queues(board: Board):
 
 def test_the_live_panel_is_a_fragment_that_polls(board: Board):
     queue_control(board.plane, "emails")
-    page = board.viewer.get(reverse("home")).content.decode()
+    page = board.viewer.get(reverse("oqronboard:home")).content.decode()
     assert 'id="overview-live"' in page and 'hx-trigger="every 5s, board:refresh from:body"' in page
-    panel = board.viewer.get(reverse("home"), {"panel": "live"}, HTTP_HX_REQUEST="true").content.decode()
+    panel = board.viewer.get(reverse("oqronboard:home"), {"panel": "live"}, HTTP_HX_REQUEST="true").content.decode()
     assert "<html" not in panel and 'data-testid="queue-row-emails"' in panel
 
 
 def test_an_empty_scope_says_how_to_start(board: Board):
-    body = board.viewer.get(reverse("home")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:home")).content.decode()
     assert "No queue has been seen" in body and "bin/demo" in body
 
 
@@ -84,11 +84,12 @@ def test_an_empty_scope_says_how_to_start(board: Board):
 @pytest.mark.parametrize("mode", ["memory", "redis"])
 def test_without_a_sql_durable_plane_the_board_says_so(admin_client, settings, mode):
     settings.OQRON = {"MODE": mode, "REDIS_URL": "redis://127.0.0.1:6379/15"}
-    for url in (reverse("runs"), reverse("failed-runs"), reverse("dead-letters"), reverse("definitions"),
-                reverse("audit"), reverse("queues")):
+    for url in (reverse("oqronboard:runs"), reverse("oqronboard:failed-runs"), reverse("oqronboard:dead-letters"),
+                reverse("oqronboard:definitions"),
+                reverse("oqronboard:audit"), reverse("oqronboard:queues")):
         body = admin_client.get(url).content.decode()
         assert 'data-testid="needs-sql"' in body and "needs a SQL durable plane" in body, url
-    home = admin_client.get(reverse("home")).content.decode()
+    home = admin_client.get(reverse("oqronboard:home")).content.decode()
     assert 'data-testid="needs-sql"' in home and mode in home
 
 
@@ -96,8 +97,8 @@ def test_the_overview_hides_internal_queues(board: Board, settings):
     settings.OQRON_INTERNAL_QUEUES = ["demo-ticker"]
     queue_control(board.plane, "emails")
     queue_control(board.plane, "demo-ticker")
-    body = board.viewer.get(reverse("home")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:home")).content.decode()
     assert 'data-testid="queue-row-emails"' in body
     assert 'data-testid="queue-row-demo-ticker"' not in body and 'data-testid="hidden-queues"' in body
     # The Jobs page still lists it.
-    assert "/jobs/demo-ticker/" in board.viewer.get(reverse("queues")).content.decode()
+    assert "/jobs/demo-ticker/" in board.viewer.get(reverse("oqronboard:queues")).content.decode()

@@ -18,16 +18,16 @@ import pytest
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
 
-from definitions.queries import audit_entries, definitions, queue_controls
-from jobs.queries import DeadFilters, dead_groups, dead_list, dlq_depths, get_job, job_queues, queue_jobs
 from oqronboard.base.audit import Action
 from oqronboard.base.cursors import decode_cursor
 from oqronboard.base.scope import BoardScope
+from oqronboard.definitions.queries import audit_entries, definitions, queue_controls
+from oqronboard.jobs.queries import DeadFilters, dead_groups, dead_list, dlq_depths, get_job, job_queues, queue_jobs
 from oqronboard.overview import queue_states
+from oqronboard.runs.queries import RunFilters, get_run, job_runs, last_hour_counts, run_list
 from oqronkit import RecordWrite
 from oqronkit.clock import now_ms
 from oqronkit.namespaces import AUDIT
-from runs.queries import RunFilters, get_run, job_runs, last_hour_counts, run_list
 from tests.board.conftest import SharedDatabase
 from tests.board.seed import dead_job, job_value, run_value
 

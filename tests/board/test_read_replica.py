@@ -26,18 +26,21 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from oqronboard import engine
+from oqronboard import standalone
+from oqronboard.base.conf import READ_URL_VARIABLE
 from oqronboard.base.replica import PIN_COOKIE, ReadReplicaRouter, check_read_replica
 from oqronboard.base.replica_lag import forget
-from oqronboard.base.roles import OPERATORS_GROUP
-from oqronboard.models import ensure_operators_group
+from oqronboard.base.roles import OPERATORS_GROUP, VIEWERS_GROUP
+from oqronboard.models import ensure_board_groups
 from oqronkit import DurablePlane
+from oqronkit.contrib.django import engine
+from oqronkit.contrib.django.databases import django_database
 from tests.board.seed import job_value, put_jobs, put_runs, queue_control, run_value
 from tests.replica_pair import ReplicaPair, replica_pair
 
 ROOT = Path(__file__).resolve().parents[2]
 PRIMARY = "replica_primary"
-REPLICA = engine.READ_ALIAS
+REPLICA = standalone.READ_ALIAS
 
 
 @pytest.fixture(scope="session")
@@ -71,13 +74,11 @@ def _unregister(alias: str) -> None:
 def rboard(request: pytest.FixtureRequest, pair: ReplicaPair, settings: Any, django_db_blocker: Any,
            scope_names: tuple[str, str]) -> Iterator[ReplicaBoard]:
     request.getfixturevalue("default_test_database")
-    _register(PRIMARY, engine.database_settings_for_url(pair.primary.url))
+    _register(PRIMARY, django_database(pair.primary.url))
     # Exactly what settings.py derives from OQRON_READ_DATABASE_URL (timeouts, keepalives).
-    _register(REPLICA, engine.read_database_settings({engine.READ_URL_VARIABLE: pair.replica.url}))
+    _register(REPLICA, standalone.read_database({READ_URL_VARIABLE: pair.replica.url}))
     project, environment = scope_names
-    settings.OQRON = {"MODE": "postgres", "DATABASE_URL": pair.primary.url, "PROJECT": project,
-                      "ENVIRONMENT": environment}
-    settings.OQRON_DATABASE_ALIAS = PRIMARY
+    settings.OQRON = {"MODE": "postgres", "DATABASE_ALIAS": PRIMARY, "PROJECT": project, "ENVIRONMENT": environment}
     settings.OQRON_READ_DATABASE_ALIAS = REPLICA
     # Measured on every request unless a test says otherwise.
     settings.OQRON_READ_REPLICA_CHECK_SECONDS = 0
@@ -86,10 +87,11 @@ def rboard(request: pytest.FixtureRequest, pair: ReplicaPair, settings: Any, dja
     forget()
     users = get_user_model()
     with django_db_blocker.unblock():
-        ensure_operators_group()
+        ensure_board_groups()
         operator = users.objects.create_user(f"olivia-{project[-6:]}", password="pw")
         operator.groups.add(Group.objects.get(name=OPERATORS_GROUP))
         viewer = users.objects.create_user(f"victor-{project[-6:]}", password="pw")
+        viewer.groups.add(Group.objects.get(name=VIEWERS_GROUP))
         clients = Client(), Client()
         clients[0].force_login(operator)
         clients[1].force_login(viewer)
@@ -123,14 +125,15 @@ def test_list_and_detail_pages_read_the_replica_and_show_its_lag(rboard: Replica
     rboard.pair.wait_caught_up()
     pages = ("home", "runs", "failed-runs", "queues", "dead-letters", "definitions", "schedules", "topics",
              "webhooks", "logs", "limits", "caches", "audit")
-    for url in (*(reverse(name) for name in pages), reverse("run", args=["r-seen"]),
-                reverse("queue-jobs", args=["emails"]), reverse("job", args=["emails", "j-seen"])):
+    for url in (*(reverse(f"oqronboard:{name}") for name in pages), reverse("oqronboard:run", args=["r-seen"]),
+                reverse("oqronboard:queue-jobs", args=["emails"]), reverse("oqronboard:job", args=["emails",
+                                                                                                   "j-seen"])):
         body, on_replica, on_primary = get_page(rboard.viewer, url)
         assert on_replica and not on_primary, (url, on_primary)
         lag = re.search(r'data-testid="replica-status">Read replica, lag (\d+\.\d) s<', body)
         assert lag and float(lag.group(1)) < 1.0, body[-1500:]
         assert 'data-testid="replica-banner"' not in body
-    assert "r-seen" in get_page(rboard.viewer, reverse("runs"))[0]
+    assert "r-seen" in get_page(rboard.viewer, reverse("oqronboard:runs"))[0]
 
 
 def test_a_row_only_the_primary_holds_shows_once_the_lag_passes_the_limit(rboard: ReplicaBoard, settings: Any):
@@ -139,12 +142,12 @@ def test_a_row_only_the_primary_holds_shows_once_the_lag_passes_the_limit(rboard
     rboard.pair.pause_replay()
     try:
         put_runs(rboard.plane, [run_value("r-late")])
-        body, on_replica, _ = get_page(rboard.viewer, reverse("runs"))
+        body, on_replica, _ = get_page(rboard.viewer, reverse("oqronboard:runs"))
         # The standby has not replayed r-late: the page read it, not the primary.
         assert "r-early" in body and "r-late" not in body and on_replica
         time.sleep(0.4)
         settings.OQRON_READ_REPLICA_MAX_LAG_SECONDS = 0.2
-        body, on_replica, on_primary = get_page(rboard.viewer, reverse("runs"))
+        body, on_replica, on_primary = get_page(rboard.viewer, reverse("oqronboard:runs"))
         assert "r-late" in body and on_primary and not on_replica
         assert 'data-testid="replica-banner"' in body and "(more than 0.2 s)" in body
         assert "Primary database (replica lag" in body
@@ -156,19 +159,19 @@ def test_an_action_writes_the_primary_and_pins_the_browser_to_it(rboard: Replica
     queue_control(rboard.plane, "emails")
     rboard.pair.wait_caught_up()
     with CaptureQueriesContext(connections[REPLICA]) as on_replica:
-        response = rboard.operator.post(reverse("queue-pause", args=["emails"]))
+        response = rboard.operator.post(reverse("oqronboard:queue-pause", args=["emails"]))
     assert response.status_code == 302 and PIN_COOKIE in response.cookies
     # A standby refuses every write: the action and its audit record went to the primary.
     assert on_replica.captured_queries == []
     assert rboard.plane.get("queue", "emails").value["paused"] is True
-    body, on_replica_q, on_primary = get_page(rboard.operator, reverse("definitions"))
+    body, on_replica_q, on_primary = get_page(rboard.operator, reverse("oqronboard:definitions"))
     assert on_primary and not on_replica_q and "Primary database (right after your action)" in body
-    body, _, on_primary = get_page(rboard.operator, reverse("audit"))
+    body, _, on_primary = get_page(rboard.operator, reverse("oqronboard:audit"))
     assert "pause" in body and on_primary
     # Once the pin expires, the same browser reads the replica again.
     rboard.operator.cookies[PIN_COOKIE] = "0"
     rboard.pair.wait_caught_up()
-    body, on_replica_q, on_primary = get_page(rboard.operator, reverse("definitions"))
+    body, on_replica_q, on_primary = get_page(rboard.operator, reverse("oqronboard:definitions"))
     assert on_replica_q and not on_primary and "Read replica, lag" in body
 
 
@@ -178,7 +181,7 @@ def test_the_replica_stopped_mid_test_pages_answer_from_the_primary(rboard: Repl
     rboard.pair.wait_caught_up()
     # The check says healthy and is believed for a minute: the replica dies under the next page.
     settings.OQRON_READ_REPLICA_CHECK_SECONDS = 60
-    assert "Read replica, lag" in get_page(rboard.viewer, reverse("runs"))[0]
+    assert "Read replica, lag" in get_page(rboard.viewer, reverse("oqronboard:runs"))[0]
     rboard.pair.replica._pg_ctl("-m", "immediate", "stop")
     try:
         for attempt in range(2):
@@ -186,7 +189,7 @@ def test_the_replica_stopped_mid_test_pages_answer_from_the_primary(rboard: Repl
             # failure is remembered and the replica is not tried at all.
             caplog.clear()
             with CaptureQueriesContext(connections[PRIMARY]) as on_primary:
-                response = rboard.viewer.get(reverse("runs"))
+                response = rboard.viewer.get(reverse("oqronboard:runs"))
             retried = [r for r in caplog.records if getattr(r, "action", "") == "board.replica_retry"]
             assert len(retried) == (1 if attempt == 0 else 0)
             body = response.content.decode()
@@ -199,9 +202,9 @@ def test_the_replica_stopped_mid_test_pages_answer_from_the_primary(rboard: Repl
         caplog.clear()
         assert Client().get(reverse("login")).status_code == 200
         assert not [r for r in caplog.records if getattr(r, "action", "").startswith("board.replica")]
-        response = rboard.viewer.get(reverse("job", args=["emails", "nope"]))
+        response = rboard.viewer.get(reverse("oqronboard:job", args=["emails", "nope"]))
         assert response.status_code == 404
-        response = rboard.viewer.get(reverse("runs"))
+        response = rboard.viewer.get(reverse("oqronboard:runs"))
         assert response.status_code == 200 and b"read replica is unavailable" in response.content
     finally:
         rboard.pair.replica.start()
@@ -214,10 +217,10 @@ def test_nothing_is_migrated_on_the_replica_and_a_bad_url_fails_the_check(settin
     assert router.allow_migrate(REPLICA, "auth") is False
     assert router.allow_migrate(DEFAULT_DB_ALIAS, "auth") is None
     settings.OQRON_READ_DATABASE_ALIAS = None
-    monkeypatch.setenv(engine.READ_URL_VARIABLE, "sqlite:///replica.sqlite3")
-    assert engine.read_database_settings({engine.READ_URL_VARIABLE: "sqlite:///x"}) is None
+    monkeypatch.setenv(READ_URL_VARIABLE, "sqlite:///replica.sqlite3")
+    assert standalone.read_database({READ_URL_VARIABLE: "sqlite:///x"}) is None
     assert [m.id for m in check_read_replica()] == ["oqron.E020"]
-    read = engine.read_database_settings({engine.READ_URL_VARIABLE: "postgresql://u@db.internal:5433/board"})
+    read = standalone.read_database({READ_URL_VARIABLE: "postgresql://u@db.internal:5433/board"})
     assert read is not None and read["PORT"] == "5433" and read["OPTIONS"]["connect_timeout"] == 2
     assert read["TEST"] == {"MIRROR": "default"}
 

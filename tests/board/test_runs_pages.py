@@ -35,10 +35,10 @@ def seed_mixed(board: Board) -> None:
 
 def test_runs_newest_first_within_24_hours(board: Board):
     seed_mixed(board)
-    body = board.viewer.get(reverse("runs")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:runs")).content.decode()
     assert run_ids(body) == ["r-ok", "r-fail", "r-cron", "r-smtp"]
     assert 'data-testid="runs-table"' in body and 'aria-current="page"' in body
-    wider = board.viewer.get(reverse("runs"), {"window": "7d"}).content.decode()
+    wider = board.viewer.get(reverse("oqronboard:runs"), {"window": "7d"}).content.decode()
     assert run_ids(wider)[-1] == "r-old"
 
 
@@ -58,20 +58,20 @@ def test_runs_newest_first_within_24_hours(board: Board):
 )
 def test_every_filter_is_a_bookmarkable_get_parameter(board: Board, params, expected):
     seed_mixed(board)
-    response = board.viewer.get(reverse("runs"), params)
+    response = board.viewer.get(reverse("oqronboard:runs"), params)
     assert response.status_code == 200
     assert run_ids(response.content.decode()) == expected
 
 
 def test_failed_runs_page(board: Board):
     seed_mixed(board)
-    body = board.viewer.get(reverse("failed-runs")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:failed-runs")).content.decode()
     assert run_ids(body) == ["r-fail", "r-smtp"]
     assert body.count('data-testid="failed-run-row"') == 2
     assert "user 42 not found" in body and "ConnectionError" in body
     assert 'id="nav-failed"' in body
     # The failed page ignores a status parameter: it always lists failures.
-    assert run_ids(board.viewer.get(reverse("failed-runs"), {"status": "completed"}).content.decode()) == \
+    assert run_ids(board.viewer.get(reverse("oqronboard:failed-runs"), {"status": "completed"}).content.decode()) == \
         ["r-fail", "r-smtp"]
 
 
@@ -82,7 +82,7 @@ def test_failed_runs_page(board: Board):
     ids=["status", "window", "module", "cursor", "cursor-shape", "name-length", "nul", "worker-length"],
 )
 def test_bad_filter_values_answer_400_with_a_message(board: Board, params):
-    for url in (reverse("runs"), reverse("failed-runs")):
+    for url in (reverse("oqronboard:runs"), reverse("oqronboard:failed-runs")):
         response = board.viewer.get(url, params)
         assert response.status_code == 400, (url, params)
         body = response.content.decode()
@@ -94,7 +94,7 @@ def test_keyset_pages_walk_every_run_once(board: Board):
     # 120 runs, some sharing a start time, so the id breaks ties.
     put_runs(board.plane, [run_value(f"run-{i:03d}", started=now - (i // 3) * 1000) for i in range(120)])
     seen: list[str] = []
-    url, params = reverse("runs"), {}
+    url, params = reverse("oqronboard:runs"), {}
     for _page in range(5):
         body = board.viewer.get(url, params).content.decode()
         seen += run_ids(body)
@@ -110,9 +110,9 @@ def test_keyset_pages_walk_every_run_once(board: Board):
 def test_load_more_answers_htmx_with_rows_only(board: Board):
     now = now_ms()
     put_runs(board.plane, [run_value(f"run-{i:03d}", started=now - i * 1000) for i in range(60)])
-    first = board.viewer.get(reverse("runs")).content.decode()
+    first = board.viewer.get(reverse("oqronboard:runs")).content.decode()
     query = re.search(r'href="\?([^"]+)" hx-get', first).group(1).replace("&amp;", "&")
-    response = board.viewer.get(reverse("runs") + "?" + query, HTTP_HX_REQUEST="true")
+    response = board.viewer.get(reverse("oqronboard:runs") + "?" + query, HTTP_HX_REQUEST="true")
     body = response.content.decode()
     assert "<html" not in body and "<tr" in body
     assert run_ids(body) == [f"run-{i:03d}" for i in range(50, 60)]
@@ -128,7 +128,7 @@ def test_run_detail_shows_the_whole_story(board: Board):
                   error=error("second"), logs=[("info", "connecting"), ("error", "gave up")]),
         run_value("other", job_id="j9", started=now - MINUTE),
     ])
-    response = board.viewer.get(reverse("run", args=["a2"]))
+    response = board.viewer.get(reverse("oqronboard:run", args=["a2"]))
     assert response.status_code == 200
     body = response.content.decode()
     for text in ("x@y.z", "second", "Traceback (most recent call last)", "connecting", "gave up", "worker-1",
@@ -143,13 +143,13 @@ def test_run_detail_shows_the_whole_story(board: Board):
 
 
 def test_unknown_run_is_404(board: Board):
-    assert board.viewer.get(reverse("run", args=["missing"])).status_code == 404
-    assert board.viewer.get(reverse("run-live", args=["missing"])).status_code == 404
+    assert board.viewer.get(reverse("oqronboard:run", args=["missing"])).status_code == 404
+    assert board.viewer.get(reverse("oqronboard:run-live", args=["missing"])).status_code == 404
 
 
 def test_a_running_run_polls_its_live_panel_until_it_ends(board: Board):
     put_runs(board.plane, [run_value("live-1", status="running", progress=10.0)])
-    page = board.viewer.get(reverse("run", args=["live-1"])).content.decode()
+    page = board.viewer.get(reverse("oqronboard:run", args=["live-1"])).content.decode()
     panel = page.split('id="run-live"')[1].split(">")[0]
     assert "data-poll" in panel and 'hx-get="/runs/live-1/live/"' in panel and "every 5s" in panel
     assert 'hx-sync="this:drop"' in panel
@@ -159,21 +159,21 @@ def test_a_running_run_polls_its_live_panel_until_it_ends(board: Board):
     publish_runs(board.scope.engine.hot, [{
         "id": "live-1", "status": "running", "progressPercent": 62.5, "progressLabel": "step 5 of 8",
         "logs": [{"level": "info", "msg": "halfway", "ts": now_ms()}]}], ttl_ms=60_000)
-    live = board.viewer.get(reverse("run-live", args=["live-1"]), HTTP_HX_REQUEST="true")
+    live = board.viewer.get(reverse("oqronboard:run-live", args=["live-1"]), HTTP_HX_REQUEST="true")
     assert live.status_code == 200
     body = live.content.decode()
     assert "<html" not in body
     assert 'aria-valuenow="62.5"' in body and "step 5 of 8" in body and "halfway" in body
 
     put_runs(board.plane, [run_value("live-1", status="completed")])
-    ended = board.viewer.get(reverse("run-live", args=["live-1"]), HTTP_HX_REQUEST="true")
+    ended = board.viewer.get(reverse("oqronboard:run-live", args=["live-1"]), HTTP_HX_REQUEST="true")
     assert ended.status_code == 286  # htmx stops polling
     assert 'data-testid="run-ended"' in ended.content.decode() and 'aria-valuenow="100.0"' in ended.content.decode()
 
 
 def test_a_run_without_a_job(board: Board):
     put_runs(board.plane, [run_value("cron-1", name="nightly", module="cron")])
-    body = board.viewer.get(reverse("run", args=["cron-1"])).content.decode()
+    body = board.viewer.get(reverse("oqronboard:run", args=["cron-1"])).content.decode()
     assert "nightly" in body and "All runs of this job" not in body
 
 
@@ -181,22 +181,22 @@ def test_the_jump_box_finds_runs_and_jobs(board: Board):
     put_runs(board.plane, [run_value("r-1")])
     board.plane.put("queue", "emails", {"name": "emails", "paused": False})
     put_jobs(board.plane, [dead_job("emails", "job-7")])
-    assert board.viewer.get(reverse("jump"), {"id": "r-1"})["Location"] == "/runs/r-1/"
-    assert board.viewer.get(reverse("jump"), {"id": "job-7"})["Location"] == "/jobs/emails/job-7/"
-    missing = board.viewer.get(reverse("jump"), {"id": "nope"})
+    assert board.viewer.get(reverse("oqronboard:jump"), {"id": "r-1"})["Location"] == "/runs/r-1/"
+    assert board.viewer.get(reverse("oqronboard:jump"), {"id": "job-7"})["Location"] == "/jobs/emails/job-7/"
+    missing = board.viewer.get(reverse("oqronboard:jump"), {"id": "nope"})
     assert missing.status_code == 404 and b"No run or job" in missing.content
-    assert board.viewer.get(reverse("jump"), {"id": "x" * 300}).status_code == 400
+    assert board.viewer.get(reverse("oqronboard:jump"), {"id": "x" * 300}).status_code == 400
 
 
 def test_job_ids_with_slashes_link_and_resolve(board: Board):
     board.plane.put("queue", "emails", {"name": "emails", "paused": False})
     put_jobs(board.plane, [dead_job("emails", "order/42")])
-    body = board.operator.get(reverse("dead-letters")).content.decode()
-    detail = reverse("job", args=["emails", "order/42"])
+    body = board.operator.get(reverse("oqronboard:dead-letters")).content.decode()
+    detail = reverse("oqronboard:job", args=["emails", "order/42"])
     assert detail == "/jobs/emails/~b3JkZXIvNDI/"  # escaped: WSGI would decode a %2F before routing
     assert f'href="{detail}"' in body
     assert board.viewer.get(detail).status_code == 200
-    assert urlparse(reverse("job-action", args=["emails", "order/42", "retry"])).path == detail + "retry/"
+    assert urlparse(reverse("oqronboard:job-action", args=["emails", "order/42", "retry"])).path == detail + "retry/"
 
 
 def test_a_finished_run_shows_its_final_state_not_a_reload_hint(board: Board):
@@ -204,13 +204,13 @@ def test_a_finished_run_shows_its_final_state_not_a_reload_hint(board: Board):
         run_value("r-failed", status="failed", error=error("boom"), job_id="gone-job", progress=40),
         run_value("r-done", status="completed", output={"ok": True}),
     ])
-    failed = board.viewer.get(reverse("run", args=["r-failed"])).content.decode()
+    failed = board.viewer.get(reverse("oqronboard:run", args=["r-failed"])).content.decode()
     assert 'data-testid="run-ended"' not in failed and "Reload" not in failed
     assert 'data-testid="run-final"' in failed and "at 40.0%" in failed
-    done = board.viewer.get(reverse("run", args=["r-done"])).content.decode()
+    done = board.viewer.get(reverse("oqronboard:run", args=["r-done"])).content.decode()
     assert 'data-testid="run-final"' in done and 'value="100.0"' in done
     # The live poll still says the run just ended (and stops polling).
-    live = board.viewer.get(reverse("run-live", args=["r-failed"]), HTTP_HX_REQUEST="true")
+    live = board.viewer.get(reverse("oqronboard:run-live", args=["r-failed"]), HTTP_HX_REQUEST="true")
     assert live.status_code == 286 and 'data-testid="run-ended"' in live.content.decode()
 
 
@@ -220,17 +220,17 @@ def test_a_run_of_a_job_that_left_its_queue_does_not_link_to_it(board: Board):
         run_value("r-gone", status="completed", job_id="gone-job"),
         run_value("r-here", status="failed", error=error(), job_id="still-here"),
     ])
-    gone = board.viewer.get(reverse("run", args=["r-gone"])).content.decode()
+    gone = board.viewer.get(reverse("oqronboard:run", args=["r-gone"])).content.decode()
     assert 'data-testid="run-job-link"' not in gone and "/jobs/emails/gone-job/" not in gone
     assert 'data-testid="run-job-id"' in gone and "has left the queue" in gone
-    here = board.viewer.get(reverse("run", args=["r-here"])).content.decode()
+    here = board.viewer.get(reverse("oqronboard:run", args=["r-here"])).content.decode()
     assert 'data-testid="run-job-link"' in here and "/jobs/emails/still-here/" in here
 
 
 def test_a_running_run_shows_elapsed_time_no_null_output_and_its_logs_once(board: Board):
     put_runs(board.plane, [run_value("r-run", status="running", started=now_ms() - 2 * MINUTE, progress=30,
                                      logs=[("info", "step one")])])
-    body = board.viewer.get(reverse("run", args=["r-run"])).content.decode()
+    body = board.viewer.get(reverse("oqronboard:run", args=["r-run"])).content.decode()
     duration = body.split('data-testid="run-duration">')[1].split("</dd>")[0]
     assert "so far" in duration and re.search(r"\d+m \d\ds", duration)
     output = body.split('data-testid="run-output"')[1].split("</")[0]
@@ -243,16 +243,16 @@ def test_a_search_without_a_status_looks_in_failed_runs_and_says_so(board: Board
         run_value("r-fail", status="failed", error=error("disk full")),
         run_value("r-cancel", status="cancelled", error=error("disk full, cancelled")),
     ])
-    body = board.viewer.get(reverse("runs"), {"q": "disk"}).content.decode()
+    body = board.viewer.get(reverse("oqronboard:runs"), {"q": "disk"}).content.decode()
     assert 'data-run-id="r-fail"' in body and 'data-run-id="r-cancel"' not in body
     assert 'data-testid="search-scope"' in body
-    chosen = board.viewer.get(reverse("runs"), {"q": "disk", "status": "cancelled"}).content.decode()
+    chosen = board.viewer.get(reverse("oqronboard:runs"), {"q": "disk", "status": "cancelled"}).content.decode()
     assert 'data-run-id="r-cancel"' in chosen and 'data-testid="search-scope"' not in chosen
 
 
 def test_run_lists_keep_the_start_time_and_worker_on_one_line(board: Board):
     put_runs(board.plane, [run_value("r-1", worker="vm-12345-abcdefabcdefabcdef-long-worker-id")])
-    body = board.viewer.get(reverse("runs")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:runs")).content.decode()
     row = body.split('data-run-id="r-1"')[1].split("</tr>")[0]
     assert '<td class="nowrap">' in row and 'title="vm-12345-abcdefabcdefabcdef-long-worker-id"' in row
     assert " UTC</time>" not in row  # the short form; the full time is the title

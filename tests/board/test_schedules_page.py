@@ -63,7 +63,7 @@ def row_of(body: str, name: str) -> str:
 
 def test_every_cron_and_schedule_with_next_fires_last_run_and_counters(board: Board):
     seed(board)
-    response = board.viewer.get(reverse("schedules"))
+    response = board.viewer.get(reverse("oqronboard:schedules"))
     assert response.status_code == 200
     body = response.content.decode()
     assert 'data-testid="nav-schedules"' in body and 'aria-current="page">Schedules' in body
@@ -81,7 +81,7 @@ def test_every_cron_and_schedule_with_next_fires_last_run_and_counters(board: Bo
     assert re.search(r'data-testid="late-nightly"><span class="badge warn">1</span> <span class="muted small">of 2',
                      nightly)
     assert 'data-testid="active-schedule-nightly"' in nightly
-    assert reverse("cron-history", args=["nightly"]) in nightly
+    assert reverse("oqronboard:cron-history", args=["nightly"]) in nightly
 
     ticker = row_of(body, "ticker")
     assert "every 30 seconds" in ticker and 'data-testid="paused-schedule-ticker"' in ticker
@@ -95,10 +95,10 @@ def test_every_cron_and_schedule_with_next_fires_last_run_and_counters(board: Bo
 
 def test_the_live_panel_is_a_named_partial_within_three_queries(board: Board):
     seed(board)
-    page = board.viewer.get(reverse("schedules")).content.decode()
+    page = board.viewer.get(reverse("oqronboard:schedules")).content.decode()
     assert 'hx-get="/schedules/?panel=list"' in page and "data-poll" in page
     with CaptureQueriesContext(connections[board.db.alias]) as captured:
-        response = board.viewer.get(reverse("schedules"), {"panel": "list"}, HTTP_HX_REQUEST="true")
+        response = board.viewer.get(reverse("oqronboard:schedules"), {"panel": "list"}, HTTP_HX_REQUEST="true")
     body = response.content.decode()
     assert response.status_code == 200 and "<html" not in body and 'data-testid="schedule-row-nightly"' in body
     queries = [q["sql"] for q in captured.captured_queries if "oqron_" in q["sql"]]
@@ -109,19 +109,19 @@ def test_the_live_panel_is_a_named_partial_within_three_queries(board: Board):
 
 
 def test_no_definitions_yet(board: Board):
-    body = board.viewer.get(reverse("schedules")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:schedules")).content.decode()
     assert "No crons or schedules yet" in body
 
 
 def test_pause_resume_and_run_now_for_operators_are_audited(board: Board):
     seed(board)
-    page = board.operator.get(reverse("schedules")).content.decode()
+    page = board.operator.get(reverse("oqronboard:schedules")).content.decode()
     nightly = row_of(page, "nightly")
     assert 'data-testid="pause-schedule-nightly"' in nightly and 'data-testid="run-now-nightly"' in nightly
     assert 'data-testid="resume-schedule-nightly"' not in nightly
     assert 'data-testid="resume-schedule-ticker"' in row_of(page, "ticker")
 
-    response = board.operator.post(reverse("cron-action", args=["nightly", "pause"]), HTTP_HX_REQUEST="true")
+    response = board.operator.post(reverse("oqronboard:cron-action", args=["nightly", "pause"]), HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and json.loads(response["HX-Trigger"]) == {"board:refresh": {}}
     body = response.content.decode()
     assert "<html" not in body and 'data-testid="resume-schedule-nightly"' in body and "Cron nightly paused." in body
@@ -129,11 +129,13 @@ def test_pause_resume_and_run_now_for_operators_are_audited(board: Board):
     assert board.plane.get("cron_durable", "nightly").value["paused"] is True
     assert board.plane.get("cron_durable", "nightly").value["counters"]["missed"] == 4  # the rest is kept
 
-    response = board.operator.post(reverse("cron-action", args=["nightly", "resume"]), {"next": "/schedules/"})
+    response = board.operator.post(reverse("oqronboard:cron-action", args=["nightly", "resume"]),
+                                   {"next": "/schedules/"})
     assert response.status_code == 302 and response["Location"] == "/schedules/"
     assert board.plane.get("cron_durable", "nightly").value["paused"] is False
 
-    response = board.operator.post(reverse("schedule-action", args=["report", "run-now"]), HTTP_HX_REQUEST="true")
+    response = board.operator.post(reverse("oqronboard:schedule-action", args=["report", "run-now"]),
+                                   HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and "1 run-now pending" in response.content.decode()
     manual = board.plane.get("schedule_durable", "report").value["manual"]
     assert len(manual) == 1
@@ -143,14 +145,15 @@ def test_pause_resume_and_run_now_for_operators_are_audited(board: Board):
         ("pause", "cron nightly", True), ("resume", "cron nightly", True), ("run-now", "schedule report", True)]
     assert entries[2]["runId"] == f"schedule:report:manual:{manual[0]['id']}"
     assert all(e["user"].startswith("olivia-") for e in entries)
-    audit_page = board.viewer.get(reverse("audit")).content.decode()
+    audit_page = board.viewer.get(reverse("oqronboard:audit")).content.decode()
     assert "schedule report" in audit_page
 
 
 def test_run_now_refused_when_too_many_wait_is_audited_as_failed(board: Board):
     seed(board)
     set_state(board, "cron", "ticker", manual=[{"id": str(i), "requestedAt": 1, "payload": None} for i in range(20)])
-    response = board.operator.post(reverse("cron-action", args=["ticker", "run-now"]), HTTP_HX_REQUEST="true")
+    response = board.operator.post(reverse("oqronboard:cron-action", args=["ticker", "run-now"]),
+                                   HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and "run-now requests waiting" in response.content.decode()
     [entry] = [r.value for r in board.plane.list("audit").records]
     assert entry["ok"] is False and entry["action"] == "run-now"
@@ -158,24 +161,24 @@ def test_run_now_refused_when_too_many_wait_is_audited_as_failed(board: Board):
 
 def test_unknown_definitions_and_actions(board: Board):
     seed(board)
-    assert board.operator.post(reverse("cron-action", args=["nope", "pause"])).status_code == 404
-    assert board.operator.post(reverse("cron-action", args=["nightly", "explode"])).status_code == 404
-    assert board.operator.get(reverse("cron-action", args=["nightly", "pause"])).status_code == 405
-    assert board.viewer.get(reverse("cron-history", args=["nope"])).status_code == 404
+    assert board.operator.post(reverse("oqronboard:cron-action", args=["nope", "pause"])).status_code == 404
+    assert board.operator.post(reverse("oqronboard:cron-action", args=["nightly", "explode"])).status_code == 404
+    assert board.operator.get(reverse("oqronboard:cron-action", args=["nightly", "pause"])).status_code == 405
+    assert board.viewer.get(reverse("oqronboard:cron-history", args=["nope"])).status_code == 404
     assert board.plane.list("audit").records == []
 
 
 def test_viewers_see_no_buttons_and_get_403(board: Board):
     seed(board)
-    for url in (reverse("schedules"), reverse("cron-history", args=["nightly"]),
-                reverse("cron-history", args=["ticker"])):
+    for url in (reverse("oqronboard:schedules"), reverse("oqronboard:cron-history", args=["nightly"]),
+                reverse("oqronboard:cron-history", args=["ticker"])):
         body = board.viewer.get(url).content.decode()
         for hook in ('data-testid="pause-schedule-', 'data-testid="resume-schedule-', 'data-testid="run-now-'):
             assert hook not in body, (url, hook)
         assert 'data-operator="0"' in body
     for name, kind, action in (("nightly", "cron", "pause"), ("ticker", "cron", "resume"),
                                ("nightly", "cron", "run-now"), ("report", "schedule", "run-now")):
-        response = board.viewer.post(reverse(f"{kind}-action", args=[name, action]))
+        response = board.viewer.post(reverse(f"oqronboard:{kind}-action", args=[name, action]))
         assert response.status_code == 403, (name, action)
     assert board.plane.get("cron_durable", "nightly").value["paused"] is False
     assert board.plane.get("cron_durable", "ticker").value["paused"] is True
@@ -194,13 +197,14 @@ def test_names_descriptions_and_handlers_are_escaped(board: Board):
                                             "description": EVIL_ATTR})
     board.plane.put("cron_durable", "evil", {"paused": False, "lastRunId": "evil-run", "counters": {}})
     put_runs(board.plane, [cron_run("evil-run", "evil", started=now - MINUTE, status="failed")])
-    for url, client in ((reverse("schedules"), board.operator), (reverse("cron-history", args=["evil"]), board.viewer)):
+    for url, client in ((reverse("oqronboard:schedules"), board.operator), (reverse("oqronboard:cron-history",
+                                                                                    args=["evil"]), board.viewer)):
         response = client.get(url)
         assert response.status_code == 200, url
         body = response.content.decode()
         assert "<script>alert" not in body and "<img src=x" not in body, url
         assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in body, url
-    body = board.operator.get(reverse("schedules")).content.decode()
+    body = board.operator.get(reverse("oqronboard:schedules")).content.decode()
     assert "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;" in body
     assert "Cannot read this definition" in body  # the unknown time zone, said instead of a 500
 
@@ -212,7 +216,7 @@ def test_history_is_newest_first_with_keyset_pages(board: Board):
     runs += [cron_run("other-name", "ticker", started=now - 5 * MINUTE),
              cron_run("other-module", "nightly", started=now - 5 * MINUTE, module="queue")]
     put_runs(board.plane, runs)
-    url = reverse("cron-history", args=["nightly"])
+    url = reverse("oqronboard:cron-history", args=["nightly"])
     page = board.viewer.get(url)
     body = page.content.decode()
     assert page.status_code == 200 and 'data-testid="schedule-state-nightly"' in body
@@ -232,7 +236,7 @@ def test_history_is_newest_first_with_keyset_pages(board: Board):
 
 def test_operators_act_from_the_history_page(board: Board):
     seed(board)
-    body = board.operator.get(reverse("cron-history", args=["nightly"])).content.decode()
+    body = board.operator.get(reverse("oqronboard:cron-history", args=["nightly"])).content.decode()
     assert 'data-testid="pause-schedule-nightly"' in body and 'data-testid="run-now-nightly"' in body
 
 
@@ -240,8 +244,9 @@ def test_operators_act_from_the_history_page(board: Board):
 @pytest.mark.parametrize("method", ["get", "post"])
 def test_login_required(client: Client, method: str):
     login = reverse("login")
-    for url in (reverse("schedules"), reverse("cron-history", args=["nightly"]),
-                reverse("schedule-history", args=["report"]), reverse("cron-action", args=["nightly", "pause"]),
-                reverse("schedule-action", args=["report", "run-now"])):
+    for url in (reverse("oqronboard:schedules"), reverse("oqronboard:cron-history", args=["nightly"]),
+                reverse("oqronboard:schedule-history", args=["report"]), reverse("oqronboard:cron-action",
+                                                                                 args=["nightly", "pause"]),
+                reverse("oqronboard:schedule-action", args=["report", "run-now"])):
         response = getattr(client, method)(url)
         assert response.status_code == 302 and response["Location"].startswith(login), url

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from oqronboard import engine
+from oqronkit.contrib.django import engine
 from tests.board.seed import Board, dead_job, error, job_value, put_jobs, put_runs, queue_control, run_value
 
 
@@ -30,42 +30,44 @@ PAGES = ["home", "runs", "failed-runs", "dead-letters", "definitions", "audit", 
 
 def test_pages_show_only_the_current_scope(board: Board, other):
     for name in PAGES:
-        body = board.operator.get(reverse(name)).content.decode()
+        body = board.operator.get(reverse(f"oqronboard:{name}")).content.decode()
         assert "secret" not in body, name
-    assert b"mine-dead" in board.operator.get(reverse("dead-letters")).content
-    assert board.operator.get(reverse("run", args=["secret-run"])).status_code == 404
-    assert board.operator.get(reverse("job", args=["emails", "secret-dead"])).status_code == 404
-    assert board.operator.get(reverse("jump"), {"id": "secret-run"}).status_code == 404
+    assert b"mine-dead" in board.operator.get(reverse("oqronboard:dead-letters")).content
+    assert board.operator.get(reverse("oqronboard:run", args=["secret-run"])).status_code == 404
+    assert board.operator.get(reverse("oqronboard:job", args=["emails", "secret-dead"])).status_code == 404
+    assert board.operator.get(reverse("oqronboard:jump"), {"id": "secret-run"}).status_code == 404
     # An action on another scope's job finds nothing and changes nothing.
-    assert board.operator.post(reverse("job-action", args=["emails", "secret-dead", "retry"])).status_code == 404
+    assert board.operator.post(reverse("oqronboard:job-action", args=["emails", "secret-dead",
+                                                                      "retry"])).status_code == 404
     assert other.get("queue_dlq:emails", "secret-dead") is not None
-    export = b"".join(board.operator.get(reverse("dead-export"), {"format": "json"}).streaming_content)
+    export = b"".join(board.operator.get(reverse("oqronboard:dead-export"), {"format": "json"}).streaming_content)
     assert b"secret" not in export
 
 
 def test_switching_scope_shows_that_scope_only(board: Board, other):
-    page = board.operator.get(reverse("home")).content.decode()
+    page = board.operator.get(reverse("oqronboard:home")).content.decode()
     assert 'value="other-shop/production"' in page and f'value="{board.scope.key}" selected' in page
     assert 'data-testid="env-badge"' in page and "env-production" not in page
 
-    response = board.operator.post(reverse("switch-scope"), {"scope": "other-shop/production", "next": "/dead/"})
+    response = board.operator.post(reverse("oqronboard:switch-scope"), {"scope": "other-shop/production",
+                                                                        "next": "/dead/"})
     assert response.status_code == 302 and response["Location"] == "/dead/"
-    dead_page = board.operator.get(reverse("dead-letters")).content.decode()
+    dead_page = board.operator.get(reverse("oqronboard:dead-letters")).content.decode()
     assert "secret-dead" in dead_page and "mine-dead" not in dead_page
     assert "env-production" in dead_page  # production wears the warning colour
     for name in PAGES:
-        assert "mine-" not in board.operator.get(reverse(name)).content.decode(), name
-    assert b"secret failure" in board.operator.get(reverse("failed-runs")).content
+        assert "mine-" not in board.operator.get(reverse(f"oqronboard:{name}")).content.decode(), name
+    assert b"secret failure" in board.operator.get(reverse("oqronboard:failed-runs")).content
     # Actions act in the chosen scope, through the engine.
-    board.operator.post(reverse("dead-retry"), {"ids": ["emails:secret-dead"]})
+    board.operator.post(reverse("oqronboard:dead-retry"), {"ids": ["emails:secret-dead"]})
     assert other.get("queue_job:emails", "secret-dead") is not None
     assert board.plane.get("queue_dlq:emails", "mine-dead") is not None
     # The viewer's session is its own: still on the configured scope.
-    assert b"mine-dead" in board.viewer.get(reverse("dead-letters")).content
+    assert b"mine-dead" in board.viewer.get(reverse("oqronboard:dead-letters")).content
 
 
 def test_unknown_or_malformed_scopes_are_refused(board: Board, other):
     for value in ("nobody/production", "bad scope", "a/b/c", ""):
-        response = board.operator.post(reverse("switch-scope"), {"scope": value})
+        response = board.operator.post(reverse("oqronboard:switch-scope"), {"scope": value})
         assert response.status_code == 400, value
-    assert b"mine-run" in board.operator.get(reverse("runs")).content
+    assert b"mine-run" in board.operator.get(reverse("oqronboard:runs")).content

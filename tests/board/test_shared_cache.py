@@ -6,7 +6,6 @@ operator's action makes the next poll fresh."""
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import redis
 from django.contrib.auth import get_user_model
@@ -15,7 +14,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from oqronboard import engine
+from oqronboard import standalone
 from tests.board.seed import Board, queue_control
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -25,7 +24,7 @@ def engine_queries(board: Board, polls: list[Client]) -> int:
     """The queries on the engine's tables that ``polls`` live-panel requests make."""
     with CaptureQueriesContext(connections[board.db.alias]) as captured:
         for client in polls:
-            response = client.get(reverse("home"), {"panel": "live"}, HTTP_HX_REQUEST="true")
+            response = client.get(reverse("oqronboard:home"), {"panel": "live"}, HTTP_HX_REQUEST="true")
             assert response.status_code == 200 and 'data-testid="queue-row-emails"' in response.content.decode()
     return sum("oqron_" in q["sql"] for q in captured.captured_queries)
 
@@ -37,7 +36,7 @@ def test_twenty_viewers_polling_cost_the_database_one_viewers_queries(board: Boa
     for client in viewers:
         client.force_login(viewer)
     settings.OQRON_BOARD_CACHE_SECONDS = 0
-    viewers[0].get(reverse("home"))  # the first request opens the engine's planes
+    viewers[0].get(reverse("oqronboard:home"))  # the first request opens the engine's planes
     one_viewer = engine_queries(board, viewers[:1])
     assert one_viewer >= 3  # queue states, dead-letter depths, the last hour
     assert engine_queries(board, viewers) == 20 * one_viewer  # unshared: each poll pays
@@ -49,27 +48,28 @@ def test_an_operators_action_makes_the_next_poll_fresh(board: Board, settings):
     settings.OQRON_BOARD_CACHE_SECONDS = 30
     queue_control(board.plane, "emails")
     live = {"panel": "live"}
-    assert "paused</span>" not in board.viewer.get(reverse("home"), live, HTTP_HX_REQUEST="true").content.decode()
+    assert "paused</span>" not in board.viewer.get(reverse("oqronboard:home"), live,
+                                                   HTTP_HX_REQUEST="true").content.decode()
     board.plane.put("queue", "emails", {**board.plane.get("queue", "emails").value, "paused": True})
     # A worker's change shows within the sharing's seconds; this one is still shared.
-    assert "paused</span>" not in board.viewer.get(reverse("home"), live, HTTP_HX_REQUEST="true").content.decode()
-    assert board.operator.post(reverse("queue-resume", args=["emails"])).status_code in (200, 302)
-    assert board.operator.post(reverse("queue-pause", args=["emails"])).status_code in (200, 302)
-    assert "paused</span>" in board.viewer.get(reverse("home"), live, HTTP_HX_REQUEST="true").content.decode()
+    assert "paused</span>" not in board.viewer.get(reverse("oqronboard:home"), live,
+                                                   HTTP_HX_REQUEST="true").content.decode()
+    assert board.operator.post(reverse("oqronboard:queue-resume", args=["emails"])).status_code in (200, 302)
+    assert board.operator.post(reverse("oqronboard:queue-pause", args=["emails"])).status_code in (200, 302)
+    assert "paused</span>" in board.viewer.get(reverse("oqronboard:home"), live,
+                                               HTTP_HX_REQUEST="true").content.decode()
 
 
 def test_the_redis_modes_cache_in_the_engines_redis_under_the_boards_prefix(settings):
-    base = Path("/nonexistent")
+    # The standalone project's CACHES, from its environment.
     for mode in ("redis", "redis-postgres"):
-        oqron = {"MODE": mode, "REDIS_URL": REDIS_URL, "DATABASE_URL": "postgresql://127.0.0.1/x"}
-        found = engine.cache_settings(oqron, {}, base_dir=base)
+        found = standalone.cache({"OQRON_MODE": mode, "OQRON_REDIS_URL": REDIS_URL})
         assert found["BACKEND"] == "django_redis.cache.RedisCache" and found["LOCATION"] == REDIS_URL
         assert found["KEY_PREFIX"] == "oqronboard"
-    for oqron in ({"MODE": "sqlite"}, {"MODE": "postgres", "DATABASE_URL": "postgresql://127.0.0.1/x"},
-                  {"MODE": "bogus"}):
-        assert engine.cache_settings(oqron, {}, base_dir=base)["BACKEND"].endswith("LocMemCache")
-    settings.CACHES = {"default": engine.cache_settings({"MODE": "redis", "REDIS_URL": REDIS_URL}, {},
-                                                        base_dir=base)}
+    for environ in ({"OQRON_MODE": "sqlite"}, {"OQRON_MODE": "postgres"}, {"OQRON_MODE": "bogus"},
+                    {"OQRON_BACKEND_WAIT": "soon", "OQRON_MODE": "redis", "OQRON_REDIS_URL": REDIS_URL}):
+        assert standalone.cache(environ)["BACKEND"].endswith("LocMemCache")
+    settings.CACHES = {"default": standalone.cache({"OQRON_MODE": "redis", "OQRON_REDIS_URL": REDIS_URL})}
     from django.core.cache import caches
 
     key = f"probe-{uuid.uuid4().hex}"

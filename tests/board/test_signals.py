@@ -9,8 +9,8 @@ import threading
 import uuid
 
 import oqronkit
-from oqronboard import engine, signals
 from oqronkit import lifecycle
+from oqronkit.contrib.django import engine, signals
 from oqronkit.worker import WorkerProcess
 
 

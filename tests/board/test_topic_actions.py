@@ -47,18 +47,18 @@ def test_a_viewer_is_refused_every_group_action_and_nothing_changes(board: Board
     dead(board, orders, "billing", orders.ids[0])
     before = group_record(board)
     for name, method, data in ACTIONS:
-        response = getattr(board.viewer, method)(reverse(name, args=["orders", "billing"]), data)
+        response = getattr(board.viewer, method)(reverse(f"oqronboard:{name}", args=["orders", "billing"]), data)
         assert response.status_code == 403, name
     assert group_record(board) == before
     assert board.plane.get("queue_dlq:orders@billing", orders.ids[0]) is not None
     assert audit_entries(board) == []
-    page = board.viewer.get(reverse("topics")).content.decode()
+    page = board.viewer.get(reverse("oqronboard:topics")).content.decode()
     assert 'data-testid="pause-group-' not in page and 'data-testid="replay-' not in page
     assert 'data-testid="retry-dead-' not in page
 
 
 def test_pause_and_resume_a_group_with_htmx_audited(board: Board, orders: SeededTopic):
-    url = reverse("group-pause", args=["orders", "billing"])
+    url = reverse("oqronboard:group-pause", args=["orders", "billing"])
     response = board.operator.post(url, HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and json.loads(response["HX-Trigger"]) == {"board:refresh": {}}
     assert "Group billing of topic orders paused." in response.content.decode()
@@ -67,17 +67,17 @@ def test_pause_and_resume_a_group_with_htmx_audited(board: Board, orders: Seeded
     entry = audit_entries(board)[0]
     assert entry["action"] == "pause" and entry["queue"] == "orders@billing" and entry["ok"] is True
     assert entry["topic"] == "orders" and entry["group"] == "billing" and entry["user"].startswith("olivia-")
-    page = board.operator.get(reverse("topics")).content.decode()
+    page = board.operator.get(reverse("oqronboard:topics")).content.decode()
     assert 'data-testid="resume-group-orders-billing"' in page
-    response = board.operator.post(reverse("group-resume", args=["orders", "billing"]))
-    assert response.status_code == 302 and response["Location"] == reverse("topic-log", args=["orders"])
+    response = board.operator.post(reverse("oqronboard:group-resume", args=["orders", "billing"]))
+    assert response.status_code == 302 and response["Location"] == reverse("oqronboard:topic-log", args=["orders"])
     assert group_record(board)["paused"] is False
     assert board.plane.get("queue", "orders@billing").value["paused"] is False
     assert [e["action"] for e in audit_entries(board)] == ["resume", "pause"]
 
 
 def test_replay_confirms_with_the_count_then_moves_the_group(board: Board, orders: SeededTopic):
-    url = reverse("group-replay", args=["orders", "billing"])
+    url = reverse("oqronboard:group-replay", args=["orders", "billing"])
     form = board.operator.get(url)
     assert form.status_code == 200 and 'data-testid="replay-form"' in form.content.decode()
     before = group_record(board)
@@ -95,7 +95,7 @@ def test_replay_confirms_with_the_count_then_moves_the_group(board: Board, order
 
 
 def test_replay_from_a_time_counts_what_was_published_since(board: Board, orders: SeededTopic):
-    url = reverse("group-replay", args=["orders", "billing"])
+    url = reverse("oqronboard:group-replay", args=["orders", "billing"])
     body = board.operator.post(url, {"position": "2001-01-01T00:00:00Z"}).content.decode()
     assert re.search(r"<strong>12</strong>", body)
     sixth = orders.messages[orders.ids[6]]["publishedAt"]
@@ -119,7 +119,7 @@ def test_replay_from_a_time_counts_what_was_published_since(board: Board, orders
 def test_a_bad_replay_position_is_400_with_a_message(board: Board, orders: SeededTopic, position: str, text: str):
     before = group_record(board)
     for confirmed in ("", "on"):
-        response = board.operator.post(reverse("group-replay", args=["orders", "billing"]),
+        response = board.operator.post(reverse("oqronboard:group-replay", args=["orders", "billing"]),
                                        {"position": position, "confirmed": confirmed})
         assert response.status_code == 400, (position, response.status_code)
         assert text in response.content.decode(), (position, response.content.decode()[-600:])
@@ -132,9 +132,9 @@ def test_retry_a_groups_dead_letters_up_to_the_render_time(board: Board, orders:
         dead(board, orders, "billing", message_id, died=rendered - MINUTE)
     dead(board, orders, "billing", orders.ids[3], died=rendered + MINUTE)  # after the page was rendered
     dead(board, orders, "shipping", orders.ids[0], died=rendered - MINUTE)  # another group
-    page = board.operator.get(reverse("topics")).content.decode()
+    page = board.operator.get(reverse("oqronboard:topics")).content.decode()
     assert 'data-testid="retry-dead-orders-billing"' in page
-    response = board.operator.post(reverse("group-retry-dead", args=["orders", "billing"]),
+    response = board.operator.post(reverse("oqronboard:group-retry-dead", args=["orders", "billing"]),
                                    {"rendered_at": rendered}, HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and "Retried 3 of 3 dead letter(s)" in response.content.decode()
     for message_id in orders.ids[:3]:
@@ -151,27 +151,29 @@ def test_retry_a_groups_dead_letters_up_to_the_render_time(board: Board, orders:
 
 def test_retry_dead_needs_the_render_time(board: Board, orders: SeededTopic):
     for value in ("", "soon", "-5", "1" * 30):
-        response = board.operator.post(reverse("group-retry-dead", args=["orders", "billing"]), {"rendered_at": value})
+        response = board.operator.post(reverse("oqronboard:group-retry-dead", args=["orders", "billing"]),
+                                       {"rendered_at": value})
         assert response.status_code == 400 and b"rendered_at" in response.content
 
 
 def test_unknown_topic_or_group_is_404(board: Board, orders: SeededTopic):
     for args in (["orders", "nobody"], ["nope", "billing"]):
-        assert board.operator.post(reverse("group-pause", args=args)).status_code == 404
-        assert board.operator.get(reverse("group-replay", args=args)).status_code == 404
-        assert board.operator.post(reverse("group-retry-dead", args=args), {"rendered_at": "1"}).status_code == 404
+        assert board.operator.post(reverse("oqronboard:group-pause", args=args)).status_code == 404
+        assert board.operator.get(reverse("oqronboard:group-replay", args=args)).status_code == 404
+        assert board.operator.post(reverse("oqronboard:group-retry-dead", args=args),
+                                   {"rendered_at": "1"}).status_code == 404
     assert audit_entries(board) == []
 
 
 def test_group_actions_refuse_get_and_need_csrf(board: Board, orders: SeededTopic):
-    assert board.operator.get(reverse("group-pause", args=["orders", "billing"])).status_code == 405
-    assert board.operator.get(reverse("group-retry-dead", args=["orders", "billing"])).status_code == 405
+    assert board.operator.get(reverse("oqronboard:group-pause", args=["orders", "billing"])).status_code == 405
+    assert board.operator.get(reverse("oqronboard:group-retry-dead", args=["orders", "billing"])).status_code == 405
     user = get_user_model().objects.get(username__startswith="olivia-")
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
-    url = reverse("group-pause", args=["orders", "billing"])
+    url = reverse("oqronboard:group-pause", args=["orders", "billing"])
     assert client.post(url).status_code == 403
-    page = client.get(reverse("topics")).content.decode()
+    page = client.get(reverse("oqronboard:topics")).content.decode()
     token = re.search(r'hx-headers=\'\{"X-CSRFToken": "([^"]+)"\}\'', page).group(1)
     assert client.post(url, HTTP_X_CSRFTOKEN=token, HTTP_HX_REQUEST="true").status_code == 200
     assert group_record(board)["paused"] is True
@@ -179,16 +181,18 @@ def test_group_actions_refuse_get_and_need_csrf(board: Board, orders: SeededTopi
 
 def test_an_offset_past_a_partitions_end_warns_of_what_it_would_skip(board: Board, orders: SeededTopic):
     # bob's four messages are partition 0 (offsets 0-3), alice's and carol's partition 1 (0-7).
-    body = board.operator.post(reverse("group-replay", args=["orders", "billing"]), {"position": "6"}).content.decode()
+    body = board.operator.post(reverse("oqronboard:group-replay", args=["orders", "billing"]),
+                               {"position": "6"}).content.decode()
     assert re.search(r"<strong>2</strong>", body)  # partition 1's offsets 6 and 7
     assert 'data-testid="replay-skips"' in body and "skip offsets 4 to 5" in body
 
 
 def test_the_live_panels_forms_lead_back_to_the_page_not_the_fragment(board: Board, orders: SeededTopic):
-    fragment = board.operator.get(reverse("topics"), {"panel": "live"}, HTTP_HX_REQUEST="true").content.decode()
+    fragment = board.operator.get(reverse("oqronboard:topics"), {"panel": "live"},
+                                  HTTP_HX_REQUEST="true").content.decode()
     assert 'name="next" value="/topics/"' in fragment and "next=/topics/&quot;" not in fragment
-    assert f'{reverse("group-replay", args=["orders", "billing"])}?next=/topics/"' in fragment
-    response = board.operator.post(reverse("group-pause", args=["orders", "billing"]), {"next": "/topics/"})
+    assert f'{reverse("oqronboard:group-replay", args=["orders", "billing"])}?next=/topics/"' in fragment
+    response = board.operator.post(reverse("oqronboard:group-pause", args=["orders", "billing"]), {"next": "/topics/"})
     assert response.status_code == 302 and response["Location"] == "/topics/"
 
 
@@ -199,8 +203,8 @@ def test_another_scopes_topics_are_neither_shown_nor_acted_on(board: Board, orde
     other = BoardScope(board.db.project + "-other", board.db.environment)
     Topic("secret", engine=other.engine).publish({"n": 1})
     groups.ensure(other.engine.durable, "secret", "spy", 1, "earliest")
-    body = board.operator.get(reverse("topics")).content.decode()
+    body = board.operator.get(reverse("oqronboard:topics")).content.decode()
     assert "secret" not in body and 'data-testid="topic-orders"' in body
-    assert board.operator.get(reverse("topic-log", args=["secret"])).status_code == 404
-    assert board.operator.post(reverse("group-pause", args=["secret", "spy"])).status_code == 404
+    assert board.operator.get(reverse("oqronboard:topic-log", args=["secret"])).status_code == 404
+    assert board.operator.post(reverse("oqronboard:group-pause", args=["secret", "spy"])).status_code == 404
     assert other.engine.durable.get("topic_groups:secret", "spy").value["paused"] is False

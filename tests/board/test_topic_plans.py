@@ -20,10 +20,10 @@ from django.db import connections
 from oqronboard import topics
 from oqronboard.base.cursors import decode_cursor
 from oqronboard.base.scope import BoardScope
+from oqronboard.runs.topics import MessageFilters, delivery_runs, get_message, message_page
 from oqronkit import Topic
 from oqronkit.clock import now_ms
 from oqronkit.topics import groups
-from runs.topics import MessageFilters, delivery_runs, get_message, message_page
 from tests.board.conftest import SharedDatabase
 from tests.board.seed import put_runs, run_value
 from tests.board.test_plans import plans

@@ -8,8 +8,8 @@ import re
 from django.urls import reverse
 
 from oqronboard.base.cursors import PAGE_SIZE, decode_cursor
+from oqronboard.runs.topics import MessageFilters, message_page
 from oqronkit.clock import now_ms
-from runs.topics import MessageFilters, message_page
 from tests.board.seed import Board
 from tests.board.topic_seed import HOSTILE, dead, delivery_run, group, in_flight, publish
 
@@ -37,7 +37,7 @@ def test_topics_page_counts_retained_messages_and_each_groups_lag_in_flight_and_
     in_flight(board, orders, "billing", orders.ids[7])
     dead(board, orders, "billing", orders.ids[0])
     publish(board, "audit-log", partitions=1, count=3)
-    body = board.viewer.get(reverse("topics")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:topics")).content.decode()
     assert cell(body, "retained-orders") == "12" and cell(body, "partitions-orders") == "2"
     assert cell(body, "retained-audit-log") == "3" and cell(body, "partitions-audit-log") == "1"
     assert cell(body, "rate-orders") == "12"  # all published in the last hour
@@ -53,9 +53,9 @@ def test_topics_live_panel_is_a_fragment_within_three_queries(board: Board):
 
     orders = publish(board, count=6)
     group(board, orders, "billing", handed=2)
-    board.viewer.get(reverse("topics"))  # the first request opens the engine's planes
+    board.viewer.get(reverse("oqronboard:topics"))  # the first request opens the engine's planes
     with CaptureQueriesContext(connections[board.db.alias]) as captured:
-        live = board.viewer.get(reverse("topics"), {"panel": "live"}, HTTP_HX_REQUEST="true")
+        live = board.viewer.get(reverse("oqronboard:topics"), {"panel": "live"}, HTTP_HX_REQUEST="true")
     body = live.content.decode()
     assert live.status_code == 200 and "<html" not in body and 'data-testid="retained-orders">6<' in body
     board_queries = [q for q in captured.captured_queries if "oqron_" in q["sql"]]
@@ -73,19 +73,20 @@ def test_a_busy_topics_last_hour_is_counted_up_to_a_cap_and_its_rate_from_the_ne
     assert busy.last_hour == 5 and busy.last_hour_capped and busy.counted_since is not None
     assert busy.per_minute > 5 / 60  # five messages within the last few seconds: a high rate
     assert quiet.last_hour == 3 and not quiet.last_hour_capped and quiet.per_minute == 3 / 60
-    body = board.viewer.get(reverse("topics")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:topics")).content.decode()
     assert cell(body, "rate-orders") == "5+" and cell(body, "rate-quiet") == "3"
 
 
 def test_no_topic_says_so(board: Board):
-    body = board.viewer.get(reverse("topics")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:topics")).content.decode()
     assert 'data-testid="no-topics"' in body
 
 
 def test_the_log_is_newest_first_in_keyset_pages(board: Board):
     orders = publish(board, count=12)
     newest_first = sorted(orders.ids, key=lambda i: (orders.messages[i]["publishedAt"], i), reverse=True)
-    assert message_ids(board.viewer.get(reverse("topic-log", args=["orders"])).content.decode()) == newest_first
+    assert message_ids(board.viewer.get(reverse("oqronboard:topic-log",
+                                                args=["orders"])).content.decode()) == newest_first
     # Small pages to the end: no row twice, none missed, the same order.
     paged: list[str] = []
     cursor = None
@@ -101,7 +102,7 @@ def test_the_log_is_newest_first_in_keyset_pages(board: Board):
 def test_load_more_returns_just_the_next_rows(board: Board):
     orders = publish(board, count=60)
     assert PAGE_SIZE == 50
-    url = reverse("topic-log", args=["orders"])
+    url = reverse("oqronboard:topic-log", args=["orders"])
     body = board.viewer.get(url).content.decode()
     first = message_ids(body)
     assert len(first) == 50
@@ -113,7 +114,7 @@ def test_load_more_returns_just_the_next_rows(board: Board):
 
 def test_log_filters_on_key_correlation_and_time(board: Board):
     orders = publish(board, count=12)
-    url = reverse("topic-log", args=["orders"])
+    url = reverse("oqronboard:topic-log", args=["orders"])
     by_key = message_ids(board.viewer.get(url, {"key": "bob"}).content.decode())
     assert sorted(by_key) == sorted(i for i in orders.ids if orders.messages[i]["key"] == "bob")
     by_corr = message_ids(board.viewer.get(url, {"correlation": "corr-0"}).content.decode())
@@ -128,7 +129,7 @@ def test_log_filters_on_key_correlation_and_time(board: Board):
 
 def test_bad_log_filters_are_400_with_a_message(board: Board):
     publish(board, count=2)
-    url = reverse("topic-log", args=["orders"])
+    url = reverse("oqronboard:topic-log", args=["orders"])
     for params, text in (({"window": "2y"}, "window"), ({"before": "yesterday"}, "published before"),
                          ({"before": "1969-01-01"}, "1970"), ({"cursor": "!!"}, "Cursor malformed"),
                          ({"key": "k" * 300}, "key")):
@@ -138,8 +139,8 @@ def test_bad_log_filters_are_400_with_a_message(board: Board):
 
 
 def test_unknown_topic_is_404(board: Board):
-    assert board.viewer.get(reverse("topic-log", args=["nope"])).status_code == 404
-    assert board.viewer.get(reverse("topic-message", args=["nope", "m1"])).status_code == 404
+    assert board.viewer.get(reverse("oqronboard:topic-log", args=["nope"])).status_code == 404
+    assert board.viewer.get(reverse("oqronboard:topic-message", args=["nope", "m1"])).status_code == 404
 
 
 def test_message_detail_shows_payload_headers_and_deliveries_per_group(board: Board):
@@ -152,30 +153,30 @@ def test_message_detail_shows_payload_headers_and_deliveries_per_group(board: Bo
     second = delivery_run(board, orders, "billing", target, status="failed", attempt=2, message="still down")
     dead(board, orders, "billing", target)
     delivery_run(board, orders, "shipping", target, status="completed")
-    body = board.viewer.get(reverse("topic-message", args=["orders", target])).content.decode()
+    body = board.viewer.get(reverse("oqronboard:topic-message", args=["orders", target])).content.decode()
     assert '"item": "sku-2"' in body.replace("&quot;", '"') and "shop-2" in body
     assert 'data-testid="delivery-billing"' in body and 'data-testid="delivery-shipping"' in body
     billing = delivery(body, "billing")
     assert "dead letter" in billing and first in billing and second in billing and "still down" in billing
-    assert reverse("job", args=["orders@billing", target]) in billing
+    assert reverse("oqronboard:job", args=["orders@billing", target]) in billing
     shipping = delivery(body, "shipping")
     assert "delivered" in shipping
     audit = delivery(body, "audit")
     assert "not yet handed over" in audit
-    assert board.viewer.get(reverse("topic-message", args=["orders", "missing"])).status_code == 404
+    assert board.viewer.get(reverse("oqronboard:topic-message", args=["orders", "missing"])).status_code == 404
 
 
 def test_an_in_flight_delivery_links_its_job(board: Board):
     orders = publish(board, count=3)
     group(board, orders, "billing", handed=3)
     in_flight(board, orders, "billing", orders.ids[1])
-    body = board.viewer.get(reverse("topic-message", args=["orders", orders.ids[1]])).content.decode()
+    body = board.viewer.get(reverse("oqronboard:topic-message", args=["orders", orders.ids[1]])).content.decode()
     assert 'data-testid="delivery-job-billing"' in body and "in flight" in body
 
 
 def test_nav_links_to_topics(board: Board):
-    body = board.viewer.get(reverse("home")).content.decode()
-    assert 'data-testid="nav-topics"' in body and f'href="{reverse("topics")}"' in body
+    body = board.viewer.get(reverse("oqronboard:home")).content.decode()
+    assert 'data-testid="nav-topics"' in body and f'href="{reverse("oqronboard:topics")}"' in body
     assert now_ms()
 
 
@@ -184,10 +185,11 @@ def test_a_delivery_run_links_its_message_and_its_job(board: Board):
     group(board, orders, "billing", handed=3)
     run_id = delivery_run(board, orders, "billing", orders.ids[0], status="failed")
     dead(board, orders, "billing", orders.ids[0])
-    body = board.viewer.get(reverse("run", args=[run_id])).content.decode()
-    assert reverse("topic-message", args=["orders", orders.ids[0]]) in body
-    assert 'data-testid="run-job-link"' in body and reverse("job", args=["orders@billing", orders.ids[0]]) in body
-    runs = board.viewer.get(reverse("runs"), {"module": "topic"}).content.decode()
+    body = board.viewer.get(reverse("oqronboard:run", args=[run_id])).content.decode()
+    assert reverse("oqronboard:topic-message", args=["orders", orders.ids[0]]) in body
+    assert 'data-testid="run-job-link"' in body and reverse("oqronboard:job", args=["orders@billing",
+                                                                                    orders.ids[0]]) in body
+    runs = board.viewer.get(reverse("oqronboard:runs"), {"module": "topic"}).content.decode()
     assert f'data-run-id="{run_id}"' in runs
 
 
@@ -195,9 +197,9 @@ def test_hostile_keys_headers_and_payloads_are_escaped(board: Board):
     orders = publish(board, count=3, hostile=True)
     group(board, orders, "billing", handed=3)
     hostile_id = orders.ids[-1]
-    pages = [board.viewer.get(reverse("topic-log", args=["orders"])),
-             board.viewer.get(reverse("topic-log", args=["orders"]), {"key": HOSTILE}),
-             board.viewer.get(reverse("topic-message", args=["orders", hostile_id]))]
+    pages = [board.viewer.get(reverse("oqronboard:topic-log", args=["orders"])),
+             board.viewer.get(reverse("oqronboard:topic-log", args=["orders"]), {"key": HOSTILE}),
+             board.viewer.get(reverse("oqronboard:topic-message", args=["orders", hostile_id]))]
     for response in pages:
         body = response.content.decode()
         assert response.status_code == 200

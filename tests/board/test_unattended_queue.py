@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from jobs.queries import job_queues
+from oqronboard.jobs.queries import job_queues
 from tests.board.seed import Board, dead_job, put_jobs, queue_control
 
 
@@ -15,7 +15,7 @@ def test_a_queue_with_jobs_and_no_record_appears_unattended(board: Board):
     board.scope.queue("fresh").add({"n": 1})  # through the engine: a job, no queue record
     assert board.plane.get("queue", "fresh") is None
     assert job_queues(board.scope) == ["fresh"]
-    body = board.viewer.get(reverse("home")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:home")).content.decode()
     assert 'data-testid="queue-row-fresh"' in body
     row = body[body.index('data-testid="queue-row-fresh"'):]
     row = row[:row.index("</tr>")]

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from oqronboard import engine
 from oqronkit import BackendUnavailable
+from oqronkit.contrib.django import engine
 
 pytestmark = pytest.mark.django_db
 
 
 def test_home_requires_login(client):
-    response = client.get(reverse("home"))
+    response = client.get(reverse("oqronboard:home"))
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("login"))
 
@@ -22,13 +22,13 @@ def test_login_page_renders_a_form(client):
     assert response.status_code == 200
     body = response.content.decode()
     assert 'name="username"' in body and 'name="password"' in body and "csrfmiddlewaretoken" in body
-    assert "/static/css/board.css" in body
+    assert "/static/oqronboard/css/board.css" in body
 
 
 def test_logging_in_lands_on_the_overview(client, django_user_model):
     django_user_model.objects.create_user("demo", password="demo")
     response = client.post(reverse("login"), {"username": "demo", "password": "demo"}, follow=True)
-    assert response.redirect_chain[-1][0] == reverse("home")
+    assert response.redirect_chain[-1][0] == reverse("oqronboard:home")
     assert b"Overview" in response.content
 
 
@@ -41,7 +41,7 @@ def test_wrong_password_shows_an_error(client, django_user_model):
 
 def test_home_shows_the_engine_configuration(admin_client, settings):
     settings.OQRON = {"MODE": "memory", "PROJECT": "shop", "ENVIRONMENT": "staging"}
-    response = admin_client.get(reverse("home"))
+    response = admin_client.get(reverse("oqronboard:home"))
     assert response.status_code == 200
     body = response.content.decode()
     for text in ("memory", "shop", "staging", "ready", 'hx-headers=\'{"X-CSRFToken"'):
@@ -50,7 +50,7 @@ def test_home_shows_the_engine_configuration(admin_client, settings):
 
 def test_home_shows_a_configuration_problem_instead_of_failing(admin_client, settings):
     settings.OQRON = {"MODE": "bogus"}
-    for url in (reverse("home"), reverse("runs"), reverse("dead-letters")):
+    for url in (reverse("oqronboard:home"), reverse("oqronboard:runs"), reverse("oqronboard:dead-letters")):
         response = admin_client.get(url)
         assert response.status_code == 503  # said plainly, never a traceback
         assert b"The engine is not ready" in response.content
@@ -58,13 +58,13 @@ def test_home_shows_a_configuration_problem_instead_of_failing(admin_client, set
 
 
 def test_home_never_shows_a_database_password(admin_client, settings, monkeypatch):
-    settings.OQRON = {"MODE": "postgres", "DATABASE_URL": "postgresql://u:hunter2@127.0.0.1:1/db"}
+    settings.OQRON = {"MODE": "sqlite"}
 
     def unreachable() -> None:  # the real pool would wait out its connect timeout
         raise BackendUnavailable("PostgreSQL at postgresql://u:***@127.0.0.1:1/db is not reachable")
 
     monkeypatch.setattr(engine, "get_durable", unreachable)
-    response = admin_client.get(reverse("home"))
+    response = admin_client.get(reverse("oqronboard:home"))
     assert response.status_code == 200
     assert b"The engine is not ready" in response.content
     assert b"hunter2" not in response.content
@@ -72,6 +72,6 @@ def test_home_never_shows_a_database_password(admin_client, settings, monkeypatc
 
 
 def test_logout_is_a_post(admin_client):
-    response = admin_client.post(reverse("logout"))
+    response = admin_client.post(reverse("oqronboard:logout"))
     assert response.status_code == 302
-    assert admin_client.get(reverse("home")).status_code == 302
+    assert admin_client.get(reverse("oqronboard:home")).status_code == 302

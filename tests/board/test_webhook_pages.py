@@ -10,8 +10,8 @@ from django.urls import reverse
 
 from oqronboard import webhooks
 from oqronboard.base.cursors import PAGE_SIZE, decode_cursor
+from oqronboard.runs.webhooks import AttemptFilters, attempt_page
 from oqronkit.clock import now_ms
-from runs.webhooks import AttemptFilters, attempt_page
 from tests.board.seed import Board
 from tests.board.webhook_seed import HOSTILE, attempt, breaker, declare, fire, settle
 
@@ -36,7 +36,7 @@ def test_webhooks_page_shows_endpoints_state_breaker_rate_p95_and_last_failure(b
     settle(board, billing, crm, dead=True)
     breaker(board, billing, "crm", "open")
     billing.hook.disable_endpoint("crm", "the CRM moved")
-    body = board.viewer.get(reverse("webhooks")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:webhooks")).content.decode()
     assert 'data-testid="webhook-billing"' in body
     assert cell(body, "rate-billing-shop") == "80%" and cell(body, "p95-billing-shop").endswith("ms")
     assert cell(body, "breaker-billing-shop") == "closed" and cell(body, "breaker-billing-crm") == "open"
@@ -53,9 +53,9 @@ def test_webhooks_live_panel_is_a_fragment_within_three_queries(board: Board):
 
     billing = declare(board)
     attempt(board, billing, fire(billing)[0])
-    board.viewer.get(reverse("webhooks"))  # the first request opens the engine's planes
+    board.viewer.get(reverse("oqronboard:webhooks"))  # the first request opens the engine's planes
     with CaptureQueriesContext(connections[board.db.alias]) as captured:
-        live = board.viewer.get(reverse("webhooks"), {"panel": "live"}, HTTP_HX_REQUEST="true")
+        live = board.viewer.get(reverse("oqronboard:webhooks"), {"panel": "live"}, HTTP_HX_REQUEST="true")
     body = live.content.decode()
     assert live.status_code == 200 and "<html" not in body and 'data-testid="endpoint-billing-shop"' in body
     board_queries = [q for q in captured.captured_queries if "oqron_" in q["sql"]]
@@ -63,9 +63,9 @@ def test_webhooks_live_panel_is_a_fragment_within_three_queries(board: Board):
 
 
 def test_no_webhook_says_so_and_the_nav_links_the_page(board: Board):
-    body = board.viewer.get(reverse("webhooks")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:webhooks")).content.decode()
     assert 'data-testid="no-webhooks"' in body
-    assert 'data-testid="nav-webhooks"' in body and f'href="{reverse("webhooks")}"' in body
+    assert 'data-testid="nav-webhooks"' in body and f'href="{reverse("oqronboard:webhooks")}"' in body
 
 
 def test_the_log_is_newest_first_in_keyset_pages(board: Board):
@@ -74,7 +74,7 @@ def test_the_log_is_newest_first_in_keyset_pages(board: Board):
     start = now_ms() - 10_000
     runs = [attempt(board, billing, d, attempt_no=n, started=start + (i * 3 + n) * 7)
             for i, d in enumerate(ids) for n in range(1, 4)]
-    body = board.viewer.get(reverse("webhook-log")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:webhook-log")).content.decode()
     assert run_ids(body) == list(reversed(runs))
     paged: list[str] = []
     cursor = None
@@ -93,7 +93,7 @@ def test_load_more_returns_just_the_next_rows(board: Board):
     for n in range(60):
         attempt(board, billing, delivery, attempt_no=n + 1, started=now_ms() - 100_000 + n)
     assert PAGE_SIZE == 50
-    url = reverse("webhook-log")
+    url = reverse("oqronboard:webhook-log")
     body = board.viewer.get(url).content.decode()
     first = run_ids(body)
     more = re.search(r'hx-get="\?([^"]+)"[^>]*data-testid="load-more"', body).group(1).replace("&amp;", "&")
@@ -110,7 +110,7 @@ def test_log_filters_on_webhook_endpoint_event_status_and_time(board: Board):
     ok = {d: attempt(board, billing, d) for d in paid + created}
     bad = attempt(board, billing, paid[0], status="failed", http=500, attempt_no=2)
     other = attempt(board, shipping, shipped[0])
-    url = reverse("webhook-log")
+    url = reverse("oqronboard:webhook-log")
     assert set(run_ids(board.viewer.get(url, {"webhook": "shipping"}).content.decode())) == {other}
     assert set(run_ids(board.viewer.get(url, {"webhook": "billing", "endpoint": "crm"}).content.decode())) == \
         {ok[d] for d in paid + created if d.endswith("@crm")} | ({bad} if paid[0].endswith("@crm") else set())
@@ -122,7 +122,7 @@ def test_log_filters_on_webhook_endpoint_event_status_and_time(board: Board):
 
 
 def test_bad_log_filters_are_400_with_a_message(board: Board):
-    url = reverse("webhook-log")
+    url = reverse("oqronboard:webhook-log")
     for params, text in (({"window": "2y"}, "window"), ({"before": "yesterday"}, "started before"),
                          ({"status": "nope"}, "status"), ({"cursor": "!!"}, "Cursor malformed"),
                          ({"endpoint": "e" * 100}, "endpoint")):
@@ -137,16 +137,16 @@ def test_a_delivery_shows_its_attempts_request_beside_response(board: Board):
     first = attempt(board, billing, delivery, status="failed", http=503, body="try later", attempt_no=1)
     second = attempt(board, billing, delivery, http=200, body="thanks", attempt_no=2)
     settle(board, billing, delivery)
-    body = board.viewer.get(reverse("webhook-delivery", args=["billing", delivery])).content.decode()
+    body = board.viewer.get(reverse("oqronboard:webhook-delivery", args=["billing", delivery])).content.decode()
     assert first in body and second in body and "try later" in body and "thanks" in body
     assert "HTTP 503" in body and "HTTP 200" in body and 'data-testid="attempt-request"' in body
     facts = body.split("delivery-facts")[1].split("</dl>")[0]
     assert "order.paid" in facts and "delivered" in facts, facts
-    assert board.viewer.get(reverse("webhook-delivery", args=["billing", "nope@shop"])).status_code == 404
-    run_page = board.viewer.get(reverse("run", args=[second])).content.decode()
-    link = reverse("webhook-delivery", args=["billing", delivery])
+    assert board.viewer.get(reverse("oqronboard:webhook-delivery", args=["billing", "nope@shop"])).status_code == 404
+    run_page = board.viewer.get(reverse("oqronboard:run", args=[second])).content.decode()
+    link = reverse("oqronboard:webhook-delivery", args=["billing", delivery])
     assert f'href="{link}" data-testid="run-delivery-link"' in run_page and "answered HTTP 200" in run_page
-    assert board.viewer.get(reverse("webhook-delivery", args=["nope", delivery])).status_code == 404
+    assert board.viewer.get(reverse("oqronboard:webhook-delivery", args=["nope", delivery])).status_code == 404
 
 
 def test_a_dead_delivery_says_so_and_links_nothing_it_should_not(board: Board):
@@ -154,9 +154,9 @@ def test_a_dead_delivery_says_so_and_links_nothing_it_should_not(board: Board):
     delivery = fire(billing)[0]
     attempt(board, billing, delivery, status="failed", http=500)
     settle(board, billing, delivery, dead=True)
-    body = board.viewer.get(reverse("webhook-delivery", args=["billing", delivery])).content.decode()
+    body = board.viewer.get(reverse("oqronboard:webhook-delivery", args=["billing", delivery])).content.decode()
     assert "dead letter" in body and 'data-testid="resend-one"' not in body  # a viewer
-    body = board.operator.get(reverse("webhook-delivery", args=["billing", delivery])).content.decode()
+    body = board.operator.get(reverse("oqronboard:webhook-delivery", args=["billing", delivery])).content.decode()
     assert 'data-testid="resend-one"' in body
 
 
@@ -165,9 +165,9 @@ def test_hostile_response_bodies_headers_and_events_are_escaped(board: Board):
     delivery = fire(billing, "order.paid", {"note": HOSTILE})[0]
     attempt(board, billing, delivery, status="failed", http=500, body=HOSTILE, error_message=HOSTILE)
     billing.hook.disable_endpoint("crm", HOSTILE)
-    pages = [board.viewer.get(reverse("webhooks")), board.viewer.get(reverse("webhook-log")),
-             board.viewer.get(reverse("webhook-log"), {"event": HOSTILE}),
-             board.viewer.get(reverse("webhook-delivery", args=["billing", delivery]))]
+    pages = [board.viewer.get(reverse("oqronboard:webhooks")), board.viewer.get(reverse("oqronboard:webhook-log")),
+             board.viewer.get(reverse("oqronboard:webhook-log"), {"event": HOSTILE}),
+             board.viewer.get(reverse("oqronboard:webhook-delivery", args=["billing", delivery]))]
     for response in pages:
         body = response.content.decode()
         assert response.status_code == 200
@@ -184,8 +184,9 @@ def test_another_scopes_webhooks_are_not_shown(board: Board):
     delivery = fire(spy)[0]
     attempt(board, spy, delivery)
     declare(board)
-    body = board.viewer.get(reverse("webhooks")).content.decode()
+    body = board.viewer.get(reverse("oqronboard:webhooks")).content.decode()
     assert "secret-hook" not in body and 'data-testid="webhook-billing"' in body
-    assert run_ids(board.viewer.get(reverse("webhook-log"), {"webhook": "secret-hook"}).content.decode()) == []
-    assert run_ids(board.viewer.get(reverse("webhook-log")).content.decode()) == []
-    assert board.viewer.get(reverse("webhook-delivery", args=["secret-hook", delivery])).status_code == 404
+    assert run_ids(board.viewer.get(reverse("oqronboard:webhook-log"),
+                                    {"webhook": "secret-hook"}).content.decode()) == []
+    assert run_ids(board.viewer.get(reverse("oqronboard:webhook-log")).content.decode()) == []
+    assert board.viewer.get(reverse("oqronboard:webhook-delivery", args=["secret-hook", delivery])).status_code == 404

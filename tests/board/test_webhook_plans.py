@@ -14,10 +14,10 @@ from django.db import connections
 from oqronboard import webhooks
 from oqronboard.base.cursors import decode_cursor
 from oqronboard.base.scope import BoardScope
+from oqronboard.runs.webhooks import AttemptFilters, attempt_page, delivery_attempts, matching_deliveries
 from oqronkit import RecordWrite
 from oqronkit.clock import now_ms
 from oqronkit.queues.runs import finish_run, new_run
-from runs.webhooks import AttemptFilters, attempt_page, delivery_attempts, matching_deliveries
 from tests.board.conftest import SharedDatabase
 from tests.board.seed import put_runs, run_value
 from tests.board.test_plans import plans

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from tests.browser.harness import PASSWORDS
 
-# Operators are the members of this group, which ``migrate`` creates holding the
-# ``oqronboard.operate`` permission (oqronboard/base/roles.py); viewers are everyone else.
-OPERATORS_GROUP = "operators"
+# The groups the standalone project's ``migrate`` creates (oqronboard/base/roles.py):
+# viewers hold ``oqronboard.view_board``, operators also ``oqronboard.operate``.
+GROUPS = {"operator": "operators", "viewer": "viewers"}
 
 
 def create_users() -> None:
@@ -16,18 +16,18 @@ def create_users() -> None:
     from django.contrib.auth.models import Group
 
     users = get_user_model()
-    for name in ("operator", "viewer"):
+    for name, group_name in GROUPS.items():
         if not users.objects.filter(username=name).exists():
             users.objects.create_user(name, f"{name}@example.com", PASSWORDS[name])
-    group = Group.objects.filter(name=OPERATORS_GROUP).first()
-    if group is None:
-        raise RuntimeError(f"migrate did not create the {OPERATORS_GROUP!r} group the board's roles rely on")
-    users.objects.get(username="operator").groups.add(group)
+        group = Group.objects.filter(name=group_name).first()
+        if group is None:
+            raise RuntimeError(f"migrate did not create the {group_name!r} group the board's roles rely on")
+        users.objects.get(username=name).groups.add(group)
 
 
 def enqueue(*, flaky: int = 0, steady: int = 0, slow: int = 0) -> None:
     """Jobs for the test queues (see ``tests/browser/workload/oqron.py``)."""
-    from oqronboard import engine
+    from oqronkit.contrib.django import engine
     from tests.browser.workload import oqron
 
     engine.get_engine()  # the default engine, configured from the settings
@@ -46,7 +46,7 @@ HOSTILE = "<script>alert(1)</script>"
 def publish(*, plain: int = 0, hostile: int = 0) -> list[str]:
     """Messages for the ``events`` topic: plain ones, and hostile ones whose key, header
     and payload are markup (and whose delivery to ``mailer`` fails)."""
-    from oqronboard import engine
+    from oqronkit.contrib.django import engine
     from tests.browser.workload import oqron
 
     engine.get_engine()
@@ -61,7 +61,7 @@ def publish(*, plain: int = 0, hostile: int = 0) -> list[str]:
 def fire_webhooks(base_url: str, *, count: int = 3) -> list[str]:
     """Endpoints ``ok`` and ``hostile`` of the ``hooks`` webhook at ``base_url`` (a
     receiver on 127.0.0.1), then ``count`` events: each to both endpoints."""
-    from oqronboard import engine
+    from oqronkit.contrib.django import engine
     from tests.browser.workload import oqron
 
     engine.get_engine()

@@ -109,13 +109,13 @@ def run_url(run_id: str) -> str:
     """The run page's path, from the board's URLconf."""
     from django.urls import reverse
 
-    return reverse("run", args=[run_id])
+    return reverse("oqronboard:run", args=[run_id])
 
 
 def job_url(queue: str, job_id: str) -> str:
     from django.urls import reverse
 
-    return reverse("job", args=[queue, job_id])
+    return reverse("oqronboard:job", args=[queue, job_id])
 
 
 # -- tests ---------------------------------------------------------------------------

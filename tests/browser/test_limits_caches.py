@@ -21,8 +21,8 @@ LIVE_TIMEOUT_MS = 20_000
 
 def seed() -> None:
     """Run in the board's process environment (``manage shell``)."""
-    from oqronboard import engine
     from oqronkit.caches import Cache
+    from oqronkit.contrib.django import engine
     from oqronkit.ratelimit import RateLimiter
 
     host = engine.get_engine()

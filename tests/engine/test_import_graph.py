@@ -192,10 +192,22 @@ def test_the_engine_has_no_import_cycle() -> None:
 
 
 def test_the_engine_imports_django_nowhere_but_add_on_commit() -> None:
-    """No module-level (or TYPE_CHECKING) Django import; lazy ones only where listed."""
-    django = [i for i in IMPORTS if i.target.partition(".")[0] == "django"]
+    """No module-level (or TYPE_CHECKING) Django import outside ``oqronkit.contrib``, the
+    integration's corner; lazy ones only where listed."""
+    django = [i for i in IMPORTS if i.target.partition(".")[0] == "django" and not in_contrib(i.module)]
     assert [f"{i.module}:{i.line} {i.target}" for i in django if not i.scope] == []
     assert {(i.module, i.scope) for i in django} == DJANGO_ALLOWED
+
+
+def in_contrib(module: str) -> bool:
+    return module == "oqronkit.contrib" or module.startswith("oqronkit.contrib.")
+
+
+def test_nothing_outside_contrib_imports_contrib() -> None:
+    """The engine stands without its integrations: contrib imports the engine, never the reverse."""
+    found = [f"{i.module}:{i.line} imports {i.target}" for i in IMPORTS
+             if in_contrib(i.target) and not in_contrib(i.module)]
+    assert found == []
 
 
 def test_the_engine_imports_no_board_module() -> None:

@@ -11,7 +11,7 @@ try:
 except ImportError as exc:
     raise MissingDependency(
         f"The PostgreSQL durable store needs psycopg 3 and its pool ({exc.name} is missing): "
-        'pip install "psycopg[binary,pool]"'
+        'pip install "oqronkit[postgres]"'
     ) from exc
 
 from .hot import PostgresHotPlane

@@ -104,7 +104,7 @@ def _out_of_range(values: list[Any]) -> str:
     return "?"
 
 
-def register(conn: psycopg.Connection[Any]) -> None:
+def register(conn: psycopg.Connection[Any] | psycopg.Cursor[Any]) -> None:
     """Use the fast dumpers for :class:`TextArray` and :class:`BigintArray` on ``conn``."""
     conn.adapters.register_dumper(TextArray, TextArrayDumper)
     conn.adapters.register_dumper(BigintArray, BigintArrayDumper)

@@ -75,6 +75,7 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
         self, url: str, *, min_size: int = 1, max_size: int = 8, connect_timeout: float = 10.0
     ) -> None:
         self.transaction_domain: str | None = url
+        self.joins_database: str | None = url
         self._pool = LazyPool(
             url, "oqronkit-hot", label="hot plane", min_size=min_size, max_size=max_size,
             timeout=connect_timeout, autocommit=True, configure=_configure,

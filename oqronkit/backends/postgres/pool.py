@@ -31,7 +31,9 @@ from psycopg_pool.base import AttemptWithBackoff
 from ...codec import decode_json
 from ...config import redact_url
 from ...errors import BackendUnavailable, InvalidRecord
+from ..borrowed import borrowed
 from . import arrays
+from .lent import lent_connection
 
 #: Reconnection attempts while the server is down: the first after 0.1 s, then doubling
 #: up to about a second.
@@ -135,9 +137,16 @@ class LazyPool:
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection, with driver errors turned into ours. Without autocommit
-        the block is one transaction, committed when it succeeds."""
-        pool = self._open()
+        the block is one transaction, committed when it succeeds. Where the application
+        lent its connection for this database (:mod:`oqronkit.backends.borrowed`), that
+        one instead, in a savepoint of the application's transaction."""
+        lent = borrowed(self.url)
         try:
+            if lent is not None:
+                with lent_connection(lent) as conn:
+                    yield conn
+                return
+            pool = self._open()
             with pool.connection() as conn:
                 yield conn
         except psycopg.DataError as exc:

@@ -63,6 +63,7 @@ class PostgresDurableStore:
         # round trips (a claim's read, an add's insert); several run in a transaction.
         # One database: a hot plane on the same URL settles jobs in our transactions.
         self.transaction_domain: str | None = url
+        self.joins_database: str | None = url
         self._pool = LazyPool(url, "oqronkit-durable", label="store", min_size=min_size, max_size=max_size,
                               timeout=connect_timeout, autocommit=True)
 
@@ -338,15 +339,19 @@ def _pipelined(conn: psycopg.Connection[Any], parts: list[tuple[bytes, dict[str,
     BEGIN and COMMIT are plain statements of the pipeline: psycopg's ``transaction()``
     inside a pipeline syncs on its own at the end (a second round trip; 540 instead of
     180 us for two statements here). A failed statement makes the server skip the rest,
-    COMMIT included, so the transaction is rolled back before re-raising."""
+    COMMIT included, so the transaction is rolled back before re-raising. On a connection
+    already in a transaction (an application's, lent) the statements join that one."""
+    own = conn.info.transaction_status == TransactionStatus.IDLE
     try:
         with conn.pipeline():
-            conn.execute(QUERIES["begin"])
+            if own:
+                conn.execute(QUERIES["begin"])
             for query, params in parts:
                 conn.execute(query, params)
-            conn.execute(QUERIES["commit"])
+            if own:
+                conn.execute(QUERIES["commit"])
     except BaseException:
-        if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+        if own and not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
             conn.rollback()
         raise
 

@@ -10,7 +10,7 @@ try:
     import redis  # noqa: F401  (imported here first to name the missing extra)
 except ImportError as exc:
     raise MissingDependency(
-        f"The Redis backends need redis-py ({exc.name} is missing): pip install \"redis>=5\""
+        f"The Redis backends need redis-py ({exc.name} is missing): pip install \"oqronkit[redis]\""
     ) from exc
 
 from .hot import RedisHotPlane

@@ -78,6 +78,7 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits, RedisRateLimits):
 
     name = "redis"
     transaction_domain: str | None = None
+    joins_database: str | None = None
 
     def __init__(
         self,

@@ -71,6 +71,7 @@ class RedisDurableStore:
     name = "redis"
     supports_sql = False
     transaction_domain: str | None = None
+    joins_database: str | None = None
 
     def __init__(
         self,

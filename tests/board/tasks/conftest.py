@@ -16,8 +16,8 @@ from django.db import connections
 from django.tasks import task_backends
 from django.test import override_settings
 
-from oqronboard import engine
-from oqronboard.tasks import declare_configured_queues
+from oqronkit.contrib.django import engine
+from oqronkit.contrib.django.tasks import declare_configured_queues
 from oqronkit.worker.process import WorkerProcess
 from tests.services import unique_name
 
@@ -25,15 +25,16 @@ TASK_QUEUES = ["default", "queue_1"]
 
 
 def tasks_settings(**options: Any) -> dict[str, Any]:
-    return {"default": {"BACKEND": "oqronboard.tasks.OqronBackend", "QUEUES": TASK_QUEUES, "OPTIONS": options}}
+    return {"default": {"BACKEND": "oqronkit.contrib.django.tasks.OqronBackend", "QUEUES": TASK_QUEUES,
+                        "OPTIONS": options}}
 
 
 @contextlib.contextmanager
-def tasks_on(alias: str, url: str, mode: str, **options: Any) -> Iterator[None]:
-    """The engine on ``url`` for a fresh project, the board reading ``alias``, ``TASKS``
-    on our backend; everything undone at the end."""
-    oqron = {"MODE": mode, "DATABASE_URL": url, "PROJECT": unique_name("tasks"), "ENVIRONMENT": "test"}
-    with override_settings(OQRON=oqron, OQRON_DATABASE_ALIAS=alias, TASKS=tasks_settings(**options)):
+def tasks_on(alias: str, mode: str, **options: Any) -> Iterator[None]:
+    """The engine on ``alias``'s database for a fresh project, ``TASKS`` on our backend;
+    everything undone at the end."""
+    oqron = {"MODE": mode, "DATABASE_ALIAS": alias, "PROJECT": unique_name("tasks"), "ENVIRONMENT": "test"}
+    with override_settings(OQRON=oqron, TASKS=tasks_settings(**options)):
         try:
             engine.get_durable()  # creates the tables
             yield
@@ -72,12 +73,11 @@ def on_database(kind: str, request: Any, django_db_blocker: Any, **options: Any)
     """``tasks_on`` the SQLite test database or the private Postgres schema; yields the alias."""
     if kind == "sqlite":
         request.getfixturevalue("django_db_setup")
-    url = request.getfixturevalue("board_pg_url") if kind == "postgres" else None
+    if kind == "postgres":
+        request.getfixturevalue("board_pg_url")
     with django_db_blocker.unblock():
-        from tests.board.conftest import sqlite_test_url
-
         alias = "postgres" if kind == "postgres" else "default"
-        with tasks_on(alias, url or sqlite_test_url(), kind, **options):
+        with tasks_on(alias, kind, **options):
             yield alias
 
 

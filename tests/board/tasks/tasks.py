@@ -12,7 +12,7 @@ from typing import Any
 
 from django.tasks import TaskContext, task
 
-from oqronboard.tasks import OqronTask
+from oqronkit.contrib.django.tasks import OqronTask
 
 
 @task()

@@ -15,15 +15,15 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connections, transaction
 from django.tasks import TaskResultStatus, task_backends
-from django.tasks.exceptions import InvalidTask
+from django.tasks.exceptions import TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 from django.test import override_settings
 from django.urls import reverse
 from django.utils import timezone
 
-from oqronboard import engine
-from oqronboard.tasks import OqronBackend, enqueue_on_commit
-from oqronboard.tasks.options import oqron_priority
+from oqronkit.contrib.django import engine
+from oqronkit.contrib.django.tasks import OqronBackend, enqueue_on_commit
+from oqronkit.contrib.django.tasks.options import oqron_priority
 from oqronkit.namespaces import dlq_namespace, job_namespace
 from tests.board.seed import Board
 
@@ -108,14 +108,17 @@ def test_enqueue_in_a_transaction_and_on_commit(db: str) -> None:
         enqueue_on_commit(t.echo, "never", using=db)
         transaction.set_rollback(True, using=db)
     assert engine.get_durable().count(job_namespace(QUEUE)) == 1
-    if db == "default":  # SQLite: the transaction holds the file's write lock
-        with transaction.atomic(using=db), pytest.raises(InvalidTask, match="enqueue_on_commit"):
-            t.echo.enqueue("inside")
-        return
-    with transaction.atomic(using=db):  # Postgres: enqueue commits at once, on the engine's connection
-        inside = t.echo.enqueue("inside")
+    # enqueue itself joins the transaction: the job exists once it commits, never if it rolls back.
+    with transaction.atomic(using=db):
+        dropped = t.echo.enqueue("inside")
+        assert backend.get_result(dropped.id).status == TaskResultStatus.READY  # seen inside the transaction
         transaction.set_rollback(True, using=db)
-    assert backend.get_result(inside.id).status == TaskResultStatus.READY
+    with pytest.raises(TaskResultDoesNotExist):
+        backend.get_result(dropped.id)
+    with transaction.atomic(using=db):
+        kept = t.echo.enqueue("inside")
+    assert backend.get_result(kept.id).status == TaskResultStatus.READY
+    assert engine.get_durable().count(job_namespace(QUEUE)) == 2
 
 
 def test_memory_mode_enqueues_but_cannot_read_results(settings: Any) -> None:
@@ -133,11 +136,13 @@ def test_memory_mode_enqueues_but_cannot_read_results(settings: Any) -> None:
 
 def test_checks_report_bad_options(settings: Any) -> None:
     settings.TASKS = {
-        "default": {"BACKEND": "oqronboard.tasks.OqronBackend", "QUEUES": [], "OPTIONS": {"RETRIS": 3}},
-        "bad": {"BACKEND": "oqronboard.tasks.OqronBackend", "OPTIONS": {"CONCURRENCY": 0, "QUEUE_PREFIX": "b."}},
-        "one": {"BACKEND": "oqronboard.tasks.OqronBackend", "OPTIONS": {"QUEUE_PREFIX": "same."}},
-        "two": {"BACKEND": "oqronboard.tasks.OqronBackend", "OPTIONS": {"QUEUE_PREFIX": "same."}},
-        "fine": {"BACKEND": "oqronboard.tasks.OqronBackend", "OPTIONS": {"QUEUE_PREFIX": "fine.", "RETRIES": 2}},
+        "default": {"BACKEND": "oqronkit.contrib.django.tasks.OqronBackend", "QUEUES": [], "OPTIONS": {"RETRIS": 3}},
+        "bad": {"BACKEND": "oqronkit.contrib.django.tasks.OqronBackend", "OPTIONS": {"CONCURRENCY": 0,
+                                                                                     "QUEUE_PREFIX": "b."}},
+        "one": {"BACKEND": "oqronkit.contrib.django.tasks.OqronBackend", "OPTIONS": {"QUEUE_PREFIX": "same."}},
+        "two": {"BACKEND": "oqronkit.contrib.django.tasks.OqronBackend", "OPTIONS": {"QUEUE_PREFIX": "same."}},
+        "fine": {"BACKEND": "oqronkit.contrib.django.tasks.OqronBackend", "OPTIONS": {"QUEUE_PREFIX": "fine.",
+                                                                                      "RETRIES": 2}},
     }
     found = {alias: [(m.id, m.msg) for m in task_backends[alias].check()] for alias in settings.TASKS}
     assert [i for i, _ in found["default"]] == ["oqron.E101", "oqron.E101"]
@@ -153,11 +158,11 @@ def test_checks_report_bad_options(settings: Any) -> None:
 
 def test_tasks_show_on_the_board_like_any_queue(board: Board) -> None:
     waiting = t.echo.enqueue("waiting")
-    page = board.viewer.get(reverse("queue-jobs", args=[QUEUE])).content.decode()
+    page = board.viewer.get(reverse("oqronboard:queue-jobs", args=[QUEUE])).content.decode()
     assert waiting.id in page
     burst()
     assert task_backends["default"].get_result(waiting.id).return_value == "waiting"
-    assert board.viewer.get(reverse("home")).content.decode().count(QUEUE) >= 1
+    assert board.viewer.get(reverse("oqronboard:home")).content.decode().count(QUEUE) >= 1
 
 
 @pytest.mark.slow

@@ -27,7 +27,7 @@ from django.tasks.signals import task_enqueued, task_finished, task_started
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from oqronboard.tasks import OqronBackend
+from oqronkit.contrib.django.tasks import OqronBackend
 
 from . import tasks as t
 from .conftest import Records, backend, burst, on_database
@@ -236,7 +236,7 @@ def test_validate_on_enqueue(world: Any) -> None:
     # django-tasks-db: a task made valid under other settings is checked again on enqueue.
     from django.test import override_settings
 
-    only_unknown = {"default": {"BACKEND": "oqronboard.tasks.OqronBackend", "QUEUES": ["unknown_queue"]}}
+    only_unknown = {"default": {"BACKEND": "oqronkit.contrib.django.tasks.OqronBackend", "QUEUES": ["unknown_queue"]}}
     with override_settings(TASKS=only_unknown):
         odd = t.noop_task.using(queue_name="unknown_queue")
     with pytest.raises(InvalidTask, match="Queue 'unknown_queue' is not valid for backend"):

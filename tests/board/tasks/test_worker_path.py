@@ -15,8 +15,8 @@ from django.db import connections
 from django.tasks import TaskResultStatus
 from django.tasks.signals import task_enqueued, task_finished, task_started
 
-from oqronboard.tasks import OqronBackend, dispatch
-from oqronboard.tasks.listening import would_reach_anyone
+from oqronkit.contrib.django.tasks import OqronBackend, dispatch
+from oqronkit.contrib.django.tasks.listening import would_reach_anyone
 from oqronkit.worker import process as worker_process
 
 from . import tasks as t

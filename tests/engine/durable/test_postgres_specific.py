@@ -348,7 +348,7 @@ def test_psycopg_is_imported_lazily_and_its_absence_names_the_extra():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded, message = done.stdout.split("\n", 1)
     assert loaded == "False"
-    assert 'pip install "psycopg[binary,pool]"' in message
+    assert 'pip install "oqronkit[postgres]"' in message
 
 
 def test_values_postgres_refuses_are_invalid_records(production: DurablePlane):

@@ -29,6 +29,10 @@ PRAGMA journal_mode = WAL;
 -- commits, which is the usual trade-off for a local job store.
 PRAGMA synchronous = NORMAL;
 
+-- name: schema_object_names
+-- Every table and index of the file: a schema script whose objects all exist is skipped.
+SELECT name FROM sqlite_master WHERE type IN ('table', 'index');
+
 -- name: has_table
 SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?;
 

@@ -1,8 +1,0 @@
-from __future__ import annotations
-
-from django.apps import AppConfig
-
-
-class RunsConfig(AppConfig):
-    name = "runs"
-    verbose_name = "Runs"
