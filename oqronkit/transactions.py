@@ -45,25 +45,30 @@ TransactionLookup = Callable[[], HostTransaction | None]
 _current: ContextVar[HostTransaction | None] = ContextVar("oqron_host_transaction", default=None)
 
 
-@contextmanager
-def producing(engine: Planes) -> Iterator[HostTransaction | None]:
-    """Where a producer call's writes go: the application's open transaction when the
-    engine's durable plane is on its database (yielded; the planes write through its
-    connection), else nowhere special (None: the planes' own connections, autocommitted).
-    ``engine.host_transaction`` is the lookup an integration installed (an engine
-    without one, a test's stand-in included, never joins)."""
+def to_join(engine: Planes) -> HostTransaction | None:
+    """The application's open transaction a producer call on ``engine`` joins: one on the
+    database of the engine's durable plane, found by the lookup an integration installed
+    (``engine.host_transaction``; an engine without one, a test's stand-in included, never
+    joins), unless the call is already inside one."""
     lookup: TransactionLookup | None = getattr(engine, "host_transaction", None)
-    transaction = lookup() if lookup is not None and _current.get() is None else None
+    if lookup is None or _current.get() is not None:
+        return None
+    transaction = lookup()
     if transaction is None or engine.durable.store.joins_database != transaction.database_url:
-        yield _current.get()
-        return
-    # Both planes open before anything is lent (the durable one is, above): a plane's first
-    # use creates its tables with a script that would commit whatever transaction it finds.
+        return None
+    return transaction
+
+
+@contextmanager
+def joining(engine: Planes, transaction: HostTransaction) -> Iterator[None]:
+    """The planes of ``engine`` writing through ``transaction``'s connection, in a savepoint."""
+    # Both planes open before anything is lent (the durable one is: to_join asked it): a
+    # plane's first use creates its tables with a script that commits what it finds open.
     _ = engine.hot
     token = _current.set(transaction)
     try:
         with transaction.joined() as connection, lending(transaction.database_url, connection):
-            yield transaction
+            yield
     finally:
         _current.reset(token)
 

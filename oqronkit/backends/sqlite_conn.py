@@ -77,11 +77,11 @@ class SQLiteConnections:
         """One BEGIN IMMEDIATE transaction, committed on success, rolled back otherwise;
         on a lent connection, statements of the application's open transaction."""
         if borrowed(self.database_url) is not None:
-            with self.guard(action) as conn:
-                yield conn
+            with self.guard(action) as lent:
+                yield lent
             return
         # The connection first: in a forked child it resets the inherited write lock.
-        with self.guard(action) as conn, self.file.write_lock:
+        with self.guard(action, own=True) as conn, self.file.write_lock:
             conn.execute(_Q["begin_immediate"])
             try:
                 yield conn

@@ -29,7 +29,7 @@ from ..errors import BackendUnavailable, ConfigurationError, DuplicateRecord, In
 from ..lifecycle import CallbackMap, Listeners, Observable, emit_many
 from ..planes import Planes
 from ..telemetry.tracing import producer_span, record_jobs
-from ..transactions import producing, signal_when_committed, when_committed
+from ..transactions import joining, signal_when_committed, to_join, when_committed
 from .backoff import Backoff, make_backoff, to_ms
 from .batch import Batch, check_batch
 from .control import QueueControl
@@ -208,8 +208,8 @@ class Queue(QueueControl, Observable):
         ``tags``, ``timeout``; ``unique_for`` or ``debounce`` with ``unique_key``
         (README "Uniqueness windows" and "Debounce").
         """
-        with producer_span(self.name, 1) as span, producing(self.engine):
-            jobs = self._add([(data, options)])
+        with producer_span(self.name, 1) as span:
+            jobs = self._produce([(data, options)])
             record_jobs(span, jobs)
         return jobs[0]
 
@@ -218,7 +218,16 @@ class Queue(QueueControl, Observable):
         item is a payload, or ``{"data": payload, **options}``. Returns the jobs in
         order (the existing job where an id was already taken)."""
         items = [options_from(item) for item in items]
-        with producer_span(self.name, len(items)), producing(self.engine):
+        with producer_span(self.name, len(items)):
+            return self._produce(items)
+
+    def _produce(self, items: list[tuple[Any, Any]]) -> list[Job]:
+        """``_add``, inside the application's open transaction when there is one to join
+        (:mod:`oqronkit.transactions`)."""
+        transaction = to_join(self.engine)
+        if transaction is None:
+            return self._add(items)
+        with joining(self.engine, transaction):
             return self._add(items)
 
     def _add(self, items: list[tuple[Any, Any]]) -> list[Job]:

@@ -1,0 +1,104 @@
+"""What one ``add`` and one ``add_bulk`` cost a producer: this checkout against another.
+
+Interleaved rounds: in each, a fresh process of each arm (the order shuffled per
+round) adds ``--singles`` jobs one ``add`` at a time, then ``--bulk`` jobs with
+``add_bulk`` in chunks of 1,000, into its own project on the same database; the median
+over rounds of each arm's microseconds per call is printed with this/base ratios. Both
+arms import only oqronkit's public API, from their own checkout (``PYTHONPATH``), with
+this virtualenv's dependencies.
+
+Usage (from the repository root)::
+
+    git worktree add /tmp/base 91cc35d
+    .venv/bin/python bench/add_cost.py --against /tmp/base --rounds 7 --modes postgres,redis-postgres
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PG_URL = os.environ.get("OQRON_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("OQRON_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+DRIVER = """
+import json, sys, time, oqronkit
+mode, url, redis_url, project, singles, bulk = sys.argv[1:7]
+oqronkit.configure(oqronkit.OqronConfig(mode=mode, database_url=url, redis_url=redis_url or None,
+                                         project=project, environment="bench"))
+q = oqronkit.queue("bench-add")
+q.add({"warm": True})
+started = time.perf_counter()
+for n in range(int(singles)):
+    q.add({"n": n, "to": "someone@example.com"})
+single_s = time.perf_counter() - started
+items = [{"n": n, "to": "someone@example.com"} for n in range(int(bulk))]
+started = time.perf_counter()
+for start in range(0, len(items), 1000):
+    q.add_bulk(items[start:start + 1000])
+bulk_s = time.perf_counter() - started
+print(json.dumps({"single_us": single_s / int(singles) * 1e6, "bulk_us_per_job": bulk_s / int(bulk) * 1e6}))
+"""
+
+
+def database_url(mode: str, scratch: Path) -> str:
+    return f"sqlite:///{scratch / f'{uuid.uuid4().hex}.sqlite3'}" if mode == "sqlite" else PG_URL
+
+
+def one(checkout: Path, mode: str, args: argparse.Namespace, scratch: Path) -> dict[str, float]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OQRON_")}
+    env["PYTHONPATH"] = str(checkout)
+    redis_url = REDIS_URL if mode.startswith("redis") else ""
+    out = subprocess.run([sys.executable, "-c", DRIVER, mode, database_url(mode, scratch), redis_url,
+                          f"bench-{uuid.uuid4().hex[:8]}", str(args.singles), str(args.bulk)],
+                         cwd=scratch, env=env, capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise SystemExit(f"{checkout} {mode} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", type=Path, required=True, help="the other checkout (the base)")
+    parser.add_argument("--modes", default="sqlite,postgres,redis-postgres")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--singles", type=int, default=2000)
+    parser.add_argument("--bulk", type=int, default=20000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"add-cost-{uuid.uuid4().hex[:6]}"
+    scratch.mkdir()
+    arms = {"base": args.against.resolve(), "this": ROOT}
+    found: dict[tuple[str, str], list[dict[str, float]]] = {}
+    for _ in range(args.rounds):
+        for mode in args.modes.split(","):
+            order = list(arms)
+            rng.shuffle(order)
+            for arm in order:
+                found.setdefault((mode, arm), []).append(one(arms[arm], mode, args, scratch))
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}; {args.rounds} interleaved rounds, medians")
+    print(f"{'mode':16} {'add us (base)':>14} {'add us (this)':>14} {'this/base':>10} "
+          f"{'bulk us/job (base)':>19} {'bulk us/job (this)':>19} {'this/base':>10}")
+    for mode in args.modes.split(","):
+        base, this = found[(mode, "base")], found[(mode, "this")]
+        med = {(arm, key): statistics.median(r[key] for r in rows) for arm, rows in (("base", base), ("this", this))
+               for key in ("single_us", "bulk_us_per_job")}
+        pair = [statistics.median(t[k] / b[k] for b, t in zip(base, this, strict=True))
+                for k in ("single_us", "bulk_us_per_job")]
+        print(f"{mode:16} {med['base', 'single_us']:14.0f} {med['this', 'single_us']:14.0f} {pair[0]:10.3f} "
+              f"{med['base', 'bulk_us_per_job']:19.1f} {med['this', 'bulk_us_per_job']:19.1f} {pair[1]:10.3f}")
+    print("this/base: the median of the per-round ratios (below 1: this checkout is faster)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
