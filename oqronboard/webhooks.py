@@ -45,6 +45,7 @@ class EndpointRow:
     failed: int = 0
     p95_ms: int | None = None
     last_failure: dict[str, Any] | None = None
+    headers: dict[str, str] = field(default_factory=dict)  # as read: a secret one's value masked
 
     @property
     def success_rate(self) -> float | None:
@@ -105,7 +106,7 @@ def _webhook_row(found: WebhookRecords) -> WebhookRow:
     row = WebhookRow(name=found.name, control=found.control or {})
     for endpoint_id, value in sorted(found.endpoints.items()):
         cb = found.breakers.get(endpoint_id, {})
-        events = value.get("events")
+        events, headers = value.get("events"), value.get("headers")
         state = cb.get("state") if cb.get("state") in ("closed", "open", "half-open") else "closed"
         row.endpoints.append(EndpointRow(
             webhook=found.name, id=endpoint_id, url=str(value.get("url", "")),
@@ -114,7 +115,8 @@ def _webhook_row(found: WebhookRecords) -> WebhookRow:
             disabled_at=json_int(value.get("disabledAt")), description=str(value.get("description") or ""),
             breaker=str(state), breaker_since=json_int(cb.get("since")), reopens_at=json_int(cb.get("reopensAt")),
             consecutive_failures=json_int(cb.get("consecutiveFailures")) or 0,
-            last_failure=_breaker_failure(cb.get("lastFailure"))))
+            last_failure=_breaker_failure(cb.get("lastFailure")),
+            headers={str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else {}))
     return row
 
 

@@ -15,6 +15,7 @@ from oqronboard.runs.queries import job_runs
 from oqronboard.runs.queries import run_list as query_runs
 from oqronboard.runs.views import run_or_404
 from oqronkit.namespaces import QUEUE, job_audit_namespace
+from oqronkit.webhooks.header_secrets import masked_attempt
 
 from .. import overview, queues
 from ..base.cursors import decode_cursor
@@ -80,11 +81,12 @@ def run_list(request: BoardRequest) -> dict[str, Any]:
 
 @api_view("GET")
 def run_detail(request: BoardRequest, run_id: str) -> dict[str, Any]:
-    """One run in full, its job's status and every run of its job."""
+    """One run in full (a webhook attempt's secret headers masked), its job's status and
+    every run of its job."""
     run = run_or_404(request, run_id)
     context = run_detail_context(request, run)
-    return {"id": run.id, "run": context["run"], "queue": context["queue"], "job_status": context["job_status"],
-            "siblings": context["siblings"]}
+    return {"id": run.id, "run": masked_attempt(context["run"]), "queue": context["queue"],
+            "job_status": context["job_status"], "siblings": context["siblings"]}
 
 
 @api_view("GET")

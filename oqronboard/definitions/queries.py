@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from oqronboard.base.scope import BoardScope, configured_scope
-from oqronkit.namespaces import QUEUE
+from oqronkit.namespaces import QUEUE, webhook_of_endpoints
+from oqronkit.webhooks.header_secrets import masked_endpoint
 
 from .models import Record, RecordQuerySet
 
@@ -21,11 +22,16 @@ def records_of(scope: BoardScope) -> RecordQuerySet:
 def definitions(scope: BoardScope, *, limit: int = MAX_DEFINITIONS, annotate: dict[str, Any] | None = None
                 ) -> list[Record]:
     """Every definition and control record (kind index), by kind, namespace and id;
-    ``annotate`` adds per-row expressions (the page's queue usage) to the one query."""
-    return list(
+    ``annotate`` adds per-row expressions (the page's queue usage) to the one query. A
+    webhook endpoint's secret headers are masked (its record may predate the masking)."""
+    records = list(
         records_of(scope).of_kind(*DEFINITION_KINDS).only("namespace", "record_kind", "id", "value", "inserted_at")
         .annotate(**(annotate or {})).order_by("record_kind", "namespace", "id")[:limit]
     )
+    for record in records:
+        if webhook_of_endpoints(record.namespace):
+            record.value = masked_endpoint(record.value)
+    return records
 
 
 def queue_controls(scope: BoardScope) -> dict[str, dict[str, Any]]:

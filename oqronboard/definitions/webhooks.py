@@ -1,6 +1,7 @@
 """The webhook records of oqron_records: each webhook's control record (``webhook``),
 its endpoints (``webhook_endpoints:<webhook>``) and their circuit breakers
-(``webhook_cb``, id ``<webhook>/<endpoint>``), in one primary-key range read."""
+(``webhook_cb``, id ``<webhook>/<endpoint>``), in one primary-key range read. An
+endpoint's secret headers are masked as they are read."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from oqronkit.namespaces import (
     webhook_endpoints_namespace,
     webhook_of_endpoints,
 )
+from oqronkit.webhooks.header_secrets import masked_endpoint
 
 from .queries import records_of
 
@@ -68,7 +70,7 @@ def _file(found: dict[str, WebhookRecords], namespace: str, id: str, value: Any)
     else:
         name = webhook_of_endpoints(namespace)
         if name:
-            _webhook(found, name).endpoints[id] = value
+            _webhook(found, name).endpoints[id] = masked_endpoint(value)
 
 
 def _webhook(found: dict[str, WebhookRecords], name: str) -> WebhookRecords:

@@ -8,7 +8,8 @@ webhook pages read them from oqron_runs.
   status filter inside that range;
 - the last hour's attempts, newest first, at most ``RECENT_CAP`` (success rate and
   p95 latency are computed from them);
-- a delivery's attempts: the runs of its job (the jobId index).
+- a delivery's attempts: the runs of its job (the jobId index), their requests' secret
+  headers masked (a run an older version wrote holds their values).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from django.db.models import F
 from oqronboard.base.cursors import PAGE_SIZE, encode_cursor
 from oqronboard.base.expressions import JsonText, RowBefore, RowKey, RunStarted
 from oqronboard.base.scope import BoardScope
+from oqronkit.webhooks.header_secrets import masked_attempt
 from oqronkit.webhooks.webhook import delivery_queue_name
 
 from .queries import list_fields, runs_of
@@ -106,11 +108,12 @@ def recent_attempts(scope: BoardScope, since: int, *, cap: int = RECENT_CAP) -> 
 
 
 def delivery_attempts(scope: BoardScope, webhook: str, delivery_id: str) -> list[dict[str, Any]]:
-    """A delivery's newest attempts in full, oldest first: the runs of its job (the jobId index)."""
+    """A delivery's newest attempts in full, oldest first: the runs of its job (the jobId
+    index), every secret header of their requests masked."""
     qs = (runs_of(scope).alias(f_jobId=JsonText("jobId"), f_name=JsonText("name"))
           .filter(f_jobId=delivery_id, f_name=delivery_queue_name(webhook)))
     records = qs.order_by(RunStarted().desc(), RowKey().desc()).only("id", "value")[:MAX_DELIVERY_ATTEMPTS]
-    return [{**r.value, "id": r.id} for r in reversed(list(records)) if isinstance(r.value, dict)]
+    return [{**masked_attempt(r.value), "id": r.id} for r in reversed(list(records)) if isinstance(r.value, dict)]
 
 
 def number(value: Any) -> int | None:

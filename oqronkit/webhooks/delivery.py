@@ -1,15 +1,17 @@
 """One delivery attempt: the handler of a webhook's delivery queue.
 
 It looks the endpoint up (disabled or removed: dead at once), asks the breaker (open:
-postponed, the attempt not counted), signs and POSTs the body, records the request and
-the response on the attempt's run (``ctx.annotate``, so a failed attempt keeps them
-too), tells the breaker, and answers the queue engine: done, retry after the schedule's
-(or Retry-After's) delay, or dead at once.
+postponed, the attempt not counted), signs and POSTs the body, records the request (its
+secret headers masked: their values go on the wire only) and the response on the
+attempt's run (``ctx.annotate``, so a failed attempt keeps them too), tells the breaker,
+and answers the queue engine: done, retry after the schedule's (or Retry-After's) delay,
+or dead at once.
 """
 
 from __future__ import annotations
 
 import collections
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -22,10 +24,12 @@ from ..codec import clean_text, dumps_compact
 from ..errors import ConfigurationError, Discard, MissingDependency, Postpone, RetryAfter
 from .breaker import Breaker, Gate
 from .endpoints import Endpoint, RateLimitValue
+from .header_secrets import scrubbed
 from .policy import RETRY_AFTER_STATUSES, next_delay_ms, retry_after_ms, verdict
 from .signing import ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 
 KEPT_REQUEST_BODY = 64 * 1024
+logger = logging.getLogger(__name__)
 
 
 class AttemptContext(Protocol):
@@ -46,6 +50,7 @@ class DeliverySettings:
     schedule_ms: tuple[int, ...]
     keys: Mapping[str, bytes]
     allow_private: bool
+    header_secrets: Mapping[str, str]
 
 
 def body_of(data: Mapping[str, Any]) -> bytes:
@@ -67,6 +72,7 @@ class Deliverer:
         self._breaker = breaker
         self._sent: dict[str, collections.deque[float]] = {}
         self._sent_lock = threading.Lock()
+        self._warned: set[tuple[str, str]] = set()
 
     def __call__(self, ctx: AttemptContext) -> dict[str, Any]:
         data = ctx.data
@@ -76,16 +82,18 @@ class Deliverer:
         if not endpoint.enabled:
             raise Discard(f"endpoint {endpoint.id} is disabled: {endpoint.disabled_reason or 'no reason given'}")
         keys = self._keys(endpoint)
+        secret = self._secret_headers(endpoint)
         self._within_rate_limit(endpoint.id, endpoint.rate_limit)
         gate = self._breaker().before(endpoint.id, ctx.run_id, probe_ttl_ms=self.settings.timeout_ms + 30_000)
         try:
-            return self._send(ctx, endpoint, keys, gate)
+            return self._send(ctx, endpoint, keys, secret, gate)
         except BaseException:
             if gate.probe:  # a probe that neither succeeded nor failed (refused, crashed): the next one may go
                 self._breaker().abandon(gate)
             raise
 
-    def _send(self, ctx: AttemptContext, endpoint: Endpoint, keys: list[bytes], gate: Gate) -> dict[str, Any]:
+    def _send(self, ctx: AttemptContext, endpoint: Endpoint, keys: list[bytes], secret: dict[str, str],
+              gate: Gate) -> dict[str, Any]:
         # httpx (with the guard and the client) loads with the first delivery, not with `import oqronkit`.
         try:
             import httpx
@@ -104,7 +112,8 @@ class Deliverer:
         request = {"method": "POST", "url": endpoint.url, "headers": shown,
                    "body": body[:KEPT_REQUEST_BODY].decode("utf-8", "replace"), "bodyBytes": len(body),
                    "bodyTruncated": len(body) > KEPT_REQUEST_BODY}
-        headers = {**shown, SIGNATURE_HEADER: sign(data["messageId"], timestamp, body, keys)}
+        # The stored request shows the mask (endpoint.headers); only the wire gets the values.
+        headers = {**shown, **secret, SIGNATURE_HEADER: sign(data["messageId"], timestamp, body, keys)}
         try:
             answer = client.post(endpoint.url, body, headers, timeout=settings.timeout_ms / 1000,
                                  allow_private=endpoint.allow_private or settings.allow_private)
@@ -113,9 +122,12 @@ class Deliverer:
             raise Discard(str(exc)) from exc
         except httpx.HTTPError as exc:
             ctx.annotate({"request": request, "response": None})
-            message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            message = scrubbed(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, secret.values())
             self._breaker().failed(gate, {"at": now_ms(), "status": None, "error": message[:500]})
-            raise RetryAfter(next_delay_ms(settings.schedule_ms, ctx.attempt) / 1000, message) from exc
+            # The client's error may quote a header's value: with secret headers its traceback
+            # stays out of the run (the scrubbed message says what failed).
+            raise RetryAfter(next_delay_ms(settings.schedule_ms, ctx.attempt) / 1000, message) from (
+                None if secret else exc)
         answered = _headers(answer.headers)
         response = {"status": answer.status, "headers": answered,
                     "body": clean_text(answer.body.decode("utf-8", "replace")), "bodyTruncated": answer.truncated,
@@ -143,6 +155,31 @@ class Deliverer:
             raise ConfigurationError(f"endpoint {endpoint.id} signs with secret id(s) {missing} that webhook "
                                      f"{self.settings.webhook!r} does not have in this process")
         return [self.settings.keys[i] for i in ids]
+
+    def _secret_headers(self, endpoint: Endpoint) -> dict[str, str]:
+        """The secret headers' values, from this process's header secrets (and, for a
+        record an older version wrote, from the record itself, with a warning)."""
+        values = dict(endpoint.left_in_record)
+        for name in values:
+            if (endpoint.id, name) in self._warned:
+                continue
+            self._warned.add((endpoint.id, name))
+            logger.warning("webhook %s endpoint %s: header %s holds a credential in its record (written by an older "
+                           "version); it is sent and shown masked: move it to header_secrets and set the headers "
+                           "again with HeaderSecret", self.settings.webhook, endpoint.id, name,
+                           extra={"action": "webhook.header_in_record"})
+        missing = []
+        for name, secret_id in endpoint.secret_headers.items():
+            value = self.settings.header_secrets.get(secret_id)
+            if value is None:
+                missing.append(secret_id)
+            else:
+                values[name] = value
+        if missing:
+            raise ConfigurationError(f"endpoint {endpoint.id} sends header secret(s) {sorted(missing)} that webhook "
+                                     f"{self.settings.webhook!r} does not have in this process: declare them in "
+                                     "header_secrets in every process that delivers")
+        return values
 
     def _within_rate_limit(self, endpoint_id: str, limit: RateLimitValue | None) -> None:
         """The endpoint's rate limit, in this process: over it, the delivery waits (no attempt spent)."""

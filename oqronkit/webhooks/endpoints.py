@@ -4,6 +4,8 @@ with a compare-and-set on ``version``, so two writers never lose each other's ch
 
 The record holds the ids of the secrets that sign for the endpoint (``secretIds``; null:
 every secret of the webhook), never a secret: they live in the processes' configuration.
+So do the values of its secret headers: the record keeps their names, masked, and the ids
+of the header secrets that hold them (``secretHeaders``; see header_secrets.py).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
@@ -21,15 +23,16 @@ from ..durable import DurablePlane
 from ..errors import ConfigurationError, InvalidState, JobNotFound
 from ..ids import new_id
 from ..namespaces import webhook_endpoints_namespace
+from .header_secrets import MASK, HeaderSecret, check_value, declared_id, is_credential, moved_out, shown_headers
 from .patterns import check_patterns
 
 ENDPOINT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$")
 MAX_URL_LENGTH = 2000
 MAX_HEADERS = 32
-# Ours to set (signing, framing), or credentials, which a record must never hold.
-FORBIDDEN_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "host", "content-length",
-                               "content-type", "transfer-encoding", "connection", "user-agent"})
+# Ours to set (signing, framing), or meant for a proxy, and no proxy is ever used.
+FORBIDDEN_HEADERS = frozenset({"proxy-authorization", "host", "content-length", "content-type",
+                               "transfer-encoding", "connection", "user-agent"})
 MAX_REASON_LENGTH = 500
 
 
@@ -50,6 +53,7 @@ class EndpointValue(TypedDict):
     disabledAt: int | None
     secretIds: list[str] | None
     headers: dict[str, str]
+    secretHeaders: dict[str, str]
     rateLimit: RateLimitValue | None
     allowPrivate: bool
     description: str
@@ -60,7 +64,9 @@ class EndpointValue(TypedDict):
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """An endpoint as read from its record."""
+    """An endpoint as read from its record: ``headers`` as every reader shows them (a
+    secret one's value is :data:`~oqronkit.webhooks.header_secrets.MASK`),
+    ``secret_headers`` the header secret id of each secret one."""
 
     id: str
     webhook: str
@@ -76,14 +82,19 @@ class Endpoint:
     created_at: int
     updated_at: int
     version: int
+    secret_headers: dict[str, str] = field(default_factory=dict)
+    # Credential values an older version stored in the record: sent, never shown.
+    left_in_record: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_value(cls, value: Mapping[str, Any]) -> Endpoint:
         secret_ids = value.get("secretIds")
+        refs = value.get("secretHeaders") or {}
+        headers, left = shown_headers(value.get("headers") or {}, refs)
         return cls(id=value["id"], webhook=value["webhook"], url=value["url"], events=tuple(value["events"]),
                    enabled=bool(value.get("enabled", True)), disabled_reason=value.get("disabledReason"),
                    secret_ids=None if secret_ids is None else tuple(secret_ids),
-                   headers=dict(value.get("headers") or {}),
+                   headers=headers, secret_headers=dict(refs), left_in_record=left,
                    rate_limit=value.get("rateLimit"), allow_private=bool(value.get("allowPrivate", False)),
                    description=value.get("description") or "", created_at=value.get("createdAt", 0),
                    updated_at=value.get("updatedAt", 0), version=value.get("version", 1))
@@ -94,17 +105,24 @@ FIELDS = {"url": "url", "events": "events", "secret_ids": "secretIds", "headers"
           "rate_limit": "rateLimit", "allow_private": "allowPrivate", "description": "description"}
 
 
-def check_fields(webhook: str, endpoint_id: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+def check_fields(webhook: str, endpoint_id: str, fields: Mapping[str, Any], *,
+                 declared: dict[str, str] | None = None) -> dict[str, Any]:
     """The record keys and values for ``fields`` (add_endpoint's keyword arguments),
-    checked: ConfigurationError naming the endpoint and the fix."""
+    checked: ConfigurationError naming the endpoint and the fix. ``declared``: the
+    webhook's header secrets when the endpoint is declared in code (a credential value
+    given there joins them); None at run time (such a value is refused)."""
     what = f"Webhook {webhook!r} endpoint {endpoint_id!r}"
     unknown = set(fields) - set(FIELDS)
     if unknown:
         raise ConfigurationError(f"{what}: unknown option(s) {', '.join(sorted(unknown))}; "
                                  f"known: {', '.join(FIELDS)}.")
     checks = {"url": _url, "events": lambda v, w: check_patterns(v, what=w), "secret_ids": _secret_ids,
-              "headers": _headers, "rate_limit": _rate_limit, "allow_private": _flag, "description": _description}
-    return {FIELDS[name]: checks[name](value, what) for name, value in fields.items()}
+              "rate_limit": _rate_limit, "allow_private": _flag, "description": _description}
+    checked: dict[str, Any] = {FIELDS[name]: checks[name](value, what) for name, value in fields.items()
+                               if name != "headers"}
+    if "headers" in fields:
+        checked["headers"], checked["secretHeaders"] = _headers(fields["headers"], what, endpoint_id, declared)
+    return checked
 
 
 def check_id(endpoint_id: Any) -> str:
@@ -114,16 +132,19 @@ def check_id(endpoint_id: Any) -> str:
     return endpoint_id
 
 
-def new_endpoint_value(webhook: str, endpoint_id: str | None, fields: Mapping[str, Any]) -> EndpointValue:
-    """A new endpoint's record (enabled, version 1) from add_endpoint's arguments."""
+def new_endpoint_value(webhook: str, endpoint_id: str | None, fields: Mapping[str, Any], *,
+                       declared: dict[str, str] | None = None) -> EndpointValue:
+    """A new endpoint's record (enabled, version 1) from add_endpoint's arguments
+    (``declared``: see :func:`check_fields`)."""
     endpoint_id = check_id(endpoint_id) if endpoint_id is not None else "ep_" + new_id()[:16]
     if "url" not in fields:
         raise ConfigurationError(f"Webhook {webhook!r} endpoint {endpoint_id!r}: a url is required.")
-    checked = check_fields(webhook, endpoint_id, {"events": ["**"], **fields})
+    checked = check_fields(webhook, endpoint_id, {"events": ["**"], **fields}, declared=declared)
     now = now_ms()
     return {"id": endpoint_id, "webhook": webhook, "url": checked["url"], "events": checked["events"],
             "enabled": True, "disabledReason": None, "disabledAt": None, "secretIds": checked.get("secretIds"),
-            "headers": checked.get("headers", {}), "rateLimit": checked.get("rateLimit"),
+            "headers": checked.get("headers", {}), "secretHeaders": checked.get("secretHeaders", {}),
+            "rateLimit": checked.get("rateLimit"),
             "allowPrivate": checked.get("allowPrivate", False), "description": checked.get("description", ""),
             "createdAt": now, "updatedAt": now, "version": 1}
 
@@ -157,6 +178,23 @@ def change(durable: DurablePlane, webhook: str, endpoint_id: str, changes: Mappi
                                    value=value):
             return Endpoint.from_value(value)
     raise InvalidState(f"Webhook {webhook!r} endpoint {endpoint_id!r} kept changing under us; try again.")
+
+
+def move_declared_secrets(durable: DurablePlane, webhook: str, declared: Mapping[str, Any],
+                          secrets: Mapping[str, str]) -> bool:
+    """Take the credential values an older version stored in a declared endpoint's
+    record out of it, where the declaration holds the same value; whether it moved any."""
+    namespace = webhook_endpoints_namespace(webhook)
+    for _ in range(20):
+        record = durable.get(namespace, declared["id"])
+        changes = None if record is None else moved_out(record.value, declared, secrets)
+        if record is None or changes is None:
+            return False
+        version = record.value.get("version", 1)
+        value = {**record.value, **changes, "updatedAt": now_ms(), "version": version + 1}
+        if durable.compare_and_set(namespace, declared["id"], expect={"version": version}, value=value):
+            return True
+    raise InvalidState(f"Webhook {webhook!r} endpoint {declared['id']!r} kept changing under us; try again.")
 
 
 def disabled_changes(reason: str) -> dict[str, Any]:
@@ -198,25 +236,57 @@ def _secret_ids(value: Any, what: str) -> list[str] | None:
     return list(dict.fromkeys(value))
 
 
-def _headers(value: Any, what: str) -> dict[str, str]:
+def _headers(value: Any, what: str, endpoint_id: str, declared: dict[str, str] | None
+             ) -> tuple[dict[str, str], dict[str, str]]:
+    """The record's ``headers`` (a secret one's value masked) and ``secretHeaders`` (a
+    secret one's name -> the id of the header secret that holds its value)."""
     if value is None:
-        return {}
+        return {}, {}
     if not isinstance(value, Mapping) or len(value) > MAX_HEADERS:
         raise ConfigurationError(f"{what}: headers must be a mapping of at most {MAX_HEADERS} names to values.")
-    checked: dict[str, str] = {}
+    headers: dict[str, str] = {}
+    refs: dict[str, str] = {}
     for name, text in value.items():
         if not isinstance(name, str) or not HEADER_NAME.match(name):
             raise ConfigurationError(f"{what}: header name {name!r} is not a valid HTTP header name.")
         lowered = name.lower()
         if lowered in FORBIDDEN_HEADERS or lowered.startswith("webhook-"):
-            raise ConfigurationError(f"{what}: the header {name!r} is set by the sender or would hold a "
-                                     "credential, which records never keep; it cannot be configured.")
-        if not isinstance(text, str) or len(text) > 1000 or any(ord(c) < 32 or ord(c) == 127 for c in text) \
-                or text_problem(text) is not None:
-            raise ConfigurationError(f"{what}: header {name!r} must be a string of at most 1000 characters "
-                                     "without control characters.")
-        checked[lowered] = text
-    return checked
+            raise ConfigurationError(f"{what}: the header {name!r} is set by the sender (or is meant for a proxy, "
+                                     "and none is used); it cannot be configured.")
+        if isinstance(text, HeaderSecret):
+            refs[lowered] = _secret_ref(text, name, what, declared)
+        elif is_credential(lowered):
+            if declared is None:
+                raise ConfigurationError(
+                    f"{what}: the header {name!r} looks like a credential: no record keeps its value, and a value "
+                    "given at run time would reach no other process. Declare the webhook with header_secrets="
+                    "{'<id>': value} in every process that delivers and pass HeaderSecret('<id>') as its value "
+                    "(or declare the endpoint in code).")
+            secret_id = declared_id(endpoint_id, lowered)
+            declared[secret_id] = check_value(text, f"{what}: the value of header {name!r}")
+            refs[lowered] = secret_id
+        else:
+            if not isinstance(text, str) or len(text) > 1000 or any(ord(c) < 32 or ord(c) == 127 for c in text) \
+                    or text_problem(text) is not None:
+                raise ConfigurationError(f"{what}: header {name!r} must be a HeaderSecret or a string of at most "
+                                         "1000 characters without control characters.")
+            headers[lowered] = text
+            refs.pop(lowered, None)
+            continue
+        headers[lowered] = MASK
+    return headers, refs
+
+
+def _secret_ref(ref: HeaderSecret, name: str, what: str, declared: dict[str, str] | None) -> str:
+    if not isinstance(ref.id, str) or not ENDPOINT_ID.match(ref.id):
+        raise ConfigurationError(f"{what}: header {name!r}: a header secret id is 1-64 letters, digits, '_', '.' "
+                                 f"or '-', got {ref.id!r}.")
+    # A declaration names the secrets it holds: an unknown id there is a typo. At run
+    # time the delivering workers resolve it (this process need not hold the value).
+    if declared is not None and ref.id not in declared:
+        raise ConfigurationError(f"{what}: header {name!r} takes header secret {ref.id!r}, which the webhook "
+                                 "does not declare: add it to header_secrets.")
+    return ref.id
 
 
 def _rate_limit(value: Any, what: str) -> RateLimitValue | None:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from ..errors import ConfigurationError, InvalidJob
 from ..queues.backoff import to_ms
 from .endpoints import ENDPOINT_ID
+from .header_secrets import check_value
 from .signing import secret_key
 
 #: The published schedule: the delay before each attempt (immediately, 5 s, 5 min, 30 min,
@@ -64,6 +65,22 @@ def secret_keys(secret: str | None, secrets: Mapping[str, str] | None, webhook: 
         except ConfigurationError as exc:  # never echo the secret itself
             raise ConfigurationError(f"Webhook {webhook!r}: secret {secret_id!r}: {exc}") from None
     return keys
+
+
+def header_secret_values(given: Mapping[str, str] | None, webhook: str) -> dict[str, str]:
+    """Header secret id -> value (``header_secrets``): the values of the endpoints' secret
+    headers, held like the signing secrets by every process that delivers."""
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise ConfigurationError(f"Webhook {webhook!r}: header_secrets must be a mapping of ids to header values.")
+    values = {}
+    for secret_id, value in given.items():
+        if not isinstance(secret_id, str) or not ENDPOINT_ID.match(secret_id):
+            raise ConfigurationError(f"Webhook {webhook!r}: header secret id {secret_id!r} must be 1-64 letters, "
+                                     "digits, '_', '.' or '-'.")
+        values[secret_id] = check_value(value, f"Webhook {webhook!r}: header secret {secret_id!r}")
+    return values
 
 
 def check_timeout(timeout: Any, webhook: str) -> int:

@@ -33,7 +33,7 @@ from .breaker import Breaker, BreakerSettings
 from .delivery import Deliverer, DeliverySettings
 from .endpoints import Endpoint
 from .patterns import check_event, matches_any
-from .policy import check_timeout, schedule_ms, secret_keys
+from .policy import check_timeout, header_secret_values, schedule_ms, secret_keys
 
 ENDPOINT_CACHE_SECONDS = 1.0  # how stale a worker's view of an endpoint may be (a disable takes this long)
 _WEBHOOKS: DeclaredByName[Webhook] = DeclaredByName()
@@ -50,13 +50,16 @@ class Webhook(OnEngine):
 
     def __init__(self, name: str, *, endpoints: Sequence[Mapping[str, Any]] = (), timeout: float | timedelta = 10,
                  retries: int | None = None, schedule: Sequence[float | timedelta] | None = None,
-                 secret: str | None = None, secrets: Mapping[str, str] | None = None, breaker: Any = None,
+                 secret: str | None = None, secrets: Mapping[str, str] | None = None,
+                 header_secrets: Mapping[str, str] | None = None, breaker: Any = None,
                  concurrency: int = 10, allow_private: bool = False, engine: QueueHost | None = None,
                  declares: bool = True) -> None:
         self.name = check_name(name, "Webhook")
         self.timeout_ms = check_timeout(timeout, name)
         self.schedule_ms = schedule_ms(schedule, retries, name)
         self.keys = secret_keys(secret, secrets, name)
+        # Secret header values by id, held like the keys; declared endpoints add theirs.
+        self.header_secrets = header_secret_values(header_secrets, name)
         self.breaker_settings = BreakerSettings.from_option(breaker, name)
         if not isinstance(allow_private, bool):
             raise ConfigurationError(f"Webhook {name!r}: allow_private must be True or False.")
@@ -69,7 +72,8 @@ class Webhook(OnEngine):
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, Endpoint | None]] = {}
         self._breaker: Breaker | None = None
-        deliverer = Deliverer(DeliverySettings(name, self.timeout_ms, self.schedule_ms, self.keys, allow_private),
+        deliverer = Deliverer(DeliverySettings(name, self.timeout_ms, self.schedule_ms, self.keys, allow_private,
+                                               self.header_secrets),
                               endpoint=self._cached_endpoint, breaker=self.breaker)
         # The job's timeout and backoff only back the client's timeout and the schedule up
         # (a handler stuck elsewhere, a worker lost mid-delivery).
@@ -135,8 +139,9 @@ class Webhook(OnEngine):
 
     def add_endpoint(self, url: str, *, id: str | None = None, **fields: Any) -> Endpoint:
         """Add an endpoint (enabled). Fields: ``events`` (patterns, default ``["**"]``),
-        ``secret_ids`` (default: every secret of the webhook), ``headers``,
-        ``rate_limit=(count, seconds)``, ``allow_private``, ``description``."""
+        ``secret_ids`` (default: every secret of the webhook), ``headers`` (a secret one's
+        value a :class:`~oqronkit.webhooks.HeaderSecret`), ``rate_limit=(count, seconds)``,
+        ``allow_private``, ``description``."""
         value = records.new_endpoint_value(self.name, id, {"url": url, **fields})
         self._declare()
         if not self.engine.durable.insert(webhook_endpoints_namespace(self.name), value["id"], value):
@@ -252,14 +257,16 @@ class Webhook(OnEngine):
                 durable.put(WEBHOOK, self.name, value)
             namespace = webhook_endpoints_namespace(self.name)
             for endpoint in self.declared_endpoints:
-                durable.insert(namespace, endpoint["id"], {**endpoint, "createdAt": now, "updatedAt": now})
+                if not durable.insert(namespace, endpoint["id"], {**endpoint, "createdAt": now, "updatedAt": now}):
+                    records.move_declared_secrets(durable, self.name, endpoint, self.header_secrets)
             self._declared_once = True
 
     def _declared(self, spec: Mapping[str, Any]) -> records.EndpointValue:
         if not isinstance(spec, Mapping) or "id" not in spec or "url" not in spec:
             raise ConfigurationError(f"Webhook {self.name!r}: each declared endpoint is a dict with an 'id' and "
                                      f"a 'url' (and the options of add_endpoint), got {spec!r}.")
-        return records.new_endpoint_value(self.name, spec["id"], {k: v for k, v in spec.items() if k != "id"})
+        return records.new_endpoint_value(self.name, spec["id"], {k: v for k, v in spec.items() if k != "id"},
+                                          declared=self.header_secrets)
 
 
 def _resendable(webhook: str, delivery_id: str, delivered: Mapping[str, Any]) -> dict[str, Any]:

@@ -53,12 +53,14 @@ def fire(seeded: SeededWebhook, event: str = "order.paid", data: Any = None) -> 
 
 def attempt(board: Board, seeded: SeededWebhook, delivery_id: str, *, status: str = "completed",
             http: int | None = 200, body: str = '{"ok": true}', attempt_no: int = 1, ms: int = 40,
-            started: int | None = None, error_message: str | None = None) -> str:
-    """One attempt's run, as the deliverer annotates and the worker closes it."""
+            started: int | None = None, error_message: str | None = None,
+            headers: dict[str, str] | None = None) -> str:
+    """One attempt's run, as the deliverer annotates and the worker closes it (``headers``:
+    the endpoint's, as stored in the request)."""
     data = seeded.deliveries[delivery_id]
     at = now_ms() - 5000 + attempt_no if started is None else started
     request = {"method": "POST", "url": f"http://127.0.0.1:9/{data['endpointId']}",
-               "headers": {"content-type": "application/json", "webhook-id": data["messageId"]},
+               "headers": {"content-type": "application/json", **(headers or {}), "webhook-id": data["messageId"]},
                "body": f'{{"type": "{data["event"]}"}}', "bodyBytes": 20, "bodyTruncated": False}
     response = None if http is None else {"status": http, "headers": {"content-type": "text/html"}, "body": body,
                                           "bodyTruncated": False, "durationMs": ms}

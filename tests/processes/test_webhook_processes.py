@@ -2,7 +2,8 @@
 servers, a scope of its own) to a receiver on 127.0.0.1 that fails, then recovers: the
 breaker both processes share opens, lets one probe through per cool-down across the
 cluster, closes on the probe's success; every event is delivered, none lost, none
-spending its attempts while the breaker is open."""
+spending its attempts while the breaker is open. And secret headers: a worker process
+sends the values its own declaration holds, which no stored row and no producer has."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from collections import Counter
 import pytest
 
 from oqronkit import Engine, OqronConfig, Registry
+from oqronkit.webhooks import HeaderSecret
 from tests.engine.queue.conftest import wait_until
+from tests.engine.webhooks.test_endpoints import stored_text
 from tests.processes.test_faults import all_runs, fleet
 from tests.processes.webhook_app import OPTIONS
 from tests.receiver import Reply, receiving
@@ -61,6 +64,42 @@ def test_the_breaker_is_shared_by_two_worker_processes_and_no_delivery_is_lost(t
         assert 2 <= len(probes) <= 5 and all(b - a >= 0.8 for a, b in itertools.pairwise(probes)), timeline
         assert hooks.breaker_state("shop")["state"] == "closed"
         print(f"\nfailing phase: {timeline}; {len(runs)} runs for {events} events")
+    finally:
+        engine.close()
+        drop_redis_project(config.redis_url or "", config.project)
+
+
+def test_secret_headers_reach_the_wire_from_the_worker_processes_own_declaration(tmp_path, scope_names,
+                                                                                 pg_schema_url, monkeypatch):
+    config = OqronConfig(mode="redis-postgres", database_url=pg_schema_url, redis_url=require_redis(),
+                         project=scope_names[0])
+    crm_token, shop_key = "Bearer proc-crm-61c0de", "proc-shop-key-93ab17"
+    engine = Engine(config, registry=Registry())
+    try:
+        with receiving() as receiver:
+            for name, value in (("KEYED_CRM_TOKEN", crm_token), ("KEYED_SHOP_KEY", shop_key),
+                                ("KEYED_SHOP_URL", receiver.url("/shop"))):
+                monkeypatch.setenv(name, value)
+            with fleet(config, tmp_path, app="tests.processes.webhook_secrets_app") as workers:
+                workers.spawn()
+                # The producer holds no header secret and declares no endpoint: ids are enough.
+                keyed = engine.webhook("keyed", **OPTIONS)
+                keyed.add_endpoint(receiver.url("/crm"), id="crm", allow_private=True,
+                                   headers={"Authorization": HeaderSecret("crm-token")})
+                keyed.fire("order.paid", {"n": 1})  # its delivery makes the worker declare "shop"
+                try:
+                    wait_until(lambda: len(receiver.requests("/crm")) == 1, timeout=30)
+                    wait_until(lambda: keyed.endpoint("shop") is not None, timeout=10)
+                    assert sorted(j.rsplit("@")[1] for j in keyed.fire("order.paid", {"n": 2})) == ["crm", "shop"]
+                    wait_until(lambda: engine.durable.count("queue_job:webhook/keyed") == 0, timeout=30)
+                except AssertionError:
+                    pytest.fail(f"not delivered\n{workers.logs()}")
+        assert [r.headers["authorization"] for r in receiver.requests("/crm")] == [crm_token, crm_token]
+        [shop] = receiver.requests("/shop")
+        assert (shop.headers["x-api-key"], shop.headers["x-tenant"]) == (shop_key, "acme")
+        text = stored_text(engine)
+        assert "x-api-key" in text and "authorization" in text  # the rows were read
+        assert crm_token.split()[1] not in text and shop_key not in text
     finally:
         engine.close()
         drop_redis_project(config.redis_url or "", config.project)

@@ -16,7 +16,7 @@ from tests.receiver import Receiver
 from .conftest import NEW_SECRET, SECRET, running, wait_until
 
 ENDPOINT_KEYS = {"id", "webhook", "url", "events", "enabled", "disabledReason", "disabledAt", "secretIds", "headers",
-                 "rateLimit", "allowPrivate", "description", "createdAt", "updatedAt", "version"}
+                 "secretHeaders", "rateLimit", "allowPrivate", "description", "createdAt", "updatedAt", "version"}
 
 
 def test_endpoints_are_records_the_board_reads_and_changes_bump_their_version(engine: Engine):
@@ -27,7 +27,7 @@ def test_endpoints_are_records_the_board_reads_and_changes_bump_their_version(en
     assert record.record_kind == "definition" and set(record.value) == ENDPOINT_KEYS
     assert record.value["enabled"] is True and record.value["version"] == 1 and record.value["secretIds"] is None
     assert record.value["rateLimit"] == {"count": 10, "seconds": 1.0}
-    assert record.value["headers"] == {"x-tenant": "acme"}
+    assert record.value["headers"] == {"x-tenant": "acme"} and record.value["secretHeaders"] == {}
     assert added.events == ("order.*",)
     changed = orders.update_endpoint("shop", events=["order.**", "refund.*"], url="https://shop.example/v2")
     assert changed.version == 2 and changed.url == "https://shop.example/v2"
@@ -78,7 +78,8 @@ def test_an_operators_handle_never_rewrites_what_the_workers_declared(engine: En
     ({"url": "https://x.example/#frag"}, "fragment"),
     ({"url": "https://x.example/", "events": []}, "events"),
     ({"url": "https://x.example/", "events": ["a..b"]}, "pattern"),
-    ({"url": "https://x.example/", "headers": {"Authorization": "Bearer s3cret"}}, "credential"),
+    ({"url": "https://x.example/", "headers": {"Authorization": "Bearer s3cret"}}, "looks like a credential"),
+    ({"url": "https://x.example/", "headers": {"Proxy-Authorization": "Basic eA=="}}, "meant for a proxy"),
     ({"url": "https://x.example/", "headers": {"webhook-id": "x"}}, "set by the sender"),
     ({"url": "https://x.example/", "headers": {"X-A": "a\r\nb"}}, "control characters"),
     ({"url": "https://x.example/", "rate_limit": (0, 1)}, "rate_limit"),
