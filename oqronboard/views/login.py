@@ -8,10 +8,12 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.forms import UsernameField
 from django.http import HttpRequest, HttpResponse
 
 from oqronkit import OqronError
@@ -23,6 +25,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_LIMIT = (10, 60)  # ten attempts a minute per address and per username
 _limiters: dict[tuple[int, tuple[int, float]], RateLimiter] = {}
 _lock = threading.Lock()
+# Django's login forms clean the username with this field (strip, then NFKC) before authenticating.
+_USERNAME = UsernameField()
+USERNAME_KEY_CHARS = 150  # Django's longest username; cutting a longer key only merges counts, never splits them
 
 
 def login_limiter() -> RateLimiter:
@@ -38,6 +43,14 @@ def login_limiter() -> RateLimiter:
     return found
 
 
+def username_key(raw: object) -> str:
+    """The username as the limiter counts it: the name Django authenticates (stripped and
+    NFKC-normalised by ``UsernameField``), case-folded, so every spelling that reaches one
+    account (fullwidth letters, compatibility forms, case) shares one count."""
+    name = unicodedata.normalize("NFKC", str(_USERNAME.to_python(raw) or "").casefold())
+    return name[:USERNAME_KEY_CHARS]
+
+
 def refused(request: HttpRequest) -> HttpResponse | None:
     """A 429 when this address or the username posted has used up its attempts."""
     try:
@@ -45,7 +58,7 @@ def refused(request: HttpRequest) -> HttpResponse | None:
     except OqronError as exc:  # a misconfigured engine: the overview says so; logging in must still work
         logger.error("login rate limit unavailable: %s", exc, extra={"action": "board.login_limit_unavailable"})
         return None
-    username = str(request.POST.get("username", "")).strip().lower()[:150]
+    username = username_key(request.POST.get("username", ""))
     for key in (f"ip:{client_address(request) or 'unknown'}", f"user:{username}" if username else None):
         if key is None:
             continue

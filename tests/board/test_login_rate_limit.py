@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
@@ -39,6 +40,31 @@ def test_one_username_gets_three_attempts_a_minute_from_any_address(limited):
     assert codes == [200, 200, 200, 429]
     assert post(reverse("login"), name.upper(), "10.201.0.1").status_code == 429  # case does not help
     assert post(reverse("login"), f"other-{uuid.uuid4().hex}", "10.201.0.2").status_code == 200
+
+
+def fullwidth(text: str, every: int = 1) -> str:
+    """``text`` with every ``every``-th ASCII character in its fullwidth form (U+FF01-U+FF5E)."""
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" and i % every == 0 else c for i, c in enumerate(text))
+
+
+def test_look_alike_spellings_of_a_username_share_its_count(limited):
+    name = f"operator-{uuid.uuid4().hex[:8]}"
+    get_user_model().objects.create_user(name, password="right-Horse-7")
+    spellings = [fullwidth(name, 2), f" {name.upper()} ", fullwidth(name)]  # all counted as `name`
+    codes = [post(reverse("login"), spelling, f"10.202.{i}.{uuid.uuid4().int % 250}").status_code
+             for i, spelling in enumerate(spellings)]
+    assert codes == [200, 200, 200]
+    right = Client(REMOTE_ADDR="10.203.0.1").post(reverse("login"), {"username": fullwidth(name, 3),
+                                                                     "password": "right-Horse-7"})
+    assert right.status_code == 429  # the fourth try, however it is spelled
+
+
+def test_a_fullwidth_spelling_reaches_the_account(limited):
+    name = f"operator-{uuid.uuid4().hex[:8]}"
+    get_user_model().objects.create_user(name, password="right-Horse-7")
+    answer = Client(REMOTE_ADDR="10.204.0.1").post(reverse("login"), {"username": fullwidth(name, 2),
+                                                                      "password": "right-Horse-7"})
+    assert answer.status_code == 302  # why the limiter must count it as `name`
 
 
 def test_the_admin_login_is_limited_too(limited):
