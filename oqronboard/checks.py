@@ -13,6 +13,8 @@ from django.apps import apps
 from django.conf import settings
 from django.core import checks
 
+from oqronkit import ConfigurationError
+
 from .base import conf
 
 REQUIRED_APPS = {
@@ -64,3 +66,22 @@ def check_metrics_token(app_configs: Iterable[Any] | None = None, **kwargs: Any)
             "never authenticates, so Prometheus would get 401.",
             hint="python -c 'import secrets; print(secrets.token_urlsafe(32))'", id="oqron.metrics.E001")]
     return []
+
+
+@checks.register("oqron")
+def check_login_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """``oqron.proxies.E001``: an ``OQRON_TRUSTED_PROXIES`` entry that is no address or network
+    (the login limiter then believes no ``X-Forwarded-For``); ``oqron.login.E001``: a login
+    limit that is no ``(attempts, seconds)`` (the defaults then hold)."""
+    found: list[checks.CheckMessage] = []
+    try:
+        conf.trusted_proxies()
+    except ConfigurationError as exc:
+        found.append(checks.Error(str(exc), hint="List your reverse proxies' addresses or CIDR networks, e.g. "
+                                  "OQRON_TRUSTED_PROXIES=10.0.0.0/24,192.0.2.7.", id="oqron.proxies.E001"))
+    try:
+        conf.login_rate_limits()
+    except ConfigurationError as exc:
+        found.append(checks.Error(str(exc), hint="(attempts, seconds) in settings, attempts/seconds such as 10/60 "
+                                  "in the environment.", id="oqron.login.E001"))
+    return found
