@@ -85,3 +85,17 @@ def check_login_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any
         found.append(checks.Error(str(exc), hint="(attempts, seconds) in settings, attempts/seconds such as 10/60 "
                                   "in the environment.", id="oqron.login.E001"))
     return found
+
+
+@checks.register("oqron", checks.Tags.security, deploy=True)
+def check_plain_http(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """``oqron.security.W001`` (``check --deploy``): the standalone board told to serve plain
+    HTTP in production (``DJANGO_PLAIN_HTTP=1``, setting ``OQRON_PLAIN_HTTP``)."""
+    if not getattr(settings, "OQRON_PLAIN_HTTP", False) or settings.DEBUG:
+        return []
+    return [checks.Warning(
+        "The board serves plain HTTP (DJANGO_PLAIN_HTTP=1): its session and CSRF cookies are not Secure, and "
+        "there is no HSTS and no redirect to HTTPS, so passwords and sessions cross the network readable.",
+        hint="Serve it over HTTPS and unset DJANGO_PLAIN_HTTP (behind a TLS-terminating proxy that sets "
+             "X-Forwarded-Proto, also set DJANGO_SECURE_PROXY_SSL_HEADER=1); keep it only on a network you trust.",
+        id="oqron.security.W001")]
