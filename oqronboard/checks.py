@@ -13,6 +13,8 @@ from django.apps import apps
 from django.conf import settings
 from django.core import checks
 
+from oqronkit import ConfigurationError
+
 from .base import conf
 
 REQUIRED_APPS = {
@@ -64,3 +66,36 @@ def check_metrics_token(app_configs: Iterable[Any] | None = None, **kwargs: Any)
             "never authenticates, so Prometheus would get 401.",
             hint="python -c 'import secrets; print(secrets.token_urlsafe(32))'", id="oqron.metrics.E001")]
     return []
+
+
+@checks.register("oqron")
+def check_login_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """``oqron.proxies.E001``: an ``OQRON_TRUSTED_PROXIES`` entry that is no address or network
+    (the login limiter then believes no ``X-Forwarded-For``); ``oqron.login.E001``: a login
+    limit that is no ``(attempts, seconds)`` (the defaults then hold)."""
+    found: list[checks.CheckMessage] = []
+    try:
+        conf.trusted_proxies()
+    except ConfigurationError as exc:
+        found.append(checks.Error(str(exc), hint="List your reverse proxies' addresses or CIDR networks, e.g. "
+                                  "OQRON_TRUSTED_PROXIES=10.0.0.0/24,192.0.2.7.", id="oqron.proxies.E001"))
+    try:
+        conf.login_rate_limits()
+    except ConfigurationError as exc:
+        found.append(checks.Error(str(exc), hint="(attempts, seconds) in settings, attempts/seconds such as 10/60 "
+                                  "in the environment.", id="oqron.login.E001"))
+    return found
+
+
+@checks.register("oqron", checks.Tags.security, deploy=True)
+def check_plain_http(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """``oqron.security.W001`` (``check --deploy``): the standalone board told to serve plain
+    HTTP in production (``DJANGO_PLAIN_HTTP=1``, setting ``OQRON_PLAIN_HTTP``)."""
+    if not getattr(settings, "OQRON_PLAIN_HTTP", False) or settings.DEBUG:
+        return []
+    return [checks.Warning(
+        "The board serves plain HTTP (DJANGO_PLAIN_HTTP=1): its session and CSRF cookies are not Secure, and "
+        "there is no HSTS and no redirect to HTTPS, so passwords and sessions cross the network readable.",
+        hint="Serve it over HTTPS and unset DJANGO_PLAIN_HTTP (behind a TLS-terminating proxy that sets "
+             "X-Forwarded-Proto, also set DJANGO_SECURE_PROXY_SSL_HEADER=1); keep it only on a network you trust.",
+        id="oqron.security.W001")]

@@ -18,7 +18,8 @@ urlpatterns = [
     # Only login and logout: no anonymous password-reset pages on an operations board.
     path("accounts/login/", rate_limited_login(auth_views.LoginView.as_view(
         template_name="oqronboard/login.html", redirect_authenticated_user=True)), name="login"),
-    path("admin/login/", rate_limited_login(admin.site.login), name="admin-login"),  # shadows the admin's own
+    # Shadows the admin's own login, so both forms are limited alike.
+    path("admin/login/", rate_limited_login(admin.site.login, source="admin"), name="admin-login"),
     path("admin/", admin.site.urls),
     path("", include("oqronboard.urls")),
 ]

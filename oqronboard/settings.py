@@ -63,15 +63,29 @@ if not SECRET_KEY:
         raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG=0 (a long random string).")
     SECRET_KEY = "django-insecure-oqronboard-development-key-change-me-in-production"
 
-# HTTPS hardening, off by default (a developer's machine serves plain HTTP).
-SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", "0") or 0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_flag("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
-SECURE_HSTS_PRELOAD = _env_flag("DJANGO_SECURE_HSTS_PRELOAD", False)
-SECURE_SSL_REDIRECT = _env_flag("DJANGO_SECURE_SSL_REDIRECT", False)
-SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = _env_flag("DJANGO_SECURE_COOKIES", False)
+# HTTPS, on by default in production: Secure session and CSRF cookies, a year of HSTS,
+# the redirect (README, "Deploy the standalone board"). A developer's machine (DEBUG)
+# serves plain HTTP; a production board that must too opts out with DJANGO_PLAIN_HTTP=1,
+# and `check --deploy` warns (oqron.security.W001). Each DJANGO_SECURE_* variable overrides.
+OQRON_PLAIN_HTTP = not DEBUG and _env_flag("DJANGO_PLAIN_HTTP", False)
+_HTTPS = not DEBUG and not OQRON_PLAIN_HTTP
+SECURE_HSTS_SECONDS = standalone.seconds(os.environ, "DJANGO_SECURE_HSTS_SECONDS",
+                                         standalone.HSTS_SECONDS if _HTTPS else 0, OQRON_SETTINGS_PROBLEMS)
+# includeSubDomains reaches the board host's own subdomains, never its parent's; preload only
+# consents to a listing, which needs the apex domain submitted (hstspreload.org). 0 drops either.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_flag("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", _HTTPS)
+SECURE_HSTS_PRELOAD = _env_flag("DJANGO_SECURE_HSTS_PRELOAD", _HTTPS)
+SECURE_SSL_REDIRECT = _env_flag("DJANGO_SECURE_SSL_REDIRECT", _HTTPS)
+# Load balancers and Kubernetes probe the process itself, over plain HTTP.
+SECURE_REDIRECT_EXEMPT = [r"^health/"]
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = _env_flag("DJANGO_SECURE_COOKIES", _HTTPS)
 # Behind a TLS-terminating proxy that sets X-Forwarded-Proto (only then: a client could forge it).
 if _env_flag("DJANGO_SECURE_PROXY_SSL_HEADER", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+if OQRON_PLAIN_HTTP:
+    # One decision, one warning: oqron.security.W001 names the opt-out instead of Django's four
+    # (no HSTS, no redirect, cookies not Secure), which would each suggest a fix beside it.
+    SILENCED_SYSTEM_CHECKS = ["security.W004", "security.W008", "security.W012", "security.W016"]
 ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
 
 INSTALLED_APPS = [

@@ -25,6 +25,7 @@ READ_ALIAS = "oqron_read"
 READ_CONNECT_TIMEOUT_S = 2
 READ_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 2, "keepalives_count": 3}
 SQL_MODES = ("sqlite", "postgres", "redis-postgres")
+HSTS_SECONDS = 31_536_000  # a year: what hstspreload.org asks for, and Django's deployment checklist
 
 
 def home(package_dir: Path, cwd: Path) -> Path:
@@ -32,6 +33,22 @@ def home(package_dir: Path, cwd: Path) -> Path:
     source checkout holding ``manage.py``, or the working directory of an installed board."""
     checkout = package_dir.parent
     return checkout if (checkout / "manage.py").is_file() else cwd
+
+
+def seconds(environ: Mapping[str, str], name: str, default: int, problems: list[str]) -> int:
+    """Whole seconds from the variable ``name``, else ``default``; a bad value is recorded
+    in ``problems`` and answered with ``default`` (a typo must not switch HSTS off)."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        problems.append(f"{name} must be a whole number of seconds (0 or more), got {raw!r}.")
+        return default
+    return value
 
 
 def database(environ: Mapping[str, str], home: Path, problems: list[str]) -> dict[str, Any]:

@@ -7,14 +7,21 @@ in a host project and the standalone one alike.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 
+from oqronkit import ConfigurationError
 from oqronkit.contrib.django.conf import comma_list, pairs, setting
 
 #: The variable the standalone project reads its read replica's URL from (README, "Read replica").
 READ_URL_VARIABLE = "OQRON_READ_DATABASE_URL"
 #: A bearer token shorter than this never authenticates (a guessable secret is no secret).
 MIN_TOKEN_CHARS = 20
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+#: (attempts, seconds): one username from one address, and one address whatever the usernames.
+LOGIN_RATE_LIMIT = (10, 60.0)
+LOGIN_ADDRESS_RATE_LIMIT = (30, 60.0)  # room for a few people behind one NAT
 
 
 def api_tokens() -> Mapping[str, str]:
@@ -53,3 +60,46 @@ def read_replica_check_seconds() -> float:
 
 def read_pin_seconds() -> float:
     return float(setting("OQRON_READ_PIN_SECONDS", 5.0, float))
+
+
+def trusted_proxies() -> tuple[IPNetwork, ...]:
+    """``OQRON_TRUSTED_PROXIES``: the reverse proxies whose ``X-Forwarded-For`` the login
+    limiter believes, as addresses or CIDR networks (a list, or comma-separated in the
+    environment); none by default. Raises :class:`ConfigurationError` naming a bad entry."""
+    value = setting("OQRON_TRUSTED_PROXIES", [], comma_list)
+    entries = comma_list(value) if isinstance(value, str) else value
+    if not isinstance(entries, list | tuple | set | frozenset):
+        raise ConfigurationError(f"OQRON_TRUSTED_PROXIES must be a list of addresses or networks, got {value!r}.")
+    networks = []
+    for entry in entries:
+        try:
+            networks.append(ipaddress.ip_network(str(entry).strip(), strict=False))
+        except ValueError as exc:
+            raise ConfigurationError(f"OQRON_TRUSTED_PROXIES: {entry!r} is not an IP address or network "
+                                     "(such as 10.0.0.5 or 10.0.0.0/24).") from exc
+    return tuple(networks)
+
+
+def _attempts_per_seconds(value: object) -> tuple[int, float]:
+    """``(10, 60)`` or ``"10/60"`` -> ``(10, 60.0)``."""
+    parts: object = value.split("/") if isinstance(value, str) else value
+    if not isinstance(parts, list | tuple) or len(parts) != 2:
+        raise ValueError(f"{value!r} is not (attempts, seconds), such as (10, 60) or 10/60")
+    attempts, seconds = int(parts[0]), float(parts[1])
+    if attempts < 1 or not 0 < seconds < float("inf"):
+        raise ValueError(f"{value!r}: attempts must be at least 1 and seconds above 0")
+    return attempts, seconds
+
+
+def login_rate_limits() -> tuple[tuple[int, float], tuple[int, float]]:
+    """``OQRON_LOGIN_RATE_LIMIT`` (one username from one address) and
+    ``OQRON_LOGIN_ADDRESS_RATE_LIMIT`` (one address), each ``(attempts, seconds)``
+    (``"10/60"`` in the environment). Raises :class:`ConfigurationError` naming a bad one."""
+    found = []
+    for name, default in (("OQRON_LOGIN_RATE_LIMIT", LOGIN_RATE_LIMIT),
+                          ("OQRON_LOGIN_ADDRESS_RATE_LIMIT", LOGIN_ADDRESS_RATE_LIMIT)):
+        try:
+            found.append(_attempts_per_seconds(setting(name, default, str)))
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError(f"{name}: {exc}.") from exc
+    return found[0], found[1]

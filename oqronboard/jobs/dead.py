@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import unicodedata
 from collections.abc import Iterator
 from urllib.parse import urlencode
 
@@ -34,6 +35,9 @@ from .queries import DeadFilters, dead_export_rows, dead_groups, dead_list, dead
 EXPORT_CAP = 10_000
 EXPORT_COLUMNS = ("queue", "id", "died", "attempts", "error_type", "error_message", "fingerprint", "reason")
 LIST_EVENT = "dead:list"
+# What makes a spreadsheet read an exported cell as a formula (_csv_safe).
+FORMULA_SIGNS = frozenset("=+-@")
+FORMULA_CONTROLS = frozenset("\t\r")
 
 
 @board_view
@@ -180,8 +184,14 @@ class _Echo:
 
 
 def _csv_safe(value: object) -> object:
-    """Neutralise spreadsheet formulas in exported text (=, +, -, @ lead a formula)."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+    """Neutralise spreadsheet formulas in exported text (OWASP's CSV injection rule): a
+    value that starts with tab or CR, or whose first non-whitespace character is ``=``,
+    ``+``, ``-`` or ``@``, gets a leading ``'``. Judged after NFKC, because spreadsheets
+    skip leading blanks and read the fullwidth signs (U+FF1D, U+FF0B, U+FF0D, U+FF20) as the ASCII ones."""
+    if not isinstance(value, str) or not value:
+        return value
+    folded = unicodedata.normalize("NFKC", value)
+    if folded[:1] in FORMULA_CONTROLS or folded.lstrip()[:1] in FORMULA_SIGNS:
         return "'" + value
     return value
 

@@ -26,8 +26,8 @@ OQRON: dict[str, object] = {"MODE": "memory"}
 # Pages read afresh on every request; test_shared_cache.py turns the sharing on.
 OQRON_BOARD_CACHE_SECONDS = 0.0
 # The suite logs in through the form far more than ten times a minute from 127.0.0.1;
-# test_login_rate_limit.py sets the real limit.
-OQRON_LOGIN_RATE_LIMIT = (100_000, 60)
+# test_login_rate_limit.py sets the real limits.
+OQRON_LOGIN_RATE_LIMIT = OQRON_LOGIN_ADDRESS_RATE_LIMIT = (100_000, 60)
 
 _TEST_SQLITE = Path(tempfile.gettempdir()) / f"oqronboard-test-{os.getpid()}.sqlite3"
 PG_TEST_SCHEMA = unique_name("oqron_board")

@@ -184,6 +184,29 @@ def test_export_is_capped_and_neutralises_formulas(board: Board, monkeypatch):
     assert all(row[1].startswith("'=") and row[5].startswith("'=") for row in rows[1:])
 
 
+# Read as formulas by spreadsheets although the first character is no ASCII sign (issue 34, F6).
+FORMULAS_IN_DISGUISE = [" =1+1", "\u3000=cmd|' /C calc'!A0", "\uff1dHYPERLINK(\"http://x\")", "\uff0b1+1",
+                        "\uff0d1+1", "\uff20SUM(A1)", " \t@SUM(A1)", "\n=1+1", "\ufe66 1+1", "\u00a0+1"]
+
+
+@pytest.mark.parametrize("text", ["=1+1", "+1", "-1", "@A1", "\tx", "\rx", *FORMULAS_IN_DISGUISE])
+def test_a_formula_gets_a_quote_after_nfkc_and_leading_blanks(text: str):
+    assert dead._csv_safe(text) == "'" + text
+
+
+@pytest.mark.parametrize("text", ["", "user 42 not found", "a=b", "x-1", " user@example.com", "\u2212 1", 7])
+def test_plain_values_are_exported_as_they_are(text: object):
+    assert dead._csv_safe(text) == text
+
+
+def test_export_neutralises_formulas_behind_blanks_and_fullwidth_signs(board: Board):
+    put_jobs(board.plane, [dead_job("emails", f"f{i}", message=text) for i, text in enumerate(FORMULAS_IN_DISGUISE)])
+    response = board.viewer.get(reverse("oqronboard:dead-export"), {"format": "csv"})
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode(), newline="")))
+    exported = {row["id"]: row["error_message"] for row in rows}
+    assert exported == {f"f{i}": "'" + text for i, text in enumerate(FORMULAS_IN_DISGUISE)}
+
+
 def test_load_more_pages_dead_letters(board: Board):
     now = now_ms()
     queue_control(board.plane, "emails")
