@@ -13,7 +13,7 @@ from django.apps import apps
 from django.conf import settings
 from django.core import checks
 
-from oqronkit import ConfigurationError
+from oqronkit import ConfigurationError, OqronError
 
 from .base import conf
 
@@ -99,3 +99,15 @@ def check_plain_http(app_configs: Iterable[Any] | None = None, **kwargs: Any) ->
         hint="Serve it over HTTPS and unset DJANGO_PLAIN_HTTP (behind a TLS-terminating proxy that sets "
              "X-Forwarded-Proto, also set DJANGO_SECURE_PROXY_SSL_HEADER=1); keep it only on a network you trust.",
         id="oqron.security.W001")]
+
+
+@checks.register("oqron")
+def check_scope_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """``oqron.E120``: an unreadable ``OQRON_PRODUCTION_ENVIRONMENTS`` or ``OQRON_CONFIGURED_SCOPE_OPEN``."""
+    found: list[checks.CheckMessage] = []
+    for read in (conf.production_environments, conf.configured_scope_open):
+        try:
+            read()
+        except OqronError as exc:
+            found.append(checks.Error(str(exc), id="oqron.E120"))
+    return found
