@@ -16,6 +16,7 @@ from django.core import checks
 from oqronkit import ConfigurationError, OqronError
 
 from .base import conf
+from .base.tokens import token_holders
 
 REQUIRED_APPS = {
     "oqronkit.contrib.django": "the engine's Django integration, which configures the engine the board reads",
@@ -103,8 +104,22 @@ def check_plain_http(app_configs: Iterable[Any] | None = None, **kwargs: Any) ->
 
 @checks.register("oqron")
 def check_scope_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """``oqron.E120``: an unreadable ``OQRON_PRODUCTION_ENVIRONMENTS`` or ``OQRON_CONFIGURED_SCOPE_OPEN``."""
+    """``oqron.E120``: an ``OQRON_API_TOKENS`` entry that can never authenticate (its
+    scopes or user unreadable), or an unreadable ``OQRON_PRODUCTION_ENVIRONMENTS`` or
+    ``OQRON_CONFIGURED_SCOPE_OPEN``. The token itself is never printed: it is a secret."""
     found: list[checks.CheckMessage] = []
+    try:
+        entries = token_holders()
+    except OqronError as exc:
+        entries = []
+        found.append(checks.Error(str(exc), id="oqron.E120"))
+    for number, (_, holder) in enumerate(entries, 1):
+        if isinstance(holder, ValueError):
+            found.append(checks.Error(
+                f"OQRON_API_TOKENS: entry {number} never authenticates: {holder}",
+                hint='A token maps to "username", "username:project/environment:..." (* for any name) or '
+                     '{"user": "username", "scopes": ["project/environment", ...]} (README, "JSON API").',
+                id="oqron.E120"))
     for read in (conf.production_environments, conf.configured_scope_open):
         try:
             read()

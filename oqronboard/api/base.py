@@ -1,14 +1,14 @@
 """What every API view shares: who is asking (a session, or ``Authorization: Bearer
-<token>`` mapped to a user by ``OQRON_API_TOKENS``), CSRF for sessions, the scope (one
-the caller may see), the methods allowed, and every refusal as JSON ``{"error":
-message}``: never HTML, never an unhandled 500."""
+<token>`` mapped to a user, and maybe limited to scopes, by ``OQRON_API_TOKENS``), CSRF
+for sessions, the scope (one the caller may see), the methods allowed, and every refusal
+as JSON ``{"error": message}``: never HTML, never an unhandled 500."""
 
 from __future__ import annotations
 
 import hmac
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
@@ -30,6 +30,7 @@ from ..base.pages import BadFilter, BoardRequest
 from ..base.roles import (
     NO_SCOPE,
     VIEW_PERMISSION,
+    Access,
     access_of,
     current_scope,
     is_operator,
@@ -38,6 +39,7 @@ from ..base.roles import (
     refuse,
 )
 from ..base.scope import BoardScope
+from ..base.tokens import TokenHolder, token_holders
 
 logger = logging.getLogger(__name__)
 SOURCE = "api"
@@ -59,30 +61,34 @@ def error(status: int, message: str, **headers: str) -> JsonResponse:
     return response
 
 
-def token_user(header: str) -> Any:
-    """The active user ``OQRON_API_TOKENS`` maps the bearer token to; ApiError 401 otherwise."""
+def token_user(header: str) -> tuple[Any, TokenHolder]:
+    """The active user ``OQRON_API_TOKENS`` maps the bearer token to, and its holder
+    (the scopes it is limited to); ApiError 401 otherwise."""
     scheme, _, token = header.partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
         raise ApiError(401, "Authorization must be 'Bearer <token>'.")
-    username = None
-    tokens: Mapping[str, str] = conf.api_tokens()
-    for known, name in tokens.items():
+    found: TokenHolder | ValueError | None = None
+    for known, holder in token_holders():
         # Compared in constant time, every entry checked: no timing tells a prefix.
         if len(known) >= conf.MIN_TOKEN_CHARS and hmac.compare_digest(known.encode(), token.encode()):
-            username = name
-    user = get_user_model().objects.filter(username=username, is_active=True).first() if username else None
-    if user is None:
+            found = holder
+    if isinstance(found, ValueError):  # a malformed entry never authenticates (manage.py check names it)
+        logger.error("OQRON_API_TOKENS: a token's entry is unusable: %s", found, extra={"action": "board.api_token"})
+        found = None
+    user = get_user_model().objects.filter(username=found.username, is_active=True).first() if found else None
+    if user is None or found is None:
         raise ApiError(401, "Unknown API token.")
-    return user
+    return user, found
 
 
 def _authenticate(request: HttpRequest) -> bool:
-    """Set ``request.user`` (its scope grants then apply); True when it came from a token
-    (no CSRF check then)."""
+    """Set ``request.user`` (and a token's limited access); True when it came from a
+    token (no CSRF check then)."""
     header = request.headers.get("Authorization", "")
     if header:
-        request.user = token_user(header)
+        request.user, holder = token_user(header)
+        setattr(request, "oqron_access", Access(request.user, limit=holder.scopes))  # noqa: B010
         return True
     if not request.user.is_authenticated:
         raise ApiError(401, "Log in, or send 'Authorization: Bearer <token>'.")
@@ -104,7 +110,7 @@ def _check_csrf(request: HttpRequest) -> None:
 def _scope(request: HttpRequest, by_token: bool) -> BoardScope:
     """``?scope=project/environment`` when given (one the database knows and the caller
     may see: any other is refused as unknown), else the session's (a browser) or the
-    token user's default (the configured one, when it may see it)."""
+    token's default (the configured one, when it may see it)."""
     raw = request.GET.get("scope", "")
     access = access_of(request)
     if not raw:

@@ -24,9 +24,11 @@ LOGIN_RATE_LIMIT = (10, 60.0)
 LOGIN_ADDRESS_RATE_LIMIT = (30, 60.0)  # room for a few people behind one NAT
 
 
-def api_tokens() -> Mapping[str, str]:
-    """``OQRON_API_TOKENS``: the JSON API's bearer tokens, ``{token: username}``
-    (``"<token>=alice,<token>=bob"`` in the environment)."""
+def api_tokens() -> Mapping[str, object]:
+    """``OQRON_API_TOKENS``: the JSON API's bearer tokens, ``{token: holder}``: a username,
+    ``"alice:shop/production:shop/*"`` (the user, limited to those scopes) or
+    ``{"user": "alice", "scopes": [...]}`` (``"<token>=alice,<token>=bob:shop/*"`` in the
+    environment); :mod:`oqronboard.base.tokens` reads each holder."""
     return setting("OQRON_API_TOKENS", {}, pairs) or {}
 
 

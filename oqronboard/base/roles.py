@@ -9,7 +9,8 @@ groups themselves are made by :mod:`oqronboard.models`).
 - Acting there needs ``oqronboard.operate`` and a grant with ``can_operate`` (the
   configured scope: ``operate`` alone while it is open), and in an environment of
   ``OQRON_PRODUCTION_ENVIRONMENTS`` also ``oqronboard.operate_production``.
-- Superusers see and act everywhere; an API token acts as its user.
+- Superusers see and act everywhere; an API token may narrow its user's scopes, never
+  widen them (:mod:`.tokens`).
 """
 
 from __future__ import annotations

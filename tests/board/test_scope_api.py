@@ -1,13 +1,19 @@
-"""Per-scope access through the JSON API (issue 34, F5): sessions and tokens follow
-their user's grants."""
+"""Per-scope access through the JSON API (issue 34, F5): sessions follow their user's
+grants; a token acts as its user and may be limited to scopes (narrower, never wider);
+``OQRON_API_TOKENS``' three forms and its environment syntax; unusable entries."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+from django.contrib.auth import get_user_model
+from django.core import checks
 from django.test import Client
 from django.urls import reverse
 
+from oqronboard.base.scope import ScopePattern
+from oqronboard.base.tokens import TokenHolder, holder, token_holders
 from tests.board.scope_seed import Scopes, audits, choose, dead_letters
 from tests.board.seed import grant
 
@@ -75,3 +81,74 @@ def test_a_plain_token_carries_its_users_own_grants(scopes: Scopes, settings):
     assert dead_ids(get(client, "api-dead", scopes.staging.key, token=TOKEN)) == ["xstage-d"]
     assert retry(client, ["emails:xstage-d"], scopes.staging.key, token=TOKEN).json()["retried"] == 1
     assert [a.value["source"] for a in audits(scopes, scopes.staging)] == ["api"]
+
+
+def test_a_token_limited_to_scopes_sees_and_acts_only_there(scopes: Scopes, settings):
+    settings.OQRON_API_TOKENS = {TOKEN: f"{name(scopes, 'operator')}:{scopes.staging.key}"}
+    grant(scopes.board.users["operator"], "*/*", operate=True, production=True)  # the user may do anything
+    client = Client()
+    # No ?scope=: the first scope the token names (the configured one is outside its limit).
+    assert dead_ids(get(client, "api-dead", token=TOKEN)) == ["xstage-d"]
+    for elsewhere in (scopes.board.scope.key, scopes.production.key):
+        assert get(client, "api-dead", elsewhere, token=TOKEN).status_code == 400
+        assert retry(client, ["emails:xprod-d", "emails:xmine-d"], elsewhere, token=TOKEN).status_code == 400
+    assert dead_letters(scopes, scopes.production) == ["xprod-d"] and dead_letters(scopes, scopes.board.scope) == [
+        "xmine-d"]
+    assert retry(client, ["emails:xstage-d"], token=TOKEN).json()["retried"] == 1
+
+
+def test_a_token_never_widens_its_user(scopes: Scopes, settings):
+    settings.OQRON_API_TOKENS = {TOKEN: {"user": name(scopes, "operator"),
+                                         "scopes": [f"{scopes.staging.project}/*"]}}
+    client = Client()
+    nowhere = get(client, "api-dead", token=TOKEN)
+    assert nowhere.status_code == 403 and "?scope=" in nowhere.json()["error"]
+    assert get(client, "api-dead", scopes.staging.key, token=TOKEN).status_code == 400
+    grant(scopes.board.users["operator"], scopes.staging.key)  # to look only
+    assert dead_ids(get(client, "api-dead", scopes.staging.key, token=TOKEN)) == ["xstage-d"]
+    assert retry(client, ["emails:xstage-d"], scopes.staging.key, token=TOKEN).status_code == 403
+    assert dead_letters(scopes, scopes.staging) == ["xstage-d"]
+
+
+def test_a_superusers_token_keeps_its_limit(scopes: Scopes, settings):
+    root = get_user_model().objects.create_superuser(f"root-{scopes.board.db.project[-6:]}", password="pw")
+    try:
+        settings.OQRON_API_TOKENS = {TOKEN: f"{root.get_username()}:{scopes.production.key}"}
+        client = Client()
+        assert get(client, "api-dead", scopes.staging.key, token=TOKEN).status_code == 400
+        assert retry(client, ["emails:xprod-d"], token=TOKEN).json()["retried"] == 1
+    finally:
+        root.delete()
+
+
+def test_the_environment_form(settings, monkeypatch):
+    if hasattr(settings, "OQRON_API_TOKENS"):
+        del settings.OQRON_API_TOKENS
+    monkeypatch.setenv("OQRON_API_TOKENS", f"{'a' * 24}=alice, {'b' * 24}=ci-bot:shop/production:shop/*:*/staging")
+    assert dict(token_holders()) == {
+        "a" * 24: TokenHolder("alice"),
+        "b" * 24: TokenHolder("ci-bot", (ScopePattern("shop", "production"), ScopePattern("shop", "*"),
+                                         ScopePattern("*", "staging")))}
+
+
+@pytest.mark.parametrize("value", ["", "alice:", "alice:shop", "alice:shop/pro duction", ":shop/production",
+                                   {"user": "alice", "scopes": []}, {"user": "alice", "scopes": "shop/x"},
+                                   {"scopes": ["shop/x"]}, 42])
+def test_an_unusable_entry_is_named_by_check_and_never_authenticates(value, settings, db):
+    with pytest.raises(ValueError):
+        holder(value)
+    settings.OQRON_API_TOKENS = {TOKEN: value}
+    found = [m for m in checks.run_checks(tags=["oqron"]) if m.id == "oqron.E120"]
+    assert len(found) == 1 and "entry 1" in found[0].msg and TOKEN not in found[0].msg
+    response = Client().get(reverse("oqronboard:api-queues"), headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 401
+
+
+def test_the_readable_forms(settings):
+    assert holder("alice") == TokenHolder("alice")
+    assert holder({"user": "alice"}) == TokenHolder("alice")
+    assert holder({"user": "alice", "scopes": ["a/b"]}) == holder("alice:a/b") == \
+        TokenHolder("alice", (ScopePattern("a", "b"),))
+    settings.OQRON_PRODUCTION_ENVIRONMENTS = "prod, Live"
+    settings.OQRON_API_TOKENS = {TOKEN: "alice:*/*"}
+    assert [m for m in checks.run_checks(tags=["oqron"]) if m.id == "oqron.E120"] == []
