@@ -5,12 +5,14 @@ call the engine.
   has no change view for composite primary keys, so rows are not links (the board's
   own pages show a record in full).
 - Rows are those of the board's current project and environment (the switcher's
-  session value), like every board page.
+  session value, when the user may see it: :func:`oqronboard.base.roles.current_scope`),
+  like every board page; a user who may see none gets 403.
 - No full count: ``show_full_result_count = False`` and a paginator that counts at
   most ``COUNT_CAP`` rows. The list filters are fixed choices or small lookups (never a
   ``SELECT DISTINCT`` over a big table), and the search is an exact id match.
 - Actions (retry or delete dead letters, pause or resume queues) call the engine's
-  queue API, are audited, and declare ``allowed_permissions = ("operate",)``.
+  queue API, are audited, and declare ``allowed_permissions = ("operate",)``: offered
+  only to a user who may act in the current scope (its grants, production's permission).
 - Django's action form posts ``str(obj.pk)``, which a composite key cannot be filtered
   back from; the checkbox carries ``[namespace, id]`` as JSON instead, decoded in
   :meth:`ReadOnlyRecordAdmin.response_action`.
@@ -40,11 +42,12 @@ from oqronboard.jobs.queries import dlq_depths
 from oqronboard.runs.models import RunRecord
 from oqronkit.namespaces import AUDIT, QUEUE, RUNS, TOPIC, dlq_namespace, job_namespace, queue_of, topic_msg_namespace
 
+from . import admin_grants
 from .base.audit import ACTION_CAP, Action, by_queue
 from .base.expressions import JsonText
 from .base.records import DurableRecord, DurableRecordQuerySet
-from .base.roles import is_operator
-from .base.scope import BoardScope, current_scope
+from .base.roles import NoScopeGranted, current_scope, operate_refusal
+from .base.scope import BoardScope
 
 COUNT_CAP = 10_000
 
@@ -145,8 +148,12 @@ class ReadOnlyRecordAdmin(admin.ModelAdmin):
         return False
 
     def has_operate_permission(self, request: HttpRequest) -> bool:
-        """``allowed_permissions = ("operate",)`` on every action that changes state."""
-        return is_operator(request.user)
+        """``allowed_permissions = ("operate",)`` on every action that changes state: the
+        board's own rule for the current scope."""
+        try:
+            return operate_refusal(request, current_scope(request)) is None
+        except NoScopeGranted:
+            return False
 
     # -- the list --------------------------------------------------------------------------
 
@@ -333,3 +340,5 @@ def register_read_only(
 register_read_only(RunRecord, RunRecordAdmin)
 register_read_only(JobRecord, JobRecordAdmin)
 register_read_only(Record, RecordAdmin)
+# Where an administrator grants scopes (oqronboard/admin_grants.py).
+admin_grants.register(admin.site)

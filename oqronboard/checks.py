@@ -13,9 +13,10 @@ from django.apps import apps
 from django.conf import settings
 from django.core import checks
 
-from oqronkit import ConfigurationError
+from oqronkit import ConfigurationError, OqronError
 
 from .base import conf
+from .base.tokens import token_holders
 
 REQUIRED_APPS = {
     "oqronkit.contrib.django": "the engine's Django integration, which configures the engine the board reads",
@@ -99,3 +100,29 @@ def check_plain_http(app_configs: Iterable[Any] | None = None, **kwargs: Any) ->
         hint="Serve it over HTTPS and unset DJANGO_PLAIN_HTTP (behind a TLS-terminating proxy that sets "
              "X-Forwarded-Proto, also set DJANGO_SECURE_PROXY_SSL_HEADER=1); keep it only on a network you trust.",
         id="oqron.security.W001")]
+
+
+@checks.register("oqron")
+def check_scope_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """``oqron.E120``: an ``OQRON_API_TOKENS`` entry that can never authenticate (its
+    scopes or user unreadable), or an unreadable ``OQRON_PRODUCTION_ENVIRONMENTS`` or
+    ``OQRON_CONFIGURED_SCOPE_OPEN``. The token itself is never printed: it is a secret."""
+    found: list[checks.CheckMessage] = []
+    try:
+        entries = token_holders()
+    except OqronError as exc:
+        entries = []
+        found.append(checks.Error(str(exc), id="oqron.E120"))
+    for number, (_, holder) in enumerate(entries, 1):
+        if isinstance(holder, ValueError):
+            found.append(checks.Error(
+                f"OQRON_API_TOKENS: entry {number} never authenticates: {holder}",
+                hint='A token maps to "username", "username:project/environment:..." (* for any name) or '
+                     '{"user": "username", "scopes": ["project/environment", ...]} (README, "JSON API").',
+                id="oqron.E120"))
+    for read in (conf.production_environments, conf.configured_scope_open):
+        try:
+            read()
+        except OqronError as exc:
+            found.append(checks.Error(str(exc), id="oqron.E120"))
+    return found

@@ -1,14 +1,14 @@
 """What every API view shares: who is asking (a session, or ``Authorization: Bearer
-<token>`` mapped to a user by ``OQRON_API_TOKENS``), CSRF for sessions, the scope, the
-methods allowed, and every refusal as JSON ``{"error": message}``: never HTML, never
-an unhandled 500."""
+<token>`` mapped to a user, and maybe limited to scopes, by ``OQRON_API_TOKENS``), CSRF
+for sessions, the scope (one the caller may see), the methods allowed, and every refusal
+as JSON ``{"error": message}``: never HTML, never an unhandled 500."""
 
 from __future__ import annotations
 
 import hmac
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
@@ -27,8 +27,19 @@ from oqronkit.contrib.django import engine
 from ..base import conf
 from ..base.guard import unstorable
 from ..base.pages import BadFilter, BoardRequest
-from ..base.roles import VIEW_PERMISSION, is_operator, is_viewer
-from ..base.scope import BoardScope, configured_scope, current_scope
+from ..base.roles import (
+    NO_SCOPE,
+    VIEW_PERMISSION,
+    Access,
+    access_of,
+    current_scope,
+    is_operator,
+    is_viewer,
+    operate_refusal,
+    refuse,
+)
+from ..base.scope import BoardScope
+from ..base.tokens import TokenHolder, token_holders
 
 logger = logging.getLogger(__name__)
 SOURCE = "api"
@@ -50,29 +61,34 @@ def error(status: int, message: str, **headers: str) -> JsonResponse:
     return response
 
 
-def token_user(header: str) -> Any:
-    """The active user ``OQRON_API_TOKENS`` maps the bearer token to; ApiError 401 otherwise."""
+def token_user(header: str) -> tuple[Any, TokenHolder]:
+    """The active user ``OQRON_API_TOKENS`` maps the bearer token to, and its holder
+    (the scopes it is limited to); ApiError 401 otherwise."""
     scheme, _, token = header.partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
         raise ApiError(401, "Authorization must be 'Bearer <token>'.")
-    username = None
-    tokens: Mapping[str, str] = conf.api_tokens()
-    for known, name in tokens.items():
+    found: TokenHolder | ValueError | None = None
+    for known, holder in token_holders():
         # Compared in constant time, every entry checked: no timing tells a prefix.
         if len(known) >= conf.MIN_TOKEN_CHARS and hmac.compare_digest(known.encode(), token.encode()):
-            username = name
-    user = get_user_model().objects.filter(username=username, is_active=True).first() if username else None
-    if user is None:
+            found = holder
+    if isinstance(found, ValueError):  # a malformed entry never authenticates (manage.py check names it)
+        logger.error("OQRON_API_TOKENS: a token's entry is unusable: %s", found, extra={"action": "board.api_token"})
+        found = None
+    user = get_user_model().objects.filter(username=found.username, is_active=True).first() if found else None
+    if user is None or found is None:
         raise ApiError(401, "Unknown API token.")
-    return user
+    return user, found
 
 
 def _authenticate(request: HttpRequest) -> bool:
-    """Set ``request.user``; True when it came from a token (no CSRF check then)."""
+    """Set ``request.user`` (and a token's limited access); True when it came from a
+    token (no CSRF check then)."""
     header = request.headers.get("Authorization", "")
     if header:
-        request.user = token_user(header)
+        request.user, holder = token_user(header)
+        setattr(request, "oqron_access", Access(request.user, limit=holder.scopes))  # noqa: B010
         return True
     if not request.user.is_authenticated:
         raise ApiError(401, "Log in, or send 'Authorization: Bearer <token>'.")
@@ -92,21 +108,29 @@ def _check_csrf(request: HttpRequest) -> None:
 
 
 def _scope(request: HttpRequest, by_token: bool) -> BoardScope:
-    """``?scope=project/environment`` when given (a scope the database knows), else the
-    session's (a browser) or the configured one (a token)."""
+    """``?scope=project/environment`` when given (one the database knows and the caller
+    may see: any other is refused as unknown), else the session's (a browser) or the
+    token's default (the configured one, when it may see it)."""
     raw = request.GET.get("scope", "")
+    access = access_of(request)
     if not raw:
-        return configured_scope() if by_token else current_scope(request)
+        if not by_token:
+            return current_scope(request)
+        default = access.default_scope()
+        if default is None:
+            raise ApiError(403, NO_SCOPE + " Or pass ?scope=project/environment.")
+        return default
     chosen = BoardScope.parse(raw)
-    if chosen is None or chosen not in known_scopes():
+    if chosen is None or not access.can_see(chosen) or chosen not in known_scopes():
         raise ApiError(400, "Unknown scope: use project/environment as the board's switcher lists them.")
     return chosen
 
 
 def api_view(*methods: str, operator: bool = False) -> Callable[[Callable[..., Any]], Callable[..., JsonResponse]]:
-    """An API view: ``methods`` allowed (405 otherwise), authenticated (401), an operator
-    when ``operator`` (403), CSRF for a session's POST, ``request.scope`` set; the view
-    returns a JSON-ready dict (or a JsonResponse) and every refusal is JSON."""
+    """An API view: ``methods`` allowed (405 otherwise), authenticated (401), one who may
+    act in the scope when ``operator`` (403), CSRF for a session's POST, ``request.scope``
+    set to a scope the caller may see; the view returns a JSON-ready dict (or a
+    JsonResponse) and every refusal is JSON."""
 
     def decorate(view: Callable[..., Any]) -> Callable[..., JsonResponse]:
         @login_not_required
@@ -149,6 +173,10 @@ def _answer(view: Callable[..., Any], methods: tuple[str, ...], operator: bool, 
     try:
         engine.get_durable()
         request.scope = _scope(request, by_token)
+        if operator:
+            why = operate_refusal(request, request.scope, from_session=not by_token and not request.GET.get("scope"))
+            if why is not None:
+                raise refuse(request, request.scope, why)
         result = view(request, *args, **kwargs)
     except (BadFilter, DataError, OverflowError) as exc:
         message = str(exc) if isinstance(exc, BadFilter) else "A value the database cannot hold."

@@ -24,10 +24,41 @@ LOGIN_RATE_LIMIT = (10, 60.0)
 LOGIN_ADDRESS_RATE_LIMIT = (30, 60.0)  # room for a few people behind one NAT
 
 
-def api_tokens() -> Mapping[str, str]:
-    """``OQRON_API_TOKENS``: the JSON API's bearer tokens, ``{token: username}``
-    (``"<token>=alice,<token>=bob"`` in the environment)."""
+def api_tokens() -> Mapping[str, object]:
+    """``OQRON_API_TOKENS``: the JSON API's bearer tokens, ``{token: holder}``: a username,
+    ``"alice:shop/production:shop/*"`` (the user, limited to those scopes) or
+    ``{"user": "alice", "scopes": [...]}`` (``"<token>=alice,<token>=bob:shop/*"`` in the
+    environment); :mod:`oqronboard.base.tokens` reads each holder."""
     return setting("OQRON_API_TOKENS", {}, pairs) or {}
+
+
+#: Environments whose actions also need ``oqronboard.operate_production``, unless set.
+PRODUCTION_ENVIRONMENTS = ("production", "prod", "live")
+
+
+def production_environments() -> frozenset[str]:
+    """``OQRON_PRODUCTION_ENVIRONMENTS`` (comma-separated in the environment), lower-cased:
+    their badge is red and acting in them needs ``oqronboard.operate_production``."""
+    names = setting("OQRON_PRODUCTION_ENVIRONMENTS", PRODUCTION_ENVIRONMENTS, comma_list)
+    if isinstance(names, str):  # a setting written as one string, not a list
+        names = comma_list(names)
+    return frozenset(str(name).strip().lower() for name in names or ())
+
+
+def configured_scope_open() -> bool:
+    """``OQRON_CONFIGURED_SCOPE_OPEN`` (default on): every viewer sees the engine's own
+    project/environment, and every operator acts in it, without a scope grant."""
+    return bool(setting("OQRON_CONFIGURED_SCOPE_OPEN", True, flag))
+
+
+def flag(raw: str) -> bool:
+    """An environment variable's on/off: 1/true/yes/on or 0/false/no/off."""
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{raw!r} is neither on (1, true, yes, on) nor off (0, false, no, off)")
 
 
 def metrics_token() -> str:

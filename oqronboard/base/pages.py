@@ -3,7 +3,8 @@ request's scope, bad filters answered with 400, and the htmx response helpers.
 
 A board view is ``@board_view`` and, when it changes state, also ``@require_POST`` and
 ``@operator_required`` (:mod:`oqronboard.base.roles`). Anonymous users go to the
-project's ``LOGIN_URL``; a user without ``oqronboard.view_board`` gets 403. Neither
+project's ``LOGIN_URL``; a user without ``oqronboard.view_board`` gets 403, and so does
+one who may see no scope (a page that says so and offers those it may pick). None of it
 relies on a middleware: a host project's board is as closed as the standalone one.
 """
 
@@ -26,8 +27,8 @@ from django_htmx.middleware import HtmxDetails
 from oqronkit import ConfigurationError, OqronError
 from oqronkit.contrib.django import engine
 
-from .roles import VIEW_PERMISSION, is_viewer
-from .scope import BoardScope, current_scope
+from .roles import VIEW_PERMISSION, NoScopeGranted, current_scope, is_viewer
+from .scope import BoardScope
 from .templating import render
 
 logger = logging.getLogger(__name__)
@@ -46,11 +47,13 @@ class BoardRequest(HttpRequest):
     scope: BoardScope
 
 
-def board_view(view: Callable[..., HttpResponseBase] | None = None, *, needs_sql: bool = True) -> Any:
+def board_view(view: Callable[..., HttpResponseBase] | None = None, *, needs_sql: bool = True,
+               needs_scope: bool = True) -> Any:
     """Decorate a board view: a login (else the project's login page) and
     ``oqronboard.view_board`` (else 403), the engine configured, a SQL durable plane
-    (unless ``needs_sql=False``), ``request.scope`` set, and :class:`BadFilter`
-    answered with 400 and its message instead of a 500."""
+    (unless ``needs_sql=False``), ``request.scope`` set to a scope the user may see
+    (else 403; ``needs_scope=False``: None), and :class:`BadFilter` answered with 400
+    and its message instead of a 500."""
 
     def decorate(fn: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
         @wraps(fn)
@@ -65,7 +68,12 @@ def board_view(view: Callable[..., HttpResponseBase] | None = None, *, needs_sql
                 return render(request, "oqronboard/not_ready.html", {"problem": str(exc)}, status=503)
             if needs_sql and config.mode in engine.NON_SQL_MODES:
                 return render(request, "oqronboard/needs_sql.html", {"config": config})
-            request.scope = current_scope(request)
+            try:
+                request.scope = current_scope(request)
+            except NoScopeGranted as exc:
+                if needs_scope:
+                    return render(request, "oqronboard/no_scope.html", {"problem": str(exc)}, status=403)
+                request.scope = None  # type: ignore[assignment]  # the switcher, which picks one
             try:
                 if needs_sql:
                     engine.get_durable()  # opened once per process: creates the tables on first use

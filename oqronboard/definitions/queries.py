@@ -62,7 +62,8 @@ def audit_entries(
 
 def known_scopes(current: BoardScope | None = None) -> list[BoardScope]:
     """Every scope with definitions or control state (those a worker or an app ever
-    registered), plus the configured one and ``current``; sorted."""
+    registered), plus the configured one and ``current``; sorted. Callers offer only
+    those the user may see (``oqronboard.base.roles.Access.visible``)."""
     found = {
         BoardScope(p, e)
         for p, e in Record.objects.of_kind("control", "definition")

@@ -138,5 +138,7 @@ def database_alias(settings) -> Iterator[Any]:
     engine.reset()
 
 
-# The board fixture (two logged-in clients over shared_db) lives with the seed helpers.
+# The board fixture (two logged-in clients over shared_db) lives with the seed helpers,
+# the three scopes of the per-scope access tests beside it.
+from tests.board.scope_seed import scopes  # noqa: E402, F401
 from tests.board.seed import board  # noqa: E402, F401

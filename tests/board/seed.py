@@ -7,7 +7,7 @@ Jobs are :class:`oqronkit.Job` values, runs come from ``oqronkit.queues.runs.new
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -15,9 +15,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from oqronboard.base.roles import OPERATORS_GROUP, VIEWERS_GROUP
+from oqronboard.base.roles import OPERATORS_GROUP, PRODUCTION_OPERATORS_GROUP, VIEWERS_GROUP
 from oqronboard.base.scope import BoardScope
-from oqronboard.models import ensure_board_groups
+from oqronboard.models import ScopeGrant, ensure_board_groups
 from oqronkit import DurablePlane, Job, RecordWrite
 from oqronkit.clock import now_ms
 from oqronkit.queues.runs import add_log, finish_run, new_run
@@ -85,6 +85,7 @@ class Board:
     db: SharedDatabase
     operator: Client
     viewer: Client
+    users: dict[str, Any] = field(default_factory=dict)  # "operator", "viewer": their User rows
 
     @property
     def plane(self) -> DurablePlane:
@@ -93,6 +94,15 @@ class Board:
     @property
     def scope(self) -> BoardScope:
         return BoardScope(self.db.project, self.db.environment)
+
+
+def grant(user: Any, scope: str, *, operate: bool = False, production: bool = False) -> ScopeGrant:
+    """A scope grant (``project/environment``, ``*`` for any) held by ``user``; with
+    ``production``, the user also joins the production-operators group. Deleted with the user."""
+    project, _, environment = scope.partition("/")
+    if production:
+        user.groups.add(Group.objects.get(name=PRODUCTION_OPERATORS_GROUP))
+    return ScopeGrant.objects.create(user=user, project=project, environment=environment, can_operate=operate)
 
 
 @pytest.fixture
@@ -116,7 +126,7 @@ def board(request: pytest.FixtureRequest, shared_db: SharedDatabase) -> Iterator
     operator_client.force_login(operator)
     viewer_client.force_login(viewer)
     try:
-        yield Board(shared_db, operator_client, viewer_client)
+        yield Board(shared_db, operator_client, viewer_client, {"operator": operator, "viewer": viewer})
     finally:
         if shared_db.alias != "default":
             operator_client.logout()

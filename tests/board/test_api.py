@@ -14,7 +14,17 @@ from django.urls import reverse
 from oqronkit.clock import now_ms
 from oqronkit.contrib.django import engine
 from tests.board.hostile import crafted_cursor, nested, raw_put
-from tests.board.seed import Board, dead_job, error, job_value, put_jobs, put_runs, queue_control, run_value
+from tests.board.seed import (
+    Board,
+    dead_job,
+    error,
+    grant,
+    job_value,
+    put_jobs,
+    put_runs,
+    queue_control,
+    run_value,
+)
 
 OPERATOR_TOKEN, VIEWER_TOKEN = "op-" + "o" * 40, "view-" + "v" * 40
 READS = [("api-queues", {}), ("api-queue", {"queue": "emails"}), ("api-job", {"queue": "emails", "job_id": "d1"}),
@@ -160,7 +170,8 @@ def test_rows_of_another_scope_never_show(api: Board):
     assert post(api.operator, reverse("oqronboard:api-dead-retry"),
                 {"ids": ["emails:secret-dead"]}).json()["retried"] == 0
     assert other.get("queue_dlq:emails", "secret-dead") is not None
-    # ?scope= picks a scope the database knows, as the switcher does.
+    # ?scope= picks a scope the database knows and the viewer may see, as the switcher does.
+    grant(api.users["viewer"], "other-shop/production")
     chosen = api.viewer.get(reverse("oqronboard:api-dead"), {"scope": "other-shop/production"}).json()
     assert [r["id"] for r in chosen["results"]] == ["secret-dead"]
     assert is_json_error(api.viewer.get(reverse("oqronboard:api-dead"), {"scope": "nobody/production"}), 400)

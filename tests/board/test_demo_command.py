@@ -11,7 +11,9 @@ from django.contrib.auth import authenticate
 from django.core.management import call_command
 
 from demo.management.commands.oqron_demo import Command as DemoCommand
-from oqronboard.base.roles import is_operator
+from oqronboard.base.roles import Access, is_operator
+from oqronboard.base.scope import BoardScope
+from oqronboard.models import ScopeGrant
 from oqronkit.engine import default_registry
 from oqronkit.scheduler.declare import registry_for as scheduled_for
 from oqronkit.topics.subscription import subscriptions_for
@@ -33,6 +35,11 @@ def test_creates_the_demo_logins_once(django_user_model):
     assert user is not None and user.is_superuser and user.is_staff and is_operator(user)
     viewer = authenticate(username="viewer", password="viewer")
     assert viewer is not None and not viewer.is_staff and not is_operator(viewer)
+    # "Sees everything": every scope the demo database holds is in the viewer's switcher.
+    assert ScopeGrant.objects.filter(user=viewer).count() == 1
+    anywhere = BoardScope("another-project", "production")
+    assert Access(viewer).can_see(anywhere) and not Access(viewer).can_operate(anywhere)
+    assert Access(user).can_see(anywhere) and Access(user).can_operate(anywhere)
     assert django_user_model.objects.filter(username__in=["demo", "viewer"]).count() == 2
 
 

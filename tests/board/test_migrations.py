@@ -40,6 +40,13 @@ def test_the_board_models_migrations_create_no_table():
     assert "CREATE TABLE" not in out.getvalue()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_scope_grants_are_the_boards_one_table():
+    out = io.StringIO()
+    call_command("sqlmigrate", "oqronboard", "0004", stdout=out)
+    assert out.getvalue().count("CREATE TABLE") == 1 and '"oqronboard_scopegrant"' in out.getvalue()
+
+
 ENGINE_TABLES = {"oqron_records", "oqron_jobs", "oqron_runs"}
 HOT_TABLES = {"oqron_hot_jobs", "oqron_hot_locks", "oqron_hot_kv"}
 

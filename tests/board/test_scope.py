@@ -6,7 +6,17 @@ import pytest
 from django.urls import reverse
 
 from oqronkit.contrib.django import engine
-from tests.board.seed import Board, dead_job, error, job_value, put_jobs, put_runs, queue_control, run_value
+from tests.board.seed import (
+    Board,
+    dead_job,
+    error,
+    grant,
+    job_value,
+    put_jobs,
+    put_runs,
+    queue_control,
+    run_value,
+)
 
 
 @pytest.fixture
@@ -18,6 +28,8 @@ def other(board: Board):
     put_runs(plane, [run_value("secret-run", status="failed", error=error("secret failure"))])
     plane.put("audit", "0000000000001-aa", {"id": "0000000000001-aa", "at": 1, "user": "secret-user",
                                             "action": "retry", "ids": [], "idCount": 0, "ok": True, "result": "x"})
+    # The operator may see it and act there (a production environment: its permission too).
+    grant(board.users["operator"], "other-shop/production", operate=True, production=True)
     # And the board's own scope has its own rows.
     queue_control(board.plane, "emails")
     put_jobs(board.plane, [dead_job("emails", "mine-dead")])

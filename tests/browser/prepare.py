@@ -6,12 +6,14 @@ from __future__ import annotations
 from tests.browser.harness import PASSWORDS
 
 # The groups the standalone project's ``migrate`` creates (oqronboard/base/roles.py):
-# viewers hold ``oqronboard.view_board``, operators also ``oqronboard.operate``.
-GROUPS = {"operator": "operators", "viewer": "viewers"}
+# viewers hold ``oqronboard.view_board``, operators also ``oqronboard.operate``, and
+# production-operators also ``oqronboard.operate_production``: the live board's
+# environment is ``production`` (harness.ENVIRONMENT), where acting needs it.
+GROUPS = {"operator": "production-operators", "viewer": "viewers"}
 
 
 def create_users() -> None:
-    """``operator`` (in the operators group: may act) and ``viewer`` (may only look)."""
+    """``operator`` (in the production-operators group: may act) and ``viewer`` (may only look)."""
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 

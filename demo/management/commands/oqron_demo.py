@@ -2,7 +2,7 @@
 
 - the documented logins, for a local machine only: ``demo`` / ``demo`` (a superuser:
   operator and admin) and ``viewer`` / ``viewer`` (a viewer: sees everything, changes
-  nothing);
+  nothing; a scope grant of every project and environment, so the switcher offers all);
 - the demo workload (``demo/workload.py``): a first burst of jobs on the demo queues
   and a ticker that adds more every few seconds, all through the engine's queue API.
   ``bin/demo`` then runs ``runworker`` (with ``OQRON_DEMO=1``) next to the board.
@@ -17,7 +17,7 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 
 from oqronboard.base.roles import VIEWERS_GROUP
-from oqronboard.models import ensure_board_groups
+from oqronboard.models import ScopeGrant, ensure_board_groups
 from oqronkit import OqronError
 from oqronkit.contrib.django import engine
 
@@ -46,6 +46,9 @@ class Command(BaseCommand):
             viewer.groups.add(Group.objects.get(name=VIEWERS_GROUP))
             self.stdout.write(self.style.SUCCESS(
                 f"Created the viewer login {VIEWER_USERNAME} / {VIEWER_PASSWORD} (sees everything, changes nothing)."))
+        # Every scope the demo database holds, as documented; looking only (no can_operate).
+        ScopeGrant.objects.get_or_create(user=users.objects.get(username=VIEWER_USERNAME), project="*",
+                                         environment="*")
         if not options["no_workload"]:
             self._workload()
 
