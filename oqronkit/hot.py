@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from .backends.claim_limits import ClaimLimits, LimitedClaim
+from .backends.claim_limits import ClaimLimits, LimitedClaim, LimitedStart
 from .backends.hot_types import Lease, QueueDepths, Signal
 from .backends.protocols import Broadcasting, BroadcastSubscription, HotPlane
 from .backends.rate_types import Ban, RateAnswer, RateCheck, RateRequest, Tier
@@ -56,6 +56,9 @@ class HotPlaneFacade:
                       limits: ClaimLimits) -> LimitedClaim:
         return self._call("hot.claim_limited", self.plane.claim_limited, queue, worker_id=worker_id, limit=limit,
                           lease_ms=lease_ms, now=now, limits=limits)
+
+    def start_limited(self, queue: str, *, tokens: Sequence[int], now: int, rate: tuple[int, int]) -> LimitedStart:
+        return self._call("hot.start_limited", self.plane.start_limited, queue, tokens=tokens, now=now, rate=rate)
 
     def limit_held(self, queue: str, now: int) -> int:
         return self._call("hot.limit_held", self.plane.limit_held, queue, now)

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .broadcast_local import LocalBroadcast
-from .claim_limits import ClaimLimits, LimitedClaim, LimitState, held_in_last_hour, record, room
+from .claim_limits import ClaimLimits, LimitedClaim, LimitedStart, LimitState, admit, held_in_last_hour, record, room
 from .hot_types import Lease, QueueDepths, Signal
 from .memory_rates import MemoryRates
 from .rate_types import RateAnswer, RateRequest
@@ -107,8 +107,13 @@ class MemoryHotPlane(LocalBroadcast):
             allowed = room(q.limits, limits, live=live, limit=limit, now=now)
             leases = self._take(q, worker_id, allowed, lease_ms, now)
             held = allowed < limit and bool(q.ready)
-            retry_at = record(q.limits, limits, claimed=len(leases), held=held, now=now)
+            retry_at = record(q.limits, limits, tokens=[le.token for le in leases], held=held, now=now)
             return LimitedClaim(leases, held, retry_at if held else None)
+
+    def start_limited(self, scope: Scope, queue: str, *, tokens: Sequence[int], now: int,
+                      rate: tuple[int, int]) -> LimitedStart:
+        with self._lock:
+            return admit(self._q(scope, queue).limits, rate, tokens=list(tokens), now=now)
 
     def limit_held(self, scope: Scope, queue: str, now: int) -> int:
         with self._lock:

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from .claim_limits import ClaimLimits, LimitedClaim
+from .claim_limits import ClaimLimits, LimitedClaim, LimitedStart
 from .hot_types import Lease, QueueDepths, Signal
 from .rate_types import RateAnswer, RateRequest
 from .types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
@@ -180,9 +180,22 @@ class HotPlane(Protocol):
     ) -> LimitedClaim:
         """:meth:`claim`, cut to what the queue's cluster-wide ``limits`` allow, atomically
         with it: at most ``limits.concurrency`` minus the queue's live leases (expiring
-        after ``now``), and at most ``limits.rate[0]`` minus the claims logged after
-        ``now - limits.rate[1]``; each lease taken is logged at ``now``. A claim cut short
-        while ready jobs remained counts one held-back claim for ``now``'s minute."""
+        after ``now``), and at most ``limits.rate[0]`` minus the entries of the queue's
+        rate log after ``at - limits.rate[1]``, where ``at`` is ``now`` or, if later, the
+        log's latest entry; each lease taken is logged at ``at`` under its token. A claim
+        cut short while ready jobs remained counts one held-back claim for ``now``'s minute."""
+
+    def start_limited(
+        self, scope: Scope, queue: str, *, tokens: Sequence[int], now: int, rate: tuple[int, int]
+    ) -> LimitedStart:
+        """The start gate of a queue whose ``rate`` is ``(n, window_ms)``, right before
+        the handlers of the leases ``tokens`` (1 to ``n`` of them, from
+        :meth:`claim_limited`) start: atomically, move their entries in the rate log (or
+        add them) to ``at``, ``now`` or, if later, the log's latest entry, and answer
+        ``at``, provided the log then holds at most ``n`` entries after ``at - window_ms``;
+        otherwise log nothing and answer when enough entries leave that window. No
+        half-open window of ``window_ms`` then holds more than ``n`` entries, so no more
+        than ``n`` starts (each at its ``at``). Idempotent for the same tokens."""
 
     def limit_held(self, scope: Scope, queue: str, now: int) -> int:
         """Claims of ``queue`` that its limits held back in the hour before ``now``

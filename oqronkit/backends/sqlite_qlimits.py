@@ -1,16 +1,17 @@
-"""The SQLite hot plane's limited claim (``HotPlane.claim_limited``): one ``BEGIN
-IMMEDIATE`` write holds SQLite's write lock across the count of live leases, the start
-log's read, the claim and the log's write, so claimers in every process of the machine
-see each other's claims."""
+"""The SQLite hot plane's limited claim and start gate (``HotPlane.claim_limited``,
+``HotPlane.start_limited``): one ``BEGIN IMMEDIATE`` write holds SQLite's write lock
+across the count of live leases, the start log's read, the claim and the log's write
+(the gate: the log's read and write), so claimers and starters in every process of the
+machine see each other's entries."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from .claim_limits import ClaimLimits, LimitedClaim, LimitState, held_in_last_hour, record, room
+from .claim_limits import ClaimLimits, LimitedClaim, LimitedStart, LimitState, admit, held_in_last_hour, record, room
 from .hot_types import Lease
 from .sqlfiles import load_queries
 from .types import Scope
@@ -51,10 +52,20 @@ class SQLiteQueueLimits:
             allowed = room(state, limits, live=live, limit=limit, now=now)
             leases = self._take(conn, key, allowed, now + lease_ms, worker_id)
             held = allowed < limit and bool(_scalar(conn.execute(_Q["any_ready"], key)))
-            retry_at = record(state, limits, claimed=len(leases), held=held, now=now)
+            retry_at = record(state, limits, tokens=[le.token for le in leases], held=held, now=now)
             if (after := state.dumps()) != before:
                 conn.execute(_Q["qlimit_write"], (*key, after))
         return LimitedClaim(leases, held, retry_at if held else None)
+
+    def start_limited(self, scope: Scope, queue: str, *, tokens: Sequence[int], now: int,
+                      rate: tuple[int, int]) -> LimitedStart:
+        key = (scope.project, scope.environment, queue)
+        with self._write("start_limited") as conn:
+            state = LimitState.loads(_scalar(conn.execute(_Q["qlimit_read"], key)))
+            got = admit(state, rate, tokens=list(tokens), now=now)
+            if got.at is not None:  # a refusal logs nothing: its pruning can wait for the next write
+                conn.execute(_Q["qlimit_write"], (*key, state.dumps()))
+        return got
 
     def limit_held(self, scope: Scope, queue: str, now: int) -> int:
         key = (scope.project, scope.environment, queue)

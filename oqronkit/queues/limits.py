@@ -1,7 +1,8 @@
 """A queue's cluster-wide limits (``queue(..., rate_limit=(n, seconds),
 global_concurrency=n)``): their validation at declaration, and their fields in the queue's
 definition record (the ``queue`` control record), where the board and every process read
-them. The hot plane enforces them at claim time (``HotPlane.claim_limited``)."""
+them. The hot plane enforces them at claim time (``HotPlane.claim_limited``) and the rate
+again right before handlers start (``HotPlane.start_limited``, ``worker/start_gate.py``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any, TypeGuard
 
 from ..backends.claim_limits import ClaimLimits
 from ..errors import ConfigurationError
+from .batch import Batch
 
 #: Most claims one rate window may count: each is an entry of the queue's start log.
 MAX_RATE = 10_000
@@ -22,10 +24,14 @@ MAX_GLOBAL_CONCURRENCY = 100_000
 
 
 def check_queue_limits(name: str, *, rate_limit: Any, global_concurrency: Any,
-                       prefetch: Any = None) -> ClaimLimits | None:
+                       prefetch: Any = None, batch: Batch | None = None) -> ClaimLimits | None:
     """The queue's limits as the hot plane takes them (None when it has none), or a
     :class:`ConfigurationError` naming the bad value."""
     rate = None if rate_limit is None else _rate(name, rate_limit)
+    if rate is not None and batch is not None and batch.size > rate[0]:  # one call starts the whole batch
+        raise ConfigurationError(f"Queue {name!r}: a batch handler starts every job of its batch at once, so "
+                                 f"the batch size ({batch.size}) must be at most rate_limit's starts per "
+                                 f"window ({rate[0]}).")
     if global_concurrency is not None and not _count(global_concurrency, MAX_GLOBAL_CONCURRENCY):
         raise ConfigurationError(f"Queue {name!r}: global_concurrency must be an integer from 1 to "
                                  f"{MAX_GLOBAL_CONCURRENCY:,}, got {global_concurrency!r}.")

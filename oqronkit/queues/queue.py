@@ -134,8 +134,9 @@ class Queue(QueueControl, Observable):
     ) -> None:
         _check_limits(name, strategy=strategy, concurrency=concurrency, max_stalls=max_stalls, retries=retries,
                       prefetch=prefetch, throttle=throttle)
+        batched = check_batch(name, batch)  # None: one job per handler call
         limits = check_queue_limits(name, rate_limit=rate_limit, global_concurrency=global_concurrency,
-                                    prefetch=prefetch)
+                                    prefetch=prefetch, batch=batched)
         defaults = _job_defaults(name, timeout=timeout, remove_on_complete=remove_on_complete, lease=lease,
                                  backoff=backoff, priority=priority, tags=tags)
         self.name = name
@@ -158,9 +159,9 @@ class Queue(QueueControl, Observable):
         self.lease_ms = defaults.lease_ms
         self.throttle = throttle
         self.prefetch = prefetch  # None: sized from the observed handler time (worker/prefetch.py)
-        #: Cluster-wide limits the hot plane enforces at claim time (queue_limits.py).
+        #: Cluster-wide limits the hot plane enforces at claim and start time (limits.py).
         self.limits = limits
-        self.batch = check_batch(name, batch)  # None: one job per handler call
+        self.batch = batched
         self.lifecycle = QueueHooks(name, on=on, on_complete=on_complete, on_failed=on_failed, on_dead=on_dead,
                                     condition=condition, before_run=before_run, on_pause=on_pause)
         self._engine = engine

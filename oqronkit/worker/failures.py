@@ -127,9 +127,9 @@ class Failures:
         """One step after another; False (or BackendUnavailable) when an outage holds it."""
         outcome = settling.outcome
         inflight, job = outcome.inflight, outcome.inflight.job
-        if outcome.kind == "interrupted" and not inflight.started:
-            # Held, never started: its durable row was never touched (still waiting,
-            # the attempt uncounted), so only the lease goes back.
+        if outcome.kind == "interrupted" and inflight.run is None:
+            # Held (or waiting at a start gate), never started: its durable row was never
+            # touched (still waiting, the attempt uncounted), so only the lease goes back.
             self._releasing(inflight, lambda: self.state.hot.release(
                 job.queue, inflight.lease, Signal(job.id, job.priority, None, job.lifo), now_ms()))
             self.state.count("returned")

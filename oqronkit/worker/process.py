@@ -231,7 +231,7 @@ class WorkerProcess:
             if not self.stopping and (not isinstance(buffer, BatchBuffer)
                                       or self.batch_slots.abandoned(buffer, inflight)):
                 self._spawn(f"oqron-slot-{queue.name}-r", self._slot_loop(buffer), buffer)
-        if inflight.started:
+        if inflight.run is not None:  # its handler started (not only its slot: a start gate may hold it)
             buffer.prefetch.observe(time.monotonic() - inflight.began)
         with self.state.lock:
             buffer.settled(inflight)

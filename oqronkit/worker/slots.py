@@ -1,9 +1,11 @@
-"""Giving held attempts their slots: open each attempt's run, then run a sync handler
-in its queue's slot thread or hand an ``async def`` one to the event loop."""
+"""Giving held attempts their slots: pass a rate-limited queue's start gate
+(start_gate.py), open each attempt's run, then run a sync handler in its queue's slot
+thread or hand an ``async def`` one to the event loop."""
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 
@@ -12,6 +14,7 @@ from ..queues.runs import describe_error, new_run
 from .buffer import QueueBuffer
 from .executor import Executor
 from .inflight import Inflight, Outcome
+from .start_gate import admit, gated_rate
 from .state import WorkerState
 
 logger = logging.getLogger(__name__)
@@ -56,6 +59,21 @@ class Slots:
                 starting.append(taken)
         if not starting:
             return
+        rate = gated_rate(starting)
+        if rate is None:
+            self._start_async(buffer, starting)
+            return
+        # The gate is a round trip and may wait: never on the event loop or the claim
+        # loop that call here. Each group of at most n starts runs as soon as it passes.
+        groups = [starting[i:i + rate[0]] for i in range(0, len(starting), rate[0])]
+        threading.Thread(target=self._start_groups, args=(buffer, groups), name=f"oqron-gate-{buffer.name}",
+                         daemon=True).start()
+
+    def _start_groups(self, buffer: QueueBuffer, groups: list[list[Inflight]]) -> None:
+        for group in groups:
+            self._start_async(buffer, group)
+
+    def _start_async(self, buffer: QueueBuffer, starting: list[Inflight]) -> None:
         try:
             runnable = self.start(starting)
         except Exception as exc:  # these attempts fail; the queue goes on
@@ -69,8 +87,21 @@ class Slots:
 
     def start(self, inflights: list[Inflight]) -> list[Inflight]:
         """Open the runs of attempts just given a slot (here, or a batch's call slot); the
-        ones to run (a job cancelled while held is recorded as cancelled and not run)."""
-        now = now_ms()
+        ones to run (a job cancelled while held is recorded as cancelled and not run).
+        A rate-limited queue's attempts first pass its start gate (at most n at once: a
+        batch is declared no larger), whose time their runs start at; a stop while they
+        wait gives them back uncounted."""
+        rate = gated_rate(inflights)
+        if rate is None:
+            now = now_ms()
+        else:
+            passed = admit(self.state, inflights, rate)
+            if passed is None:
+                for inflight in inflights:
+                    self._settle(Outcome(inflight, "interrupted"))
+                return []
+            now = passed
+            inflights = [i for i in inflights if not i.settled]  # a lease lost while waiting: nothing to open
         for inflight in inflights:
             self._begin(inflight, now)
         self._started(inflights)

@@ -1,27 +1,32 @@
-"""The Postgres hot plane's limited claim (``HotPlane.claim_limited``): one transaction
-that first locks the queue's ``oqron_hot_qlimits`` row, then counts live leases, claims
-what the limits leave and writes the start log back. The row lock orders limited claims
-of one queue across every process and machine; unlimited claims never take it.
+"""The Postgres hot plane's limited claim and start gate (``HotPlane.claim_limited``,
+``HotPlane.start_limited``): one transaction that first locks the queue's
+``oqron_hot_qlimits`` row, then (a claim) counts live leases, claims what the limits
+leave and writes the start log back, or (a start) moves the starting leases' entries.
+The row lock orders limited claims and starts of one queue across every process and
+machine; unlimited claims never take it.
 
-The transaction is one pipeline whose BEGIN and COMMIT are plain statements (as the
-durable store's ``_pipelined``): three round trips (lock and count; claim; write and
-commit) rather than five with psycopg's ``transaction()`` around them."""
+Each transaction is one pipeline whose BEGIN and COMMIT are plain statements (as the
+durable store's ``_pipelined``): a claim takes three round trips (lock and count; claim;
+write and commit) rather than five with psycopg's ``transaction()`` around them, a
+start two (lock; write and commit)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from ..claim_limits import ClaimLimits, LimitedClaim, LimitState, held_in_last_hour, record, room
+from ..claim_limits import ClaimLimits, LimitedClaim, LimitedStart, LimitState, admit, held_in_last_hour, record, room
 from ..hot_types import Lease
 from ..sqlfiles import load_queries
 from ..types import Scope
 
 QUERIES = load_queries("oqronkit.backends.postgres", "sql/hot_queries.sql")
 _TRANSACTION = load_queries("oqronkit.backends.postgres", "sql/queries.sql")
+T = TypeVar("T")
 
 
 class PostgresQueueLimits:
@@ -36,24 +41,32 @@ class PostgresQueueLimits:
         limits: ClaimLimits,
     ) -> LimitedClaim:
         keys = {"project": scope.project, "environment": scope.environment, "queue": queue, "now": now}
-        with self._connection() as conn:
-            try:
-                with conn.pipeline():
-                    rows, held, retry_at = _claim(conn, keys, worker_id, limit, lease_ms, limits)
-            except BaseException:
-                # A failed statement makes the server skip the rest, COMMIT included.
-                if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
-                    conn.rollback()
-                raise
+        rows, held, retry_at = self._pipelined(lambda conn: _claim(conn, keys, worker_id, limit, lease_ms, limits))
         rows.sort(key=lambda r: r[1])  # tokens were drawn in claim order
         leases = [Lease(job_id, token, expires_at) for job_id, token, expires_at in rows]
         return LimitedClaim(leases, held, retry_at if held else None)
+
+    def start_limited(self, scope: Scope, queue: str, *, tokens: Sequence[int], now: int,
+                      rate: tuple[int, int]) -> LimitedStart:
+        keys = {"project": scope.project, "environment": scope.environment, "queue": queue}
+        return self._pipelined(lambda conn: _start(conn, keys, list(tokens), now, rate))
 
     def limit_held(self, scope: Scope, queue: str, now: int) -> int:
         keys = {"project": scope.project, "environment": scope.environment, "queue": queue}
         with self._connection() as conn:
             state = LimitState.loads(_first(conn.execute(QUERIES["qlimit_read"], keys)))
         return held_in_last_hour(state.held, now)
+
+    def _pipelined(self, transaction: Callable[[psycopg.Connection[Any]], T]) -> T:
+        with self._connection() as conn:
+            try:
+                with conn.pipeline():
+                    return transaction(conn)
+            except BaseException:
+                # A failed statement makes the server skip the rest, COMMIT included.
+                if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+                    conn.rollback()
+                raise
 
 
 def _claim(conn: psycopg.Connection[Any], keys: dict[str, Any], worker_id: str, limit: int, lease_ms: int,
@@ -75,11 +88,24 @@ def _claim(conn: psycopg.Connection[Any], keys: dict[str, Any], worker_id: str, 
     left = conn.execute(QUERIES["queue_has_ready"], keys)
     rows = claimed.fetchall() if claimed is not None else []
     held = allowed < limit and bool(_first(left))
-    retry_at = record(state, limits, claimed=len(rows), held=held, now=now)
+    retry_at = record(state, limits, tokens=[row[1] for row in rows], held=held, now=now)
     if (after := state.dumps()) != before:  # an empty poll writes nothing
         conn.execute(QUERIES["qlimit_write"], {**keys, "state": after})
     conn.execute(_TRANSACTION["commit"])
     return rows, held, retry_at
+
+
+def _start(conn: psycopg.Connection[Any], keys: dict[str, Any], tokens: list[int], now: int,
+           rate: tuple[int, int]) -> LimitedStart:
+    """The start gate's statements, inside the caller's pipeline."""
+    conn.execute(_TRANSACTION["begin"])
+    conn.execute(QUERIES["qlimit_ensure"], keys)  # its claim made the row, unless a crash emptied the table
+    state = LimitState.loads(_first(conn.execute(QUERIES["qlimit_lock"], keys)))
+    got = admit(state, rate, tokens=tokens, now=now)
+    if got.at is not None:
+        conn.execute(QUERIES["qlimit_write"], {**keys, "state": state.dumps()})
+    conn.execute(_TRANSACTION["commit"])
+    return got
 
 
 def _first(cursor: psycopg.Cursor[Any]) -> Any:

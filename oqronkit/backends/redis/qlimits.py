@@ -1,6 +1,7 @@
-"""The Redis hot plane's limited claim (``HotPlane.claim_limited``): one Lua script,
-``lua/claim_limited.lua``, counts the live leases, prunes and reads the start log, claims
-and logs, so Redis runs it with nothing in between."""
+"""The Redis hot plane's limited claim and start gate (``HotPlane.claim_limited``,
+``HotPlane.start_limited``): one Lua script each. ``lua/claim_limited.lua`` counts the
+live leases, prunes and reads the rate log, claims and logs; ``lua/start_limited.lua``
+moves the starting leases' entries. Redis runs each with nothing in between."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ..claim_limits import HELD_BUCKET_MS, HELD_SPAN_MS, ClaimLimits, LimitedClaim, held_in_last_hour
+from ..claim_limits import HELD_BUCKET_MS, HELD_SPAN_MS, ClaimLimits, LimitedClaim, LimitedStart, held_in_last_hour
 from ..hot_types import Lease
 from ..types import Scope
 from .keys import queue_keys
@@ -45,6 +46,15 @@ class RedisQueueLimits:
         leases = [Lease(job_id, int(first) + i, expires_at) for i, job_id in enumerate(ids)]
         retry = int(retry_at)
         return LimitedClaim(leases, held == 1, None if retry < 0 else retry)
+
+    def start_limited(self, scope: Scope, queue: str, *, tokens: Sequence[int], now: int,
+                      rate: tuple[int, int]) -> LimitedStart:
+        # Retried like a read: run twice, it moves the same entries to a time no earlier.
+        at, retry_at = self._script("start_limited", [queue_keys(scope, queue).starts],
+                                    [now, rate[0], rate[1], *(str(token) for token in tokens)], retry=True)
+        if int(at) < 0:
+            return LimitedStart(None, int(retry_at))
+        return LimitedStart(int(at))
 
     def limit_held(self, scope: Scope, queue: str, now: int) -> int:
         key = queue_keys(scope, queue).held

@@ -153,6 +153,6 @@ def test_twenty_threads_never_exceed_the_rate(hot, scope):
 def test_an_unreadable_limit_state_counts_as_empty():
     from oqronkit.backends.claim_limits import LimitState
 
-    assert LimitState.loads('{"s": [3, 1], "h": {"60000": 2}}') == LimitState([1, 3], {60000: 2})
+    assert LimitState.loads('{"s": [3, 1], "h": {"60000": 2}}') == LimitState([(1, 0), (3, 0)], {60000: 2})
     for text in ("", None, "not json", "[1, 2]", '{"s": ["x"]}'):
         assert LimitState.loads(text) == LimitState()

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from oqronkit import ConfigurationError, Engine, OqronConfig, Registry
+from oqronkit import Batch, ConfigurationError, Engine, OqronConfig, Registry
 from oqronkit.backends.claim_limits import ClaimLimits
 from oqronkit.queues.limits import limits_fields, limits_from_record
 
@@ -27,6 +27,9 @@ BAD = {
     "global-zero": ({"global_concurrency": 0}, "global_concurrency must be an integer from 1 to 100,000"),
     "global-float": ({"global_concurrency": 2.0}, "global_concurrency must be"),
     "global-with-prefetch": ({"global_concurrency": 2, "prefetch": 5}, "leave prefetch unset or 0"),
+    # One handler call starts its whole batch: more than the rate could never start.
+    "batch-over-rate": ({"rate_limit": (5, 1), "batch": Batch(size=6)},
+                        "the batch size \\(6\\) must be at most rate_limit's starts per window \\(5\\)"),
 }
 
 

@@ -324,13 +324,13 @@ SET state = CASE WHEN r.expires_at > %(now)s THEN r.state ELSE '{}' END || EXCLU
 DELETE FROM oqron_hot_rates WHERE expires_at <= %(now)s;
 
 -- name: qlimit_ensure
--- A limited claim's first statement: the queue's limit row, created if missing.
+-- A limited claim's (and a start gate's) first statement: the queue's limit row, created if missing.
 INSERT INTO oqron_hot_qlimits (project, environment, queue, state)
 VALUES (%(project)s, %(environment)s, %(queue)s, '')
 ON CONFLICT (project, environment, queue) DO NOTHING;
 
 -- name: qlimit_lock
--- Its second: the row locked until the claim's transaction ends, read once the previous
+-- Its second: the row locked until the transaction ends, read once the previous
 -- claimer committed (a lock, not a write: an idle poll leaves no dead tuple).
 SELECT state FROM oqron_hot_qlimits
 WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s

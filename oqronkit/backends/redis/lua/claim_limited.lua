@@ -1,8 +1,11 @@
 -- requires: queue_lib.lua
 -- claim_limited.lua: claim.lua cut to the queue's cluster-wide limits, in the same
 -- script: at most <concurrency> minus the live leases (expiry after now), at most <rate>
--- minus the claims logged after now - window; each lease taken is logged at now. A
--- claim cut short while ready jobs remain counts one held-back claim in now's minute.
+-- minus the entries logged after at - window; each lease taken is logged at at, which is
+-- now or, if later, the log's latest entry (so the log stays in time order whatever the
+-- claimers' clocks; backends/claim_limits.py says why that makes the limit exact).
+-- start_limited.lua moves a lease's entry to its start. A claim cut short while ready
+-- jobs remain counts one held-back claim in now's minute.
 --
 -- KEYS[1] ready    zset    oqron:<p>:<e>:{<p>:<e>:<queue>}:ready    job id -> packed score
 -- KEYS[2] delayed  zset    oqron:<p>:<e>:{<p>:<e>:<queue>}:delayed  job id -> run_at (ms)
@@ -11,7 +14,7 @@
 -- KEYS[5] expiry   zset    oqron:<p>:<e>:{<p>:<e>:<queue>}:expiry   job id -> lease expiry (ms)
 -- KEYS[6] seq      string  oqron:<p>:<e>:{<p>:<e>:<queue>}:seq      enqueue sequence
 -- KEYS[7] token    string  oqron:<p>:<e>:{<p>:<e>:<queue>}:token    last fencing token handed out
--- KEYS[8] starts   zset    oqron:<p>:<e>:{<p>:<e>:<queue>}:starts   lease token -> claim time (ms)
+-- KEYS[8] starts   zset    oqron:<p>:<e>:{<p>:<e>:<queue>}:starts   lease token -> claim or start time (ms)
 -- KEYS[9] held     hash    oqron:<p>:<e>:{<p>:<e>:<queue>}:held     minute start (ms) -> held-back claims
 -- ARGV[1] now (epoch ms)
 -- ARGV[2] limit (>= 0)
@@ -33,8 +36,13 @@ if concurrency > 0 then
   local live = redis.call('ZCOUNT', KEYS[5], '(' .. ARGV[1], '+inf')
   allowed = math.min(allowed, math.max(concurrency - live, 0))
 end
+local at = now
 if rate > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now - window)
+  local latest = redis.call('ZRANGE', KEYS[8], -1, -1, 'WITHSCORES')
+  if latest[2] and tonumber(latest[2]) > at then
+    at = tonumber(latest[2])
+  end
+  redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', at - window)
   allowed = math.min(allowed, math.max(rate - redis.call('ZCARD', KEYS[8]), 0))
 end
 
@@ -45,7 +53,7 @@ end
 if rate > 0 and first then
   local log = {}
   for i = 1, #ids do
-    log[#log + 1] = ARGV[1]
+    log[#log + 1] = exact(at)
     log[#log + 1] = exact(first + i - 1)
   end
   call_chunked('ZADD', KEYS[8], log)
