@@ -1,6 +1,5 @@
 """Rate-limit checks per second on one Redis: ``oqronkit.rate_limit`` (sliding window and
-gcra, through the engine's public API; the sliding window also through redis-py's client
-path instead of the lean one, ``backends/redis/fast_eval.py``) against the ``limits`` package's Redis
+gcra, through the engine's public API and redis-py's client) against the ``limits`` package's Redis
 sliding-window-counter and moving-window limiters, and against a raw redis-py
 ``INCR``+``EXPIRE`` pipeline (a floor: one round trip, no algorithm, not a peer).
 
@@ -38,14 +37,12 @@ SHAPES = {"one hot key": 1, "10,000 keys": 10_000}
 SLICE_S = 0.25  # systems take turns in slices this long: a repetition's ratios compare like moments
 
 
-def oqron_system(url: str, project: str, algorithm: str, *, lean: bool = True) -> Callable[[str], Any]:
+def oqron_system(url: str, project: str, algorithm: str) -> Callable[[str], Any]:
     from oqronkit import Engine, OqronConfig, Registry
 
     engine = Engine(OqronConfig(mode="redis", database_url=None, redis_url=url, project=project),
                     registry=Registry())
     limiter = engine.rate_limit("bench", algorithm=algorithm, limit=LIMIT, period=PERIOD_S)
-    if not lean:  # the same check through redis-py's client path (backends/redis/fast_eval.py off)
-        engine.hot.plane._fast_rate = None  # type: ignore[attr-defined]
     return limiter.check
 
 
@@ -78,10 +75,12 @@ def ceiling_system(url: str, project: str) -> Callable[[str], Any]:
     import socket
 
     from oqronkit.backends.rate_types import Tier
-    from oqronkit.backends.redis.fast_eval import _bulk
     from oqronkit.backends.redis.keys import rate_key
     from oqronkit.backends.redis.rates import _rate_args
     from oqronkit.backends.types import Scope
+
+    def bulk(value: bytes) -> bytes:  # one RESP bulk string
+        return b"$%d\r\n%s\r\n" % (len(value), value)
 
     client = redis.Redis.from_url(url)
     script = (ROOT / "oqronkit/backends/redis/lua/rate_hit.lua").read_text()
@@ -98,7 +97,7 @@ def ceiling_system(url: str, project: str) -> Callable[[str], Any]:
 
     def frame(key: str) -> bytes:
         parts = ["EVALSHA", sha, "1", rate_key(Scope(project, "bench"), "bench", key), str(now), "1", *tail]
-        return b"*%d\r\n" % len(parts) + b"".join(_bulk(part.encode()) for part in parts)
+        return b"*%d\r\n" % len(parts) + b"".join(bulk(part.encode()) for part in parts)
 
     def check(key: str) -> Any:
         sock.sendall(frames.get(key) or frames.setdefault(key, frame(key)))
@@ -146,8 +145,6 @@ def main() -> None:
     makers: dict[str, Callable[[], Callable[[str], Any]]] = {
         "oqronkit sliding-window": lambda: oqron_system(args.redis_url, project, "sliding-window"),
         "oqronkit gcra": lambda: oqron_system(args.redis_url, project + "-g", "gcra"),
-        "oqronkit sliding redis-py": lambda: oqron_system(args.redis_url, project + "-r", "sliding-window",
-                                                          lean=False),
         "limits sliding-window": lambda: limits_system(args.redis_url, prefix + "-s", "sliding"),
         "limits moving-window": lambda: limits_system(args.redis_url, prefix + "-m", "moving"),
         "floor INCR+EXPIRE": lambda: floor_system(args.redis_url, prefix + "-f:"),

@@ -51,7 +51,6 @@ from .connection import (
     read_retry,
     translated,
 )
-from .fast_eval import open_fast_eval
 from .keys import GC_GRACE_MS, counter_key, kv_keys, lock_key, queue_keys
 from .qlimits import RedisQueueLimits
 from .rates import RedisRateLimits
@@ -100,7 +99,6 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits, RedisRateLimits):
         self._waker: Waker | None = None
         self._waker_pid = os.getpid()
         self._publish = publish_command(self._client)  # SPUBLISH on a cluster: wake-ups stay in their shard
-        self._fast_rate = open_fast_eval(self._client, self._scripts["rate_hit"], self._where, retry=self._not_run)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -120,8 +118,6 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits, RedisRateLimits):
 
     def close(self) -> None:
         self._closed = True
-        if self._fast_rate is not None:
-            self._fast_rate.close()
         with self._waker_lock:
             waker, self._waker = self._waker, None
         if waker is not None:

@@ -1,6 +1,6 @@
 """The Redis hot plane's rate limits (``HotPlane.rate_hit`` and the rest): one Lua script,
-``lua/rate_hit.lua``, per check; on a plain TCP Redis through the lean path
-(``fast_eval.py``), with a limiter's constant arguments encoded once (``rate_checker``)."""
+``lua/rate_hit.lua``, per check, sent as EVALSHA through redis-py's client, with a
+limiter's constant arguments built once (``rate_checker``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from typing import Any, TypeVar
 from ..rate_step import ttl_ms as rate_ttl_ms
 from ..rate_types import Ban, RateAnswer, RateCheck, RateRequest, Tier
 from ..types import Scope
-from .fast_eval import FastEval
 from .keys import GC_GRACE_MS, rate_key
 
 T = TypeVar("T")
@@ -19,7 +18,7 @@ T = TypeVar("T")
 
 class RedisRateLimits:
     """Mixed into :class:`~oqronkit.backends.redis.hot.RedisHotPlane`, which supplies
-    the script runner, the client and the lean path."""
+    the script runner and the client."""
 
     def _script(self, name: str, keys: Sequence[str], args: Sequence[Any], *, retry: bool = False) -> Any:
         raise NotImplementedError
@@ -28,25 +27,20 @@ class RedisRateLimits:
         raise NotImplementedError
 
     _client: Any
-    _fast_rate: FastEval | None
 
     def rate_hit(self, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
-        # Not retried: a check that may have run must not count twice. A plain TCP Redis
-        # takes the lean path (fast_eval.py says why), which keeps that rule.
-        check = self.rate_checker(scope, request.name, request.tiers, request.ban)
-        if check is not None:
-            return check(request.key, request.cost, now)
-        tail, key = _rate_args(request.tiers, request.ban), rate_key(scope, request.name, request.key)
-        return _rate_answer(self._script("rate_hit", (key,), (now, request.cost, *tail)))
+        return self.rate_checker(scope, request.name, request.tiers, request.ban)(request.key, request.cost, now)
 
-    def rate_checker(self, scope: Scope, name: str, tiers: tuple[Tier, ...],
-                     ban: Ban | None) -> RateCheck | None:
-        """``rate_hit`` for one limiter on the lean path, its constant arguments encoded
-        once (None off the lean path: the facade then calls ``rate_hit``)."""
-        if self._fast_rate is None:
-            return None
-        bound = self._fast_rate.bind(rate_key(scope, name, ""), _rate_args(tiers, ban))
-        return lambda key, cost, now: _rate_answer(bound(key, now, cost))
+    def rate_checker(self, scope: Scope, name: str, tiers: tuple[Tier, ...], ban: Ban | None) -> RateCheck:
+        """``rate_hit`` for one limiter, its constant arguments built once."""
+        tail, script = _rate_args(tiers, ban), self._script
+
+        def check(key: str, cost: int, now: int) -> RateAnswer:
+            # Not retried: a check that may have run must not count twice (replies saying
+            # it did not run are: connection.not_run_retry).
+            return _rate_answer(script("rate_hit", (rate_key(scope, name, key),), (now, cost, *tail)))
+
+        return check
 
     def rate_drop(self, scope: Scope, name: str, key: str, fields: Sequence[str]) -> None:
         if fields:

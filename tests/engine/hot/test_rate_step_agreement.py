@@ -69,21 +69,3 @@ def test_random_checks_answer_as_rate_step(hot, scope, seed):
 @pytest.mark.parametrize("seed", range(100, 104))
 def test_random_checks_on_a_clock_near_2_to_the_52_answer_as_rate_step(hot, scope, seed):
     run_sequence(hot, scope, seed, LARGE)
-
-
-def test_the_redis_client_path_answers_as_the_lean_one(scope_names, request):
-    from oqronkit.backends.redis import RedisHotPlane
-    from tests.services import drop_redis_project, require_redis
-
-    url = require_redis()
-    request.addfinalizer(lambda: drop_redis_project(url, scope_names[0]))
-    plane = RedisHotPlane(url)
-    plane.ensure_ready()
-    try:
-        assert plane._fast_rate is not None
-        plane._fast_rate.close()
-        plane._fast_rate = None  # redis-py's EVALSHA path, as on TLS, unix sockets, clusters
-        for seed in (200, 201, 202, 203):
-            run_sequence(plane, Scope(*scope_names), seed, ALIGNED if seed % 2 else LARGE)
-    finally:
-        plane.close()
