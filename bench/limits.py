@@ -1,7 +1,10 @@
-"""Rate-limit checks per second on one Redis: ``oqronkit.rate_limit`` (sliding window and
-gcra, through the engine's public API and redis-py's client) against the ``limits`` package's Redis
-sliding-window-counter and moving-window limiters, and against a raw redis-py
-``INCR``+``EXPIRE`` pipeline (a floor: one round trip, no algorithm, not a peer).
+"""Rate-limit checks per second on one Redis: ``oqronkit.rate_limit`` (the exact sliding
+window, the approximate one and gcra, through the engine's public API) against the
+``limits`` package's Redis moving-window limiter (exact, the same guarantee as our sliding
+window) and sliding-window-counter one (approximate, as ours), and against a raw redis-py
+``INCR``+``EXPIRE`` pipeline (a floor: one round trip, no algorithm, not a peer). Every
+system but the ceiling goes through redis-py's client; ``--no-hiredis`` keeps redis-py off
+the hiredis parser (run it in turns with a run without it to see what hiredis does).
 
 Each system runs sequential ``check()``/``hit()`` calls from one thread for ``--seconds``
 per repetition, on two shapes: every call on one hot key, and calls spread over 10,000 keys
@@ -26,7 +29,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+if "--no-hiredis" in sys.argv:  # before redis-py is imported: it picks its parser then
+    sys.modules["hiredis"] = None  # type: ignore[assignment]
+
 import redis
+from redis.utils import HIREDIS_AVAILABLE
 
 ROOT = Path(__file__).resolve().parent.parent
 # Run as bench/limits.py, this file would shadow the limits package it measures.
@@ -69,13 +76,14 @@ def floor_system(url: str, prefix: str) -> Callable[[str], Any]:
 
 
 def ceiling_system(url: str, project: str) -> Callable[[str], Any]:
-    """Our script with no client around it: a socket, each key's frame built before the
-    run, one sendall and one recv per check. What any one-round-trip client of this
-    script can reach on this machine (not a usable limiter: the time never moves)."""
+    """Our exact sliding window's script with no client around it: a socket, each key's
+    frame built before the run, one sendall and one recv per check. What any
+    one-round-trip client of this script can reach on this machine (not a usable limiter:
+    the time never moves)."""
     import socket
 
     from oqronkit.backends.rate_types import Tier
-    from oqronkit.backends.redis.keys import rate_key
+    from oqronkit.backends.redis.keys import rate_keys
     from oqronkit.backends.redis.rates import _rate_args
     from oqronkit.backends.types import Scope
 
@@ -96,7 +104,8 @@ def ceiling_system(url: str, project: str) -> Callable[[str], Any]:
     frames: dict[str, bytes] = {}
 
     def frame(key: str) -> bytes:
-        parts = ["EVALSHA", sha, "1", rate_key(Scope(project, "bench"), "bench", key), str(now), "1", *tail]
+        keys = rate_keys(Scope(project, "bench"), "bench", key, (PERIOD_S * 1000,))
+        parts = ["EVALSHA", sha, str(len(keys)), *keys, str(now), "1", *tail]
         return b"*%d\r\n" % len(parts) + b"".join(bulk(part.encode()) for part in parts)
 
     def check(key: str) -> Any:
@@ -137,6 +146,7 @@ def main() -> None:
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--seconds", type=float, default=3.0, help="per system, shape and repetition")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-hiredis", action="store_true", help="redis-py's own parser, not hiredis")
     args = parser.parse_args()
 
     run = uuid.uuid4().hex[:8]
@@ -144,6 +154,7 @@ def main() -> None:
     prefix = f"bench-limits-{run}"
     makers: dict[str, Callable[[], Callable[[str], Any]]] = {
         "oqronkit sliding-window": lambda: oqron_system(args.redis_url, project, "sliding-window"),
+        "oqronkit sliding-approx": lambda: oqron_system(args.redis_url, project + "-a", "sliding-window-approx"),
         "oqronkit gcra": lambda: oqron_system(args.redis_url, project + "-g", "gcra"),
         "limits sliding-window": lambda: limits_system(args.redis_url, prefix + "-s", "sliding"),
         "limits moving-window": lambda: limits_system(args.redis_url, prefix + "-m", "moving"),
@@ -171,7 +182,9 @@ def main() -> None:
             for key in client.scan_iter(match=pattern, count=1000):
                 client.delete(key)
 
-    print(f"\nchecks/s, one thread, median of {args.repeat} x {args.seconds:g} s, Redis {args.redis_url}")
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    print(f"\nchecks/s, one thread, median of {args.repeat} x {args.seconds:g} s, Redis {args.redis_url}, "
+          f"hiredis {'on' if HIREDIS_AVAILABLE else 'off'}, load average at the end {load}")
     print("(p): the median of each repetition's ratio, both measured within seconds of each other")
     print(f"{'system':26} {'shape':12} {'checks/s':>10} {'x moving':>9} {'x floor':>8} "
           f"{'x mov(p)':>8} {'x floor(p)':>10}")

@@ -62,7 +62,7 @@ from .waker import Waker
 SCRIPTS = (
     "signal", "claim", "extend", "ack", "release", "take_expired", "remove", "promote", "present", "depths",
     "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete", "kv_prune", "rate_hit",
-    "rate_override", "claim_limited", "start_limited",
+    "rate_drop", "rate_override", "claim_limited", "start_limited",
 )
 #: Scripts whose effect must outlive a cluster failover before the caller acts on it.
 REPLICATED = frozenset({"claim", "claim_limited"})

@@ -4,16 +4,14 @@ limiter's constant arguments built once (``rate_checker``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any
 
 from ..rate_step import ttl_ms as rate_ttl_ms
-from ..rate_types import Ban, RateAnswer, RateCheck, RateRequest, Tier
+from ..rate_types import LOG_STATE, Ban, RateAnswer, RateCheck, RateRequest, Tier
 from ..types import Scope
-from .keys import GC_GRACE_MS, rate_key
-
-T = TypeVar("T")
+from .keys import GC_GRACE_MS, rate_keys
 
 
 class RedisRateLimits:
@@ -23,34 +21,30 @@ class RedisRateLimits:
     def _script(self, name: str, keys: Sequence[str], args: Sequence[Any], *, retry: bool = False) -> Any:
         raise NotImplementedError
 
-    def _call(self, action: str, fn: Callable[[], T], *, retry: bool = False) -> T:
-        raise NotImplementedError
-
-    _client: Any
-
     def rate_hit(self, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
         return self.rate_checker(scope, request.name, request.tiers, request.ban)(request.key, request.cost, now)
 
     def rate_checker(self, scope: Scope, name: str, tiers: tuple[Tier, ...], ban: Ban | None) -> RateCheck:
         """``rate_hit`` for one limiter, its constant arguments built once."""
-        tail, script = _rate_args(tiers, ban), self._script
+        tail, periods, script = _rate_args(tiers, ban), tuple(tier.period_ms for tier in tiers), self._script
 
         def check(key: str, cost: int, now: int) -> RateAnswer:
             # Not retried: a check that may have run must not count twice (replies saying
             # it did not run are: connection.not_run_retry).
-            return _rate_answer(script("rate_hit", (rate_key(scope, name, key),), (now, cost, *tail)))
+            return _rate_answer(script("rate_hit", rate_keys(scope, name, key, periods), (now, cost, *tail)))
 
         return check
 
     def rate_drop(self, scope: Scope, name: str, key: str, fields: Sequence[str]) -> None:
         if fields:
-            target = rate_key(scope, name, key)
-            self._call("rate_drop", lambda: self._client.hdel(target, *fields), retry=True)
+            logs = tuple(int(field.rpartition(":")[2]) for field in fields if field.startswith(LOG_STATE + ":"))
+            self._script("rate_drop", rate_keys(scope, name, key, logs), fields, retry=True)
 
     def rate_override(self, scope: Scope, name: str, key: str, limits: Sequence[int], *, ttl_ms: int,
                       now: int) -> None:
         packed = ":".join(str(int(limit)) for limit in limits)
-        self._script("rate_override", [rate_key(scope, name, key)], [packed, ttl_ms + GC_GRACE_MS], retry=True)
+        self._script("rate_override", rate_keys(scope, name, key, ())[:1], [packed, ttl_ms + GC_GRACE_MS],
+                     retry=True)
 
 
 @lru_cache(maxsize=1024)

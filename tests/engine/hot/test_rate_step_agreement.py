@@ -69,3 +69,22 @@ def test_random_checks_answer_as_rate_step(hot, scope, seed):
 @pytest.mark.parametrize("seed", range(100, 104))
 def test_random_checks_on_a_clock_near_2_to_the_52_answer_as_rate_step(hot, scope, seed):
     run_sequence(hot, scope, seed, LARGE)
+
+
+@pytest.mark.parametrize("seed", range(300, 306))
+def test_long_exact_logs_answer_as_rate_step(hot, scope, seed):
+    """The exact sliding window on logs of tens of units: its searches gallop and halve
+    over them (a burst leaving at once, clocks up to two periods behind, costs up to 5)."""
+    rng = random.Random(seed)
+    tiers = (Tier("sliding-window", rng.randint(30, 120), 1000),)
+    state: State = {}
+    now, refused = ALIGNED, 0
+    for i in range(250):
+        now += rng.choice([0, 0, 1, 1, 2, 3, 5, 9]) if rng.random() < 0.97 else rng.choice([400, 1001])
+        at = now - (rng.randint(0, 2000) if rng.random() < 0.15 else 0)
+        checked = RateRequest("long", f"long{seed}", rng.choice([0, 1, 1, 2, 5]), tiers)
+        expected, new = step(state, checked, at)
+        assert hot.rate_hit(scope, checked, at) == expected, (seed, i, at)
+        state = new if new is not None else state
+        refused += not expected.allowed
+    assert refused > 0
