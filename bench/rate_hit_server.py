@@ -1,7 +1,8 @@
 """Redis server time per rate-limit check: ``INFO commandstats`` usec_per_call of
 ``evalsha`` after ``CONFIG RESETSTAT`` and ``--checks`` sequential checks, for
-``oqronkit.rate_limit`` (sliding window, gcra) and the ``limits`` package's moving-window
-and sliding-window-counter limiters, on one hot key and on 10,000 keys.
+``oqronkit.rate_limit`` (the exact and the approximate sliding window, gcra) and the
+``limits`` package's moving-window and sliding-window-counter limiters, on one hot key and
+on 10,000 keys.
 
 Client time and round trips are left out: this is the script's own cost in Redis, the
 part that decides the checks/s ratio on a quiet machine (bench/limits.py). usec_per_call
@@ -65,6 +66,7 @@ def main() -> None:
     project, prefix = f"bench-server-{run}", f"bench-server-{run}"
     systems = {
         "oqronkit sliding-window": oqron_system(args.redis_url, project, "sliding-window"),
+        "oqronkit sliding-approx": oqron_system(args.redis_url, project + "-a", "sliding-window-approx"),
         "oqronkit gcra": oqron_system(args.redis_url, project + "-g", "gcra"),
         "limits moving-window": limits_system(args.redis_url, prefix + "-m", "moving"),
         "limits sliding-window": limits_system(args.redis_url, prefix + "-s", "sliding"),

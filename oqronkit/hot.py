@@ -147,8 +147,9 @@ class HotPlaneFacade:
         return self._call("hot.rate_hit", self.plane.rate_hit, request, now)
 
     def rate_checker(self, name: str, tiers: tuple[Tier, ...], ban: Ban | None) -> RateCheck:
-        """``rate_hit`` for one limiter, bound once: a plane that can encode what every
-        check repeats (Redis's lean path) does it here. Timed only if DEBUG was on at binding."""
+        """``rate_hit`` for one limiter, bound once: a plane that can build what every check
+        repeats (Redis: the script's constant arguments) does it here. Timed only if DEBUG
+        was on at binding."""
         bind = getattr(self.plane, "rate_checker", None)
         if bind is not None and not logger.isEnabledFor(logging.DEBUG):
             bound: RateCheck | None = bind(self.scope, name, tiers, ban)

@@ -5,15 +5,31 @@ are ports: change all three (tests/engine/hot/test_rate_step_agreement.py compar
 
 A key's state maps a tier's ``field`` to its numbers, ``"ban"`` to [window start,
 strikes, banned until] and ``"ov"`` to the overriding limits (one per tier).
+
+``sliding-window`` is exact: its state is a log of the units' times, and a check at ``t``
+counts every unit logged at or after ``t - period``, so no window of ``period`` ms (ends
+included: a finer clock that rounds down to these ms sees no more either) ever holds more
+than the limit. The log is [newest, in window, *unit times ascending]: ``newest`` the
+latest time logged, ``in window`` how many units are at or after ``newest - period`` (the
+newest ones), kept so a check reads a few units near that edge, never the whole log. A
+unit is logged at the later of its check's clock and ``newest``, so the log stays sorted;
+a clock behind ``newest`` still counts from its own ``t - period``, so a window of the
+callers' clocks holds no more than the limit either while they lag by at most a period
+(a clock further behind counts as one period behind). Only the newest ``2 x limit`` units
+are kept: the most that fall within two periods, all a lagging clock can need.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from .rate_types import RateAnswer, RateRequest, Tier
 
 State = dict[str, list[int]]
 # (allowed, limit, remaining, reset, retry_after, new numbers)
 Outcome = tuple[bool, int, int, int, int, list[int]]
+#: The k-th newest unit's time in a log, None past its oldest (Redis' LINDEX -k).
+Unit = Callable[[int], int | None]
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -37,7 +53,7 @@ def _fixed(nums: list[int], limit: int, period: int, cost: int, now: int) -> Out
     return allowed, limit, limit - after, reset, 0 if allowed else reset - now, [window, used + cost]
 
 
-def _sliding(nums: list[int], limit: int, period: int, cost: int, now: int) -> Outcome:
+def _approx(nums: list[int], limit: int, period: int, cost: int, now: int) -> Outcome:
     window, now = _window(nums, period, now)
     cur, prev = 0, 0
     if nums and nums[0] == window:
@@ -58,6 +74,75 @@ def _sliding(nums: list[int], limit: int, period: int, cost: int, now: int) -> O
             retry = period - elapsed + later
     after = used + cost if allowed else used
     return allowed, limit, limit - after, (window + 1) * period, retry, [window, cur + cost, prev]
+
+
+def _bisect(unit: Unit, lo: int, hi: int, bound: int) -> int:
+    """The last k in [lo, hi) whose unit is at or after ``bound``, knowing unit ``lo`` is
+    (or ``lo`` is 0) and unit ``hi`` is not."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        found = unit(mid)
+        if found is not None and found >= bound:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _fewer(unit: Unit, known: int, bound: int) -> int:
+    """How many of the newest ``known`` units are at or after ``bound``: galloping back
+    from ``known``, so one or two probes when few units left the window."""
+    found = unit(known) if known else None
+    if found is not None and found >= bound:
+        return known
+    hi, step = known, 1
+    lo = hi - step
+    while lo > 0:
+        found = unit(lo)
+        if found is not None and found >= bound:
+            break
+        hi, step = lo, step * 2
+        lo = hi - step
+    return _bisect(unit, max(lo, 0), hi, bound)
+
+
+def _more(unit: Unit, known: int, bound: int) -> int:
+    """How many newest units are at or after ``bound``, the newest ``known`` being so:
+    galloping past ``known`` (one probe when no older unit counts)."""
+    lo, step = known, 1
+    hi = lo + step
+    while True:
+        found = unit(hi)
+        if found is None or found < bound:
+            break
+        lo, step = hi, step * 2
+        hi = lo + step
+    return _bisect(unit, lo, hi, bound)
+
+
+def _log(nums: list[int], limit: int, period: int, cost: int, now: int) -> Outcome:
+    units = nums[2:]
+    count = len(units)
+
+    def unit(k: int) -> int | None:
+        return units[count - k] if 0 < k <= count else None
+
+    newest, held = (nums[0], nums[1]) if nums else (now, 0)
+    t = max(now, newest - period)  # a clock over a period behind counts as one period behind
+    at = max(t, newest)  # where this check's units go: the log stays sorted
+    if t > newest:  # a later clock: units before t - period leave the window
+        held = _fewer(unit, held, t - period) if newest >= t - period else 0
+    used = _more(unit, held, t - period) if t < newest else held  # a lagging clock counts from its own edge
+    allowed = used + cost <= limit
+    after = used + cost if allowed else used
+    retry = 0
+    if not allowed:  # when enough units have left: the (limit - cost + 1)-th newest, or all
+        frees = unit(limit - cost + 1) if cost <= limit else newest if used else None
+        retry = frees + period + 1 - now if frees is not None else period + 1
+    if not (allowed and cost):
+        return allowed, limit, limit - after, newest + period + 1 if after else now, retry, nums
+    kept = (units + [at] * cost)[-2 * limit:]
+    return allowed, limit, limit - after, at + period + 1, 0, [at, held + cost, *kept]
 
 
 def _bucket(nums: list[int], limit: int, period: int, cost: int, now: int) -> Outcome:
@@ -85,13 +170,15 @@ def _gcra(nums: list[int], limit: int, period: int, cost: int, now: int) -> Outc
             [new_tat, new_frac])
 
 
-_ALGORITHMS = {"fixed-window": _fixed, "sliding-window": _sliding, "token-bucket": _bucket, "gcra": _gcra}
+_ALGORITHMS = {"fixed-window": _fixed, "sliding-window": _log, "sliding-window-approx": _approx,
+               "token-bucket": _bucket, "gcra": _gcra}
 
 
 def ttl_ms(request: RateRequest) -> int:
-    """How long a key's state must outlive its last write (sliding windows read the
-    previous window; a ban may outlast every tier)."""
-    longest = max(tier.period_ms * (2 if tier.algorithm == "sliding-window" else 1) for tier in request.tiers)
+    """How long a key's state must outlive its last write (the approximate sliding window
+    reads the previous window, the exact one serves clocks a period behind; a ban may
+    outlast every tier)."""
+    longest = max(tier.period_ms * (2 if tier.algorithm.startswith("sliding-window") else 1) for tier in request.tiers)
     if request.ban is not None:
         longest = max(longest, request.ban.window_ms, request.ban.duration_ms)
     return longest
@@ -105,12 +192,35 @@ def limits_of(state: State, tiers: tuple[Tier, ...]) -> list[int]:
     return [tier.limit for tier in tiers]
 
 
+def _from_counts(state: State, tiers: tuple[Tier, ...], now: int) -> State | None:
+    """The state with each exact sliding window that has no log yet started from the
+    two-window counts kept under its period (what ``sliding-window`` kept before it was
+    exact, what ``sliding-window-approx`` keeps): those units are logged at the latest
+    time any of them can have been counted, so no window after the change holds more
+    than the limit. The counts are dropped. None: nothing to start from."""
+    new: State | None = None
+    for tier in tiers:
+        counts = Tier("sliding-window-approx", tier.limit, tier.period_ms).field
+        if tier.algorithm != "sliding-window" or tier.field in state or counts not in state:
+            continue
+        window, current, previous = state[counts]
+        new = dict(new or state)
+        del new[counts]
+        latest = min(max(now, window * tier.period_ms), (window + 1) * tier.period_ms - 1)
+        units = current + previous
+        if units and latest >= now - tier.period_ms:  # else every one of them is out of any window now
+            new[tier.field] = [latest, units, *[latest] * units]
+    return new
+
+
 def step(state: State, request: RateRequest, now: int) -> tuple[RateAnswer, State | None]:
     """The answer to ``request`` at ``now`` and the key's new state (None: unchanged)."""
     ban = state.get("ban")
     if ban and ban[2] > now:
         first = request.tiers[0]
         return RateAnswer(False, first.limit, 0, ban[2], ban[2] - now, banned=True), None
+    migrated = _from_counts(state, request.tiers, now)
+    state = migrated or state
     limits = limits_of(state, request.tiers)
     outcomes = [
         _ALGORITHMS[tier.algorithm](state.get(tier.field, []), limit, tier.period_ms, request.cost, now)
@@ -124,13 +234,13 @@ def step(state: State, request: RateRequest, now: int) -> tuple[RateAnswer, Stat
     binding = outcomes[index]
     answer = RateAnswer(allowed, binding[1], binding[2], binding[3], binding[4], tier=index)
     if request.cost == 0:
-        return answer, None
+        return answer, migrated
     if allowed:
         new = dict(state)
         new.update({tier.field: outcome[5] for tier, outcome in zip(request.tiers, outcomes, strict=True)})
         return answer, new
     if request.ban is None:
-        return answer, None
+        return answer, migrated
     struck = _strike(ban, request, now)
     if struck[2]:  # this refusal starts a ban: say so, and how long it lasts
         answer = RateAnswer(False, answer.limit, 0, struck[2], struck[2] - now, banned=True, tier=index)

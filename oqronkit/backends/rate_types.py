@@ -6,8 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-Algorithm = Literal["sliding-window", "fixed-window", "token-bucket", "gcra"]
-ALGORITHMS: tuple[Algorithm, ...] = ("sliding-window", "fixed-window", "token-bucket", "gcra")
+Algorithm = Literal["sliding-window", "sliding-window-approx", "fixed-window", "token-bucket", "gcra"]
+ALGORITHMS: tuple[Algorithm, ...] = ("sliding-window", "sliding-window-approx", "fixed-window", "token-bucket", "gcra")
+#: The exact sliding window's state: a log of unit times (rate_step.py). Not named after
+#: the algorithm: "sliding-window:<period>" holds the two-window counts it used to keep,
+#: which "sliding-window-approx" still keeps there and the log starts from (rate_step.py).
+LOG_STATE = "sliding-log"
+_STATE_NAMES = {"sliding-window": LOG_STATE, "sliding-window-approx": "sliding-window"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,7 +26,7 @@ class Tier:
     @property
     def field(self) -> str:
         """The state's name. Not the limit: an override changes the limit, not the count."""
-        return f"{self.algorithm}:{self.period_ms}"
+        return f"{_STATE_NAMES.get(self.algorithm, self.algorithm)}:{self.period_ms}"
 
 
 @dataclass(frozen=True, slots=True)

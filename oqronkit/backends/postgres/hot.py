@@ -313,7 +313,7 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
         if keys:
             self._run("kv_delete", _scoped(scope, group=group, keys=TextArray(keys)))
 
-    # -- rate limits (oqron_rate_hit_v3 in hot_schema.sql) -------------------------------
+    # -- rate limits (oqron_rate_hit_v4 in hot_schema.sql) -------------------------------
 
     def rate_hit(self, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
         ban = request.ban
@@ -322,7 +322,7 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
             scope, name=request.name, key=request.key, now=now, cost=request.cost, ttl=rate_ttl_ms(request),
             ban=BigintArray([ban.strikes, ban.window_ms, ban.duration_ms] if ban else []),
             algorithms=TextArray([t.algorithm for t in tiers]), limits=BigintArray([t.limit for t in tiers]),
-            periods=BigintArray([t.period_ms for t in tiers]),
+            periods=BigintArray([t.period_ms for t in tiers]), fields=TextArray([t.field for t in tiers]),
         ))[0][0]
         return RateAnswer(bool(reply[0]), reply[1], reply[2], reply[3], reply[4], banned=bool(reply[5]), tier=reply[6])
 

@@ -51,7 +51,6 @@ from .connection import (
     read_retry,
     translated,
 )
-from .fast_eval import open_fast_eval
 from .keys import GC_GRACE_MS, counter_key, kv_keys, lock_key, queue_keys
 from .qlimits import RedisQueueLimits
 from .rates import RedisRateLimits
@@ -63,7 +62,7 @@ from .waker import Waker
 SCRIPTS = (
     "signal", "claim", "extend", "ack", "release", "take_expired", "remove", "promote", "present", "depths",
     "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete", "kv_prune", "rate_hit",
-    "rate_override", "claim_limited", "start_limited",
+    "rate_drop", "rate_override", "claim_limited", "start_limited",
 )
 #: Scripts whose effect must outlive a cluster failover before the caller acts on it.
 REPLICATED = frozenset({"claim", "claim_limited"})
@@ -100,7 +99,6 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits, RedisRateLimits):
         self._waker: Waker | None = None
         self._waker_pid = os.getpid()
         self._publish = publish_command(self._client)  # SPUBLISH on a cluster: wake-ups stay in their shard
-        self._fast_rate = open_fast_eval(self._client, self._scripts["rate_hit"], self._where, retry=self._not_run)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -120,8 +118,6 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits, RedisRateLimits):
 
     def close(self) -> None:
         self._closed = True
-        if self._fast_rate is not None:
-            self._fast_rate.close()
         with self._waker_lock:
             waker, self._waker = self._waker, None
         if waker is not None:

@@ -11,6 +11,7 @@ same key text:
 ``kv:{<p>:<e>:kv:<group>}:values`` / ``:expiry``           an ephemeral group
 ``durable:{<p>:<e>:durable}:<part>``                       the durable store (store.py)
 ``rate:<len(name)>:<name>:<key>``                          a rate limiter's state of one key
+``ratelog:{<that key's slot text>}:<period>:...``          its exact sliding window's log
 ``broadcast:<channel>``                                     a pub/sub channel (broadcast.py)
 =========================================================  ==================================
 
@@ -20,11 +21,13 @@ a hash tag ends at the first '}', and every key of one queue has the same text u
 there; no suffix contains "}:", so two queues never share a key), counters share one
 slot so MGET reads them at once, and the durable store keeps a scope in one slot because
 apply() and compare_and_set() are atomic across its namespaces. Project and environment
-names hold no ':', '{' or '}' (config.py). A lock and a rate limiter's key are one key per
-call and need no tag. On a Redis Cluster (connection.py) every script and pipelined read
-thus touches one slot, and queues spread over the masters; a wake-up channel carries its
-queue's tag, so a script may SPUBLISH to it (sharded.py): Redis refuses a script's
-shard channel outside its keys' slot.
+names hold no ':', '{' or '}' (config.py). A lock is one key per call and needs no tag. A
+rate limiter's key has no tag of its own (older releases named it so), and its logs carry
+as their tag the text Redis hashes for it, so they share its slot (see ``rate_keys``). On
+a Redis Cluster (connection.py) every script and pipelined read thus touches one slot,
+and queues spread over the masters; a wake-up channel carries its queue's tag, so a
+script may SPUBLISH to it (sharded.py): Redis refuses a script's shard channel outside
+its keys' slot.
 """
 
 from __future__ import annotations
@@ -89,7 +92,28 @@ def durable_base(scope: Scope) -> str:
     return f"{scope_prefix(scope)}durable:{{{scope.project}:{scope.environment}:durable}}:"
 
 
-def rate_key(scope: Scope, name: str, key: str) -> str:
-    # The name's length keeps ("a:b", "c") and ("a", "b:c") apart; one key per script call
-    # needs no hash tag.
-    return f"{scope_prefix(scope)}rate:{len(name)}:{name}:{key}"
+def _slot_text(key: str) -> str:
+    """What Redis Cluster hashes for ``key``: the first ``{...}`` if it holds something,
+    else the whole key."""
+    start = key.find("{")
+    end = key.find("}", start + 1) if start >= 0 else -1
+    return key[start + 1:end] if end > start + 1 else key
+
+
+def rate_keys(scope: Scope, name: str, key: str, periods: tuple[int, ...]) -> tuple[str, ...]:
+    """A rate limiter's keys for one key (rate_hit.lua's KEYS): its state hash, then one
+    log per tier (by period; only an exact sliding window writes one).
+
+    The hash keeps the name older releases gave it (bans and overrides outlive an
+    upgrade), and each log's hash tag is the text Redis hashes for the hash, so a check
+    touches one slot. A hash whose text holds a '}' but no tag cannot be wrapped in
+    braces: such a key (a name or key with a '}' before any '{') gets a tagged hash
+    instead, and starts over once."""
+    prefix = scope_prefix(scope)
+    # The name's length keeps ("a:b", "c") and ("a", "b:c") apart.
+    state = f"{prefix}rate:{len(name)}:{name}:{key}"
+    slot = _slot_text(state)
+    if "}" in slot:
+        state = f"{prefix}rate:{{{len(name)}:{name}:{key}}}"
+        slot = _slot_text(state)
+    return (state, *(f"{prefix}ratelog:{{{slot}}}:{period}:{len(name)}:{name}:{key}" for period in periods))

@@ -1,62 +1,50 @@
 """The Redis hot plane's rate limits (``HotPlane.rate_hit`` and the rest): one Lua script,
-``lua/rate_hit.lua``, per check; on a plain TCP Redis through the lean path
-(``fast_eval.py``), with a limiter's constant arguments encoded once (``rate_checker``)."""
+``lua/rate_hit.lua``, per check, sent as EVALSHA through redis-py's client, with a
+limiter's constant arguments built once (``rate_checker``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any
 
 from ..rate_step import ttl_ms as rate_ttl_ms
-from ..rate_types import Ban, RateAnswer, RateCheck, RateRequest, Tier
+from ..rate_types import LOG_STATE, Ban, RateAnswer, RateCheck, RateRequest, Tier
 from ..types import Scope
-from .fast_eval import FastEval
-from .keys import GC_GRACE_MS, rate_key
-
-T = TypeVar("T")
+from .keys import GC_GRACE_MS, rate_keys
 
 
 class RedisRateLimits:
     """Mixed into :class:`~oqronkit.backends.redis.hot.RedisHotPlane`, which supplies
-    the script runner, the client and the lean path."""
+    the script runner and the client."""
 
     def _script(self, name: str, keys: Sequence[str], args: Sequence[Any], *, retry: bool = False) -> Any:
         raise NotImplementedError
 
-    def _call(self, action: str, fn: Callable[[], T], *, retry: bool = False) -> T:
-        raise NotImplementedError
-
-    _client: Any
-    _fast_rate: FastEval | None
-
     def rate_hit(self, scope: Scope, request: RateRequest, now: int) -> RateAnswer:
-        # Not retried: a check that may have run must not count twice. A plain TCP Redis
-        # takes the lean path (fast_eval.py says why), which keeps that rule.
-        check = self.rate_checker(scope, request.name, request.tiers, request.ban)
-        if check is not None:
-            return check(request.key, request.cost, now)
-        tail, key = _rate_args(request.tiers, request.ban), rate_key(scope, request.name, request.key)
-        return _rate_answer(self._script("rate_hit", (key,), (now, request.cost, *tail)))
+        return self.rate_checker(scope, request.name, request.tiers, request.ban)(request.key, request.cost, now)
 
-    def rate_checker(self, scope: Scope, name: str, tiers: tuple[Tier, ...],
-                     ban: Ban | None) -> RateCheck | None:
-        """``rate_hit`` for one limiter on the lean path, its constant arguments encoded
-        once (None off the lean path: the facade then calls ``rate_hit``)."""
-        if self._fast_rate is None:
-            return None
-        bound = self._fast_rate.bind(rate_key(scope, name, ""), _rate_args(tiers, ban))
-        return lambda key, cost, now: _rate_answer(bound(key, now, cost))
+    def rate_checker(self, scope: Scope, name: str, tiers: tuple[Tier, ...], ban: Ban | None) -> RateCheck:
+        """``rate_hit`` for one limiter, its constant arguments built once."""
+        tail, periods, script = _rate_args(tiers, ban), tuple(tier.period_ms for tier in tiers), self._script
+
+        def check(key: str, cost: int, now: int) -> RateAnswer:
+            # Not retried: a check that may have run must not count twice (replies saying
+            # it did not run are: connection.not_run_retry).
+            return _rate_answer(script("rate_hit", rate_keys(scope, name, key, periods), (now, cost, *tail)))
+
+        return check
 
     def rate_drop(self, scope: Scope, name: str, key: str, fields: Sequence[str]) -> None:
         if fields:
-            target = rate_key(scope, name, key)
-            self._call("rate_drop", lambda: self._client.hdel(target, *fields), retry=True)
+            logs = tuple(int(field.rpartition(":")[2]) for field in fields if field.startswith(LOG_STATE + ":"))
+            self._script("rate_drop", rate_keys(scope, name, key, logs), fields, retry=True)
 
     def rate_override(self, scope: Scope, name: str, key: str, limits: Sequence[int], *, ttl_ms: int,
                       now: int) -> None:
         packed = ":".join(str(int(limit)) for limit in limits)
-        self._script("rate_override", [rate_key(scope, name, key)], [packed, ttl_ms + GC_GRACE_MS], retry=True)
+        self._script("rate_override", rate_keys(scope, name, key, ())[:1], [packed, ttl_ms + GC_GRACE_MS],
+                     retry=True)
 
 
 @lru_cache(maxsize=1024)

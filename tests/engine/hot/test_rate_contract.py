@@ -8,11 +8,10 @@ import threading
 
 import pytest
 
-from oqronkit.backends.rate_types import Ban, RateRequest, Tier
+from oqronkit.backends.rate_types import ALGORITHMS, Ban, RateRequest, Tier
 from oqronkit.backends.types import Scope
 
 NOW = 1_700_000_000_000  # a multiple of every period below: window starts are exact
-ALGORITHMS = ["fixed-window", "sliding-window", "token-bucket", "gcra"]
 
 
 def req(*tiers: tuple[str, int, int], key: str = "k", cost: int = 1, ban: Ban | None = None) -> RateRequest:
@@ -40,8 +39,43 @@ def test_fixed_window_boundary_is_exact(hot, scope):
     assert allowed(hot, scope, r, NOW + 1000)
 
 
-def test_sliding_window_weights_the_previous_window(hot, scope):
-    r = req(("sliding-window", 10, 1000))
+def test_sliding_window_counts_each_unit_until_a_period_after_it(hot, scope):
+    r = req(("sliding-window", 3, 1000))
+    for at in (0, 100, 200):
+        assert allowed(hot, scope, r, NOW + at)
+    at_edge = hot.rate_hit(scope, r, NOW + 1000)  # the unit at NOW is a period old: still in the window
+    assert (at_edge.allowed, at_edge.remaining, at_edge.retry_after, at_edge.reset) == (False, 0, 1, NOW + 1201)
+    after = hot.rate_hit(scope, r, NOW + 1001)
+    assert (after.allowed, after.remaining, after.reset) == (True, 0, NOW + 2002)
+    refused = hot.rate_hit(scope, r, NOW + 1050)
+    assert not refused.allowed and refused.retry_after == 1101 - 1050  # the unit at NOW + 100 goes next
+    assert hot.rate_hit(scope, req(("sliding-window", 3, 1000), cost=0), NOW + 1201).remaining == 2
+
+
+def test_sliding_window_retry_after_is_when_it_would_pass(hot, scope):
+    r, two = req(("sliding-window", 4, 1000)), req(("sliding-window", 4, 1000), cost=2)
+    for at in (0, 10, 20, 30):
+        assert allowed(hot, scope, r, NOW + at)
+    denied = hot.rate_hit(scope, two, NOW + 300)  # two units must go: the second oldest, at NOW + 10
+    assert not denied.allowed and denied.retry_after == 1011 - 300 and denied.remaining == 0
+    assert not allowed(hot, scope, two, NOW + 300 + denied.retry_after - 1)
+    assert allowed(hot, scope, two, NOW + 300 + denied.retry_after)
+
+
+def test_a_lagging_clock_counts_sliding_window_units_from_its_own_edge(hot, scope):
+    r = req(("sliding-window", 2, 1000))
+    assert allowed(hot, scope, r, NOW)
+    assert allowed(hot, scope, r, NOW + 1500)  # NOW has left this clock's window
+    # Another process's clock, 600 ms behind: its window [NOW - 100, NOW + 900] still holds NOW.
+    lagging = hot.rate_hit(scope, r, NOW + 900)
+    assert not lagging.allowed and lagging.retry_after == 101
+    assert allowed(hot, scope, r, NOW + 1001)  # logged at NOW + 1500, where the log is
+    assert not allowed(hot, scope, r, NOW + 2500)  # both units at NOW + 1500 count until NOW + 2501
+    assert allowed(hot, scope, r, NOW + 2501)
+
+
+def test_the_approximate_sliding_window_weights_the_previous_window(hot, scope):
+    r = req(("sliding-window-approx", 10, 1000))
     assert all(allowed(hot, scope, r) for _ in range(10))
     at_edge = hot.rate_hit(scope, r, NOW + 1000)  # the previous 10 still weigh fully
     assert not at_edge.allowed and at_edge.retry_after == 1
@@ -51,14 +85,52 @@ def test_sliding_window_weights_the_previous_window(hot, scope):
     assert hot.rate_hit(scope, r, NOW + 2999).allowed  # two windows on, only the last weighs
 
 
-def test_sliding_window_retry_after_is_when_it_would_pass(hot, scope):
-    r = req(("sliding-window", 4, 1000))
+def test_the_approximate_sliding_window_retry_after_is_when_it_would_pass(hot, scope):
+    r = req(("sliding-window-approx", 4, 1000))
     for _ in range(4):
         assert allowed(hot, scope, r, NOW + 200)
     denied = hot.rate_hit(scope, r, NOW + 300)  # only next window: 4 weighs until 1/4 has passed
     assert not denied.allowed
     assert not allowed(hot, scope, r, NOW + 300 + denied.retry_after - 1)
     assert allowed(hot, scope, r, NOW + 300 + denied.retry_after)
+
+
+@pytest.mark.parametrize("at", [500, 1200, 2500])
+def test_the_exact_window_starts_from_the_counts_it_kept_before(hot, scope, at):
+    """A key counted by the two-window counter ("sliding-window" before it was exact, now
+    "sliding-window-approx", under the same state) is held to the limit when its limiter
+    becomes exact: the old units are logged at the latest time they can have been counted."""
+    approx, exact = req(("sliding-window-approx", 5, 1000)), req(("sliding-window", 5, 1000))
+    for _ in range(3):
+        assert allowed(hot, scope, approx, NOW + 900)
+    # Three units, logged at min(max(now, NOW), NOW + 999): still counted up to a period after that.
+    latest = min(NOW + at, NOW + 999)
+    first = hot.rate_hit(scope, exact, NOW + at)
+    if at >= 2000:  # out of every window by then: the counts are dropped
+        assert first.allowed and first.remaining == 4
+        return
+    assert first.allowed and first.remaining == 1
+    assert allowed(hot, scope, exact, NOW + at) and not allowed(hot, scope, exact, NOW + at)
+    assert hot.rate_hit(scope, req(("sliding-window", 5, 1000), cost=0), latest + 1000).remaining == 0
+    # Then they go; the two checked at NOW + at go with them when logged at the same time.
+    left = hot.rate_hit(scope, req(("sliding-window", 5, 1000), cost=0), latest + 1001).remaining
+    assert left == (5 if latest == NOW + at else 3)
+
+
+def test_a_peek_starts_the_exact_log_from_old_counts_once(hot, scope):
+    approx = req(("sliding-window-approx", 5, 1000))
+    peek, exact = req(("sliding-window", 5, 1000), cost=0), req(("sliding-window", 5, 1000))
+    assert allowed(hot, scope, approx, NOW + 100) and allowed(hot, scope, approx, NOW + 100)
+    assert hot.rate_hit(scope, peek, NOW + 200).remaining == 3
+    assert hot.rate_hit(scope, peek, NOW + 300).remaining == 3  # logged at NOW + 200 by the first
+    assert hot.rate_hit(scope, exact, NOW + 1201).remaining == 4
+
+
+def test_a_reset_forgets_the_exact_log(hot, scope):
+    r = req(("sliding-window", 2, 1000))
+    assert allowed(hot, scope, r) and allowed(hot, scope, r) and not allowed(hot, scope, r)
+    hot.rate_drop(scope, "lim", "k", [r.tiers[0].field])
+    assert allowed(hot, scope, r) and allowed(hot, scope, r) and not allowed(hot, scope, r)
 
 
 def test_token_bucket_refills_continuously(hot, scope):

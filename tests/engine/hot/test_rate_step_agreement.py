@@ -71,19 +71,20 @@ def test_random_checks_on_a_clock_near_2_to_the_52_answer_as_rate_step(hot, scop
     run_sequence(hot, scope, seed, LARGE)
 
 
-def test_the_redis_client_path_answers_as_the_lean_one(scope_names, request):
-    from oqronkit.backends.redis import RedisHotPlane
-    from tests.services import drop_redis_project, require_redis
-
-    url = require_redis()
-    request.addfinalizer(lambda: drop_redis_project(url, scope_names[0]))
-    plane = RedisHotPlane(url)
-    plane.ensure_ready()
-    try:
-        assert plane._fast_rate is not None
-        plane._fast_rate.close()
-        plane._fast_rate = None  # redis-py's EVALSHA path, as on TLS, unix sockets, clusters
-        for seed in (200, 201, 202, 203):
-            run_sequence(plane, Scope(*scope_names), seed, ALIGNED if seed % 2 else LARGE)
-    finally:
-        plane.close()
+@pytest.mark.parametrize("seed", range(300, 306))
+def test_long_exact_logs_answer_as_rate_step(hot, scope, seed):
+    """The exact sliding window on logs of tens of units: its searches gallop and halve
+    over them (a burst leaving at once, clocks up to two periods behind, costs up to 5)."""
+    rng = random.Random(seed)
+    tiers = (Tier("sliding-window", rng.randint(30, 120), 1000),)
+    state: State = {}
+    now, refused = ALIGNED, 0
+    for i in range(250):
+        now += rng.choice([0, 0, 1, 1, 2, 3, 5, 9]) if rng.random() < 0.97 else rng.choice([400, 1001])
+        at = now - (rng.randint(0, 2000) if rng.random() < 0.15 else 0)
+        checked = RateRequest("long", f"long{seed}", rng.choice([0, 1, 1, 2, 5]), tiers)
+        expected, new = step(state, checked, at)
+        assert hot.rate_hit(scope, checked, at) == expected, (seed, i, at)
+        state = new if new is not None else state
+        refused += not expected.allowed
+    assert refused > 0

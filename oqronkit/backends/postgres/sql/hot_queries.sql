@@ -301,9 +301,11 @@ LISTEN {channel};
 SELECT setval('oqron_hot_token_seq', greatest(last_value, %(token)s::bigint)) FROM oqron_hot_token_seq;
 
 -- name: rate_hit
--- One check of one key (oqron_rate_hit_v3 in hot_schema.sql): {allowed, limit, remaining, reset, retry_after, banned}.
-SELECT oqron_rate_hit_v3(%(project)s, %(environment)s, %(name)s, %(key)s, %(now)s, %(cost)s, %(ttl)s,
-                         %(ban)s::bigint[], %(algorithms)s::text[], %(limits)s::bigint[], %(periods)s::bigint[]);
+-- One check of one key (oqron_rate_hit_v4 in hot_schema.sql): {allowed, limit, remaining, reset, retry_after, banned,
+-- tier}.
+SELECT oqron_rate_hit_v4(%(project)s, %(environment)s, %(name)s, %(key)s, %(now)s, %(cost)s, %(ttl)s,
+                         %(ban)s::bigint[], %(algorithms)s::text[], %(limits)s::bigint[], %(periods)s::bigint[],
+                         %(fields)s::text[]);
 
 -- name: rate_drop
 -- Forget the named parts of one key's state.

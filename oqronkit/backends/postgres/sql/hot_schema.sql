@@ -96,9 +96,10 @@ CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_qlimits (
     PRIMARY KEY (project, environment, queue)
 );
 
--- Rate limiters' state of one key: jsonb {"<algorithm>:<period>": [n, ...], "ban":
--- [start, strikes, until], "ov": [limit, ...]}, gone once expires_at <= now (pruned by
--- upkeep). Checked by oqron_rate_hit_v3 below, a port of backends/rate_step.py.
+-- Rate limiters' state of one key: jsonb {"<tier field>": [n, ...], "ban": [start,
+-- strikes, until], "ov": [limit, ...]}, gone once expires_at <= now (pruned by upkeep).
+-- Checked by oqron_rate_hit_v4 below, a port of backends/rate_step.py. An exact sliding
+-- window's numbers are its log: [newest, in window, *unit times ascending].
 CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_rates (
     project     text   COLLATE "C" NOT NULL,
     environment text   COLLATE "C" NOT NULL,
@@ -115,13 +116,44 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT floor(a::numeric / b)::bigint $$;
 CREATE OR REPLACE FUNCTION oqron_rate_cdiv(a bigint, b bigint) RETURNS bigint
 LANGUAGE sql IMMUTABLE AS $$ SELECT ceil(a::numeric / b)::bigint $$;
 
+-- How many of the newest units of an exact sliding window's log are at or after
+-- p_bound: among the newest p_known if not p_more (the window moved on: rate_step._fewer),
+-- else at least p_known (a lagging clock: _more); galloping from p_known, then halving.
+-- The k-th newest unit is p_log[cardinality(p_log) - k + 1], for k from 1 to the count.
+CREATE OR REPLACE FUNCTION oqron_rate_units_v1(p_log bigint[], p_known bigint, p_bound bigint, p_more boolean)
+RETURNS bigint LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    v_last int := cardinality(p_log); v_count bigint := cardinality(p_log) - 2;
+    v_lo bigint; v_hi bigint; v_step bigint := 1; v_mid bigint;
+BEGIN
+    IF NOT p_more THEN
+        IF p_known BETWEEN 1 AND v_count AND p_log[v_last - p_known + 1] >= p_bound THEN RETURN p_known; END IF;
+        v_hi := p_known; v_lo := v_hi - v_step;
+        WHILE v_lo > 0 LOOP
+            EXIT WHEN v_lo <= v_count AND p_log[v_last - v_lo + 1] >= p_bound;
+            v_hi := v_lo; v_step := v_step * 2; v_lo := v_hi - v_step;
+        END LOOP;
+        v_lo := greatest(v_lo, 0);
+    ELSE
+        v_lo := p_known; v_hi := v_lo + v_step;
+        WHILE v_hi <= v_count AND p_log[v_last - v_hi + 1] >= p_bound LOOP
+            v_lo := v_hi; v_step := v_step * 2; v_hi := v_lo + v_step;
+        END LOOP;
+    END IF;
+    WHILE v_hi - v_lo > 1 LOOP
+        v_mid := (v_lo + v_hi) / 2;
+        IF v_mid <= v_count AND p_log[v_last - v_mid + 1] >= p_bound THEN v_lo := v_mid; ELSE v_hi := v_mid; END IF;
+    END LOOP;
+    RETURN v_lo;
+END $$;
+
 -- One check of one key against every tier: all take p_cost or none does (0: a peek,
 -- nothing counted). Locks only this key's row. Returns {allowed, limit, remaining,
 -- reset, retry_after, banned, the binding tier's index from 0}. A changed body gets a new _vN name (ensure_ready
 -- re-runs this script only when a table or function it names is missing).
-CREATE OR REPLACE FUNCTION oqron_rate_hit_v3(
+CREATE OR REPLACE FUNCTION oqron_rate_hit_v4(
     p_project text, p_environment text, p_name text, p_key text, p_now bigint, p_cost bigint, p_ttl bigint,
-    p_ban bigint[], p_algorithms text[], p_limits bigint[], p_periods bigint[]
+    p_ban bigint[], p_algorithms text[], p_limits bigint[], p_periods bigint[], p_fields text[]
 ) RETURNS bigint[] LANGUAGE plpgsql AS $$
 DECLARE
     v_state jsonb; v_expires bigint; v_n bigint[]; v_ban bigint[]; v_ov bigint[];
@@ -129,6 +161,7 @@ DECLARE
     v_w bigint; v_used bigint; v_cur bigint; v_prev bigint; v_elapsed bigint; v_ok boolean;
     v_room bigint; v_first bigint; v_later bigint; v_full bigint; v_level bigint; v_need bigint;
     v_after bigint; v_tat bigint; v_frac bigint; v_spread bigint; v_ahead bigint; v_held bigint;
+    v_newest bigint; v_at bigint; v_frees bigint; v_units bigint[]; v_counts text; v_migrated boolean := false;
     v_all boolean := true; v_new jsonb := '{}';
     v_oks boolean[] := '{}'; v_lims bigint[] := '{}'; v_rems bigint[] := '{}'; v_resets bigint[] := '{}';
     v_retries bigint[] := '{}'; v_rem bigint; v_reset bigint; v_retry bigint; v_b int := 0;
@@ -144,23 +177,62 @@ BEGIN
     IF cardinality(v_ban) = 3 AND v_ban[3] > p_now THEN
         RETURN ARRAY[0, p_limits[1], 0, v_ban[3], v_ban[3] - p_now, 1, 0];
     END IF;
+    FOR i IN 1..v_tiers LOOP  -- an exact sliding window with no log yet starts from old counts (_from_counts)
+        v_per := p_periods[i]; v_counts := 'sliding-window:' || v_per;
+        CONTINUE WHEN p_algorithms[i] <> 'sliding-window' OR v_state ? p_fields[i] OR NOT v_state ? v_counts;
+        v_n := ARRAY(SELECT jsonb_array_elements_text(v_state->v_counts)::bigint);
+        v_state := v_state - v_counts; v_migrated := true;
+        v_at := least(greatest(p_now, v_n[1] * v_per), (v_n[1] + 1) * v_per - 1);
+        v_used := v_n[2] + v_n[3];
+        IF v_used > 0 AND v_at >= p_now - v_per THEN
+            v_state := v_state || jsonb_build_object(p_fields[i],
+                to_jsonb(ARRAY[v_at, v_used] || array_fill(v_at, ARRAY[v_used::int])));
+        END IF;
+    END LOOP;
     v_ov := ARRAY(SELECT jsonb_array_elements_text(coalesce(v_state->'ov', '[]'))::bigint);
     FOR i IN 1..v_tiers LOOP
         v_alg := p_algorithms[i]; v_per := p_periods[i]; v_now := p_now;
         v_lim := CASE WHEN cardinality(v_ov) = v_tiers THEN v_ov[i] ELSE p_limits[i] END;
-        v_n := ARRAY(SELECT jsonb_array_elements_text(coalesce(v_state->(v_alg || ':' || v_per), '[]'))::bigint);
-        IF v_alg IN ('fixed-window', 'sliding-window') THEN
+        v_n := ARRAY(SELECT jsonb_array_elements_text(coalesce(v_state->p_fields[i], '[]'))::bigint);
+        IF v_alg IN ('fixed-window', 'sliding-window-approx') THEN
             v_w := oqron_rate_fdiv(v_now, v_per);
             IF cardinality(v_n) > 0 AND v_n[1] > v_w THEN v_w := v_n[1]; v_now := v_w * v_per; END IF;
         END IF;
-        IF v_alg = 'fixed-window' THEN
+        IF v_alg = 'sliding-window' THEN  -- exact: the log (rate_step._log)
+            v_newest := coalesce(v_n[1], p_now); v_held := coalesce(v_n[2], 0);
+            v_now := greatest(p_now, v_newest - v_per);  -- a clock over a period behind counts as one period behind
+            v_at := greatest(v_now, v_newest);
+            IF v_now > v_newest THEN
+                v_held := CASE WHEN v_newest >= v_now - v_per
+                    THEN oqron_rate_units_v1(v_n, v_held, v_now - v_per, false) ELSE 0 END;
+            END IF;
+            v_used := CASE WHEN v_now < v_newest THEN oqron_rate_units_v1(v_n, v_held, v_now - v_per, true)
+                ELSE v_held END;
+            v_ok := v_used + p_cost <= v_lim;
+            v_after := CASE WHEN v_ok THEN v_used + p_cost ELSE v_used END;
+            v_rem := v_lim - v_after;
+            v_retry := 0;
+            IF NOT v_ok THEN  -- when enough units have left: the (limit - cost + 1)-th newest, or all
+                v_frees := CASE WHEN p_cost <= v_lim AND v_lim - p_cost + 1 <= cardinality(v_n) - 2
+                    THEN v_n[cardinality(v_n) - (v_lim - p_cost + 1) + 1] WHEN p_cost > v_lim AND v_used > 0 THEN v_newest END;
+                v_retry := CASE WHEN v_frees IS NULL THEN v_per + 1 ELSE v_frees + v_per + 1 - p_now END;
+            END IF;
+            IF v_ok AND p_cost > 0 THEN
+                v_reset := v_at + v_per + 1;
+                v_units := v_n[3:cardinality(v_n)] || array_fill(v_at, ARRAY[p_cost::int]);
+                v_n := ARRAY[v_at, v_held + p_cost]
+                    || v_units[greatest(1, cardinality(v_units) - 2 * v_lim + 1):cardinality(v_units)];
+            ELSE
+                v_reset := CASE WHEN v_after > 0 THEN v_newest + v_per + 1 ELSE p_now END;
+            END IF;
+        ELSIF v_alg = 'fixed-window' THEN
             v_used := CASE WHEN cardinality(v_n) > 0 AND v_n[1] = v_w THEN v_n[2] ELSE 0 END;
             v_ok := v_used + p_cost <= v_lim;
             v_reset := (v_w + 1) * v_per;
             v_rem := v_lim - v_used - CASE WHEN v_ok THEN p_cost ELSE 0 END;
             v_retry := CASE WHEN v_ok THEN 0 ELSE v_reset - v_now END;
             v_n := ARRAY[v_w, v_used + p_cost];
-        ELSIF v_alg = 'sliding-window' THEN
+        ELSIF v_alg = 'sliding-window-approx' THEN
             v_cur := 0; v_prev := 0;
             IF cardinality(v_n) > 0 AND v_n[1] = v_w THEN v_cur := v_n[2]; v_prev := v_n[3];
             ELSIF cardinality(v_n) > 0 AND v_n[1] = v_w - 1 THEN v_prev := v_n[2];
@@ -216,7 +288,7 @@ BEGIN
         v_all := v_all AND v_ok;
         v_oks := v_oks || v_ok; v_lims := v_lims || v_lim; v_rems := v_rems || v_rem;
         v_resets := v_resets || v_reset; v_retries := v_retries || v_retry;
-        v_new := v_new || jsonb_build_object(v_alg || ':' || v_per, to_jsonb(v_n));
+        v_new := v_new || jsonb_build_object(p_fields[i], to_jsonb(v_n));
     END LOOP;
     FOR i IN 1..v_tiers LOOP  -- the binding tier: least room if allowed, else the longest wait
         IF v_all AND (v_b = 0 OR v_rems[i] < v_rems[v_b]) THEN v_b := i;
@@ -236,7 +308,7 @@ BEGIN
         IF v_strikes >= p_ban[1] THEN  -- this refusal starts a ban: say so
             v_banned := 1; v_rems[v_b] := 0; v_resets[v_b] := p_now + p_ban[3]; v_retries[v_b] := p_ban[3];
         END IF;
-    ELSE
+    ELSIF NOT v_migrated THEN
         RETURN ARRAY[v_all::int, v_lims[v_b], v_rems[v_b], v_resets[v_b], v_retries[v_b], 0, v_b - 1];
     END IF;
     UPDATE oqron_hot_rates r SET state = v_state, expires_at = greatest(r.expires_at, p_now + p_ttl)

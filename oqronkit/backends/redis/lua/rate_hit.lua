@@ -1,32 +1,155 @@
 -- rate_hit.lua: check one key against every tier of a limiter; all tiers take the cost or
--- none does (cost 0 is a peek and writes nothing). A port of backends/rate_step.py: keep
--- the two (and postgres' oqron_rate_hit) in step. Numbers are integers below 2^53.
+-- none does (cost 0 is a peek and writes nothing but a log started from old counts). A
+-- port of backends/rate_step.py: keep the two (and postgres' oqron_rate_hit) in step.
+-- Numbers are integers below 2^53.
 --
--- KEYS[1] state  hash  oqron:<p>:<e>:rate:<len(name)>:<name>:<key>
---                      "<algorithm>:<period>" -> "n:n[:n]" per tier, "ban" -> "start:strikes:until",
---                      "ov" -> "limit:limit:..." (the key's override, one per tier)
+-- KEYS[1]     state  hash  oqron:<p>:<e>:rate:<len(name)>:<name>:<key> (keys.py: rate_keys)
+--                          "<state name>:<period>" -> "n:n[:n]" per tier (the exact sliding
+--                          window's: "newest:in window"), "ban" -> "start:strikes:until",
+--                          "ov" -> "limit:limit:..." (the key's override, one per tier)
+-- KEYS[1+i]   log    list  oqron:<p>:<e>:ratelog:{<the hash's slot text>}:<period>:<len(name)>:<name>:<key>
+--                          tier i's unit times (ms, ascending), read and written only when
+--                          tier i is an exact sliding window: at most its newest 2 x limit
 -- ARGV[1] now (epoch ms, the caller's clock)
 -- ARGV[2] cost (>= 0)
 -- ARGV[3] key TTL in ms (only ever raised)
 -- ARGV[4] the ban, "strikes:window ms:duration ms", or "0": no bans (read on a refusal only)
--- ARGV[5..] per tier: algorithm, limit, period ms, its field ("<algorithm>:<period>")
+-- ARGV[5..] per tier: algorithm, limit, period ms, its field (Tier.field)
 -- Returns "allowed(0/1):limit:remaining:reset(epoch ms):retry_after ms:banned(0/1):tier"
 -- (the binding tier's index from 0), one bulk string: cheaper to read than an array.
 --
 -- Every call runs this whole chunk, and text <-> number conversions are most of its cost:
 -- one tier (the common shape) builds no tables, numbers are parsed only where used, and
 -- texts that did not change (a window's index, a limit) are copied, not formatted again.
+-- An exact sliding window reads a few units of its log near the window's edge (LINDEX
+-- from the newest end), never the whole log.
 
 local floor, tonumber, match, format = math.floor, tonumber, string.match, string.format
 local key, now, cost = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
 local count = (#ARGV - 4) / 4
 
--- One tier on its stored text: allowed, limit, remaining, reset, retry after, and the
--- text to store if every tier allows (nil for a peek or a refusal).
-local function step(algorithm, text, limit, period)
+-- The key outlives its last write by the TTL: raised, never lowered.
+local function keep_ttl(existed)
+  if existed and redis.REDIS_VERSION_NUM then  -- 7.0+; a key that existed has a TTL
+    redis.call('PEXPIRE', key, ARGV[3], 'GT')
+  elseif redis.call('PTTL', key) < tonumber(ARGV[3]) then
+    redis.call('PEXPIRE', key, ARGV[3])
+  end
+end
+
+-- The exact sliding window (rate_step._log and its helpers). unit(log, k): the k-th
+-- newest unit's time, nil past the oldest.
+local function unit(log, k)
+  if k < 1 then return nil end
+  return tonumber(redis.call('LINDEX', log, -k))
+end
+
+local function bisect(log, lo, hi, bound)
+  while hi - lo > 1 do
+    local mid = floor((lo + hi) / 2)
+    local found = unit(log, mid)
+    if found and found >= bound then lo = mid else hi = mid end
+  end
+  return lo
+end
+
+local function fewer(log, known, bound)
+  local found = unit(log, known)
+  if found and found >= bound then return known end
+  local hi, step = known, 1
+  local lo = hi - step
+  while lo > 0 do
+    found = unit(log, lo)
+    if found and found >= bound then break end
+    hi, step = lo, step * 2
+    lo = hi - step
+  end
+  return bisect(log, math.max(lo, 0), hi, bound)
+end
+
+local function more(log, known, bound)
+  local lo, step = known, 1
+  local hi = lo + step
+  while true do
+    local found = unit(log, hi)
+    if not found or found < bound then break end
+    lo, step = hi, step * 2
+    hi = lo + step
+  end
+  return bisect(log, lo, hi, bound)
+end
+
+-- Append `units` copies of time `at` to a log, keep its newest 2 x limit, renew its TTL.
+local function append(log, at, units, limit)
+  local text, batch = format('%d', at), {}
+  for i = 1, math.min(units, 4000) do batch[i] = text end
+  local size = 0
+  while units > 0 do
+    local n = math.min(units, #batch)
+    size = redis.call('RPUSH', log, unpack(batch, 1, n))
+    units = units - n
+  end
+  if size > 2 * limit then redis.call('LTRIM', log, -2 * limit, -1) end
+  redis.call('PEXPIRE', log, ARGV[3])
+end
+
+-- A log not started yet starts from the two-window counts under its period, logged at
+-- the latest time any of them can have been counted (rate_step._from_counts); the counts
+-- are dropped. Returns the tier's new text (nil: no log).
+local function from_counts(log, field, period, limit)
+  local counts = 'sliding-window:' .. period
+  local text = redis.call('HGET', key, counts)
+  if not text then return nil end
+  redis.call('HDEL', key, counts)
+  local w, cur, prev = match(text, '^([^:]+):([^:]+):([^:]+)')
+  local latest = math.min(math.max(now, tonumber(w) * period), (tonumber(w) + 1) * period - 1)
+  local units = tonumber(cur) + tonumber(prev)
+  if units == 0 or latest < now - period then return nil end
+  redis.call('DEL', log)
+  append(log, latest, units, math.max(limit, units))
+  text = format('%d:%d', latest, units)
+  redis.call('HSET', key, field, text)
+  keep_ttl(true)
+  return text
+end
+
+-- An exact sliding window on its header text: as step below, plus the time its units go
+-- to in the log (nil: nothing to log).
+local function log_step(log, text, limit, period)
+  local newest, held = now, 0
+  if text then
+    local a, b = match(text, '^([^:]+):([^:]+)')
+    newest, held = tonumber(a), tonumber(b)
+  end
+  local t = math.max(now, newest - period)  -- a clock over a period behind counts as one period behind
+  local at = math.max(t, newest)
+  if t > newest then
+    if newest >= t - period then held = fewer(log, held, t - period) else held = 0 end
+  end
+  local used = held
+  if t < newest then used = more(log, held, t - period) end  -- a lagging clock counts from its own edge
+  local ok = used + cost <= limit
+  local after = ok and used + cost or used
+  local retry = 0
+  if not ok then
+    local frees
+    if cost <= limit then frees = unit(log, limit - cost + 1) elseif used > 0 then frees = newest end
+    retry = frees and frees + period + 1 - now or period + 1
+  end
+  if not (ok and cost > 0) then
+    return ok, limit, limit - after, after > 0 and newest + period + 1 or now, retry, nil, nil
+  end
+  return ok, limit, limit - after, at + period + 1, 0, format('%d:%d', at, held + cost), at
+end
+
+-- One tier on its stored text: allowed, limit, remaining, reset, retry after, the text
+-- to store if every tier allows (nil for a peek or a refusal), and (the exact sliding
+-- window only) the time its units go to in its log.
+local function step(algorithm, text, limit, period, log)
   local t, sa, sb, sc, a, b = now, nil, nil, nil, nil, nil
   local write = cost > 0
-  if algorithm == 'sliding-window' then
+  if algorithm == 'sliding-window' then return log_step(log, text, limit, period) end
+  if algorithm == 'sliding-window-approx' then
     if text then sa, sb, sc = match(text, '^([^:]+):([^:]+):([^:]+)') a, b = tonumber(sa), tonumber(sb) end
     local w = floor(t / period)
     if a and a > w then w, t = a, a * period end
@@ -92,16 +215,7 @@ local function step(algorithm, text, limit, period)
   return ok, limit, floor(after / period), t - floor(-(full - after) / limit), retry, text
 end
 
--- The key outlives its last write by the TTL: raised, never lowered.
-local function keep_ttl(existed)
-  if existed and redis.REDIS_VERSION_NUM then  -- 7.0+; a key that existed has a TTL
-    redis.call('PEXPIRE', key, ARGV[3], 'GT')
-  elseif redis.call('PTTL', key) < tonumber(ARGV[3]) then
-    redis.call('PEXPIRE', key, ARGV[3])
-  end
-end
-
-local stored, existed, ok, limit, remaining, reset, retry, index, text, outcomes
+local stored, existed, ok, limit, remaining, reset, retry, index, text, at, outcomes
 if count == 1 then
   stored = redis.call('HMGET', key, 'ban', 'ov', ARGV[8])
   existed = stored[1] or stored[2] or stored[3]
@@ -119,13 +233,23 @@ if stored[1] then
     return format('0:%s:0:%d:%d:1:0', ARGV[6], ban_until, ban_until - now)
   end
 end
+for i = 1, count do  -- an exact sliding window with no log yet: start it from old counts
+  if not stored[i + 2] and ARGV[1 + 4 * i] == 'sliding-window' then
+    stored[i + 2] = from_counts(KEYS[1 + i], ARGV[4 + 4 * i], ARGV[3 + 4 * i], tonumber(ARGV[2 + 4 * i]))
+    for j = 1, count do  -- the counts are gone for a tier that reads them too
+      if ARGV[4 + 4 * j] == 'sliding-window:' .. ARGV[3 + 4 * i] then stored[j + 2] = false end
+    end
+  end
+end
 if count == 1 then
   local own = tonumber(stored[2])  -- an override of one tier is one number
-  ok, limit, remaining, reset, retry, text = step(ARGV[5], stored[3], own or tonumber(ARGV[6]), tonumber(ARGV[7]))
+  ok, limit, remaining, reset, retry, text, at = step(ARGV[5], stored[3], own or tonumber(ARGV[6]),
+                                                      tonumber(ARGV[7]), KEYS[2])
   index = 1
   if ok and not own then  -- the common answer, its limit the argument's text
     if text then
       redis.call('HSET', key, ARGV[8], text)
+      if at then append(KEYS[2], at, cost, limit) end
       keep_ttl(existed)
     end
     return format('1:%s:%d:%d:0:0:0', ARGV[6], remaining, reset)
@@ -137,7 +261,7 @@ else
   outcomes, ok = {}, true
   for i = 1, count do
     local o = {step(ARGV[1 + 4 * i], stored[i + 2], override and override[i] or tonumber(ARGV[2 + 4 * i]),
-                    tonumber(ARGV[3 + 4 * i]))}
+                    tonumber(ARGV[3 + 4 * i]), KEYS[1 + i])}
     outcomes[i] = o
     ok = ok and o[1]
   end
@@ -158,9 +282,14 @@ if cost == 0 then
 elseif ok then
   if count == 1 then
     redis.call('HSET', key, ARGV[8], text)
+    if at then append(KEYS[2], at, cost, limit) end
   else
     local sets = {}
-    for i = 1, count do sets[2 * i - 1], sets[2 * i] = ARGV[4 + 4 * i], outcomes[i][6] end
+    for i = 1, count do
+      local o = outcomes[i]
+      sets[2 * i - 1], sets[2 * i] = ARGV[4 + 4 * i], o[6]
+      if o[7] then append(KEYS[1 + i], o[7], cost, o[2]) end
+    end
     redis.call('HSET', key, unpack(sets))
   end
   keep_ttl(existed)
