@@ -188,7 +188,7 @@ def test_ensure_ready_restores_a_missing_rate_function(hot, pg_schema_url, scope
     from oqronkit.backends.rate_types import RateRequest, Tier
 
     with psycopg.connect(pg_schema_url, autocommit=True) as conn:
-        conn.execute("DROP FUNCTION oqron_rate_hit_v3")
+        conn.execute("DROP FUNCTION oqron_rate_hit_v4")
     hot.ensure_ready()
     request = RateRequest("lim", "k", 1, (Tier("gcra", 1, 1000),))
     assert hot.rate_hit(scope, request, NOW).allowed and not hot.rate_hit(scope, request, NOW).allowed
