@@ -10,8 +10,12 @@ from django.db.models.functions import Concat
 
 from oqronboard.definitions.models import Record
 from oqronboard.jobs.models import JobRecord
+from oqronboard.runs.queries import QUEUE_MODULES, runs_of
+from oqronkit.errors import OqronError
+from oqronkit.live import live_workers
 from oqronkit.namespaces import DLQ_PREFIX, JOB_PREFIX, QUEUE, dlq_namespace, job_namespace
 
+from .base.expressions import JsonText
 from .base.scope import BoardScope
 
 
@@ -27,6 +31,30 @@ def holds_jobs(scope: BoardScope, name: str) -> bool:
 
 def queue_known(scope: BoardScope, name: str) -> bool:
     return has_record(scope, name) or holds_jobs(scope, name)
+
+
+def consumed_queues(scope: BoardScope) -> set[str] | None:
+    """The queues a live worker consumes; None when the hot plane cannot say (a queue
+    record is then never offered for removal: a live worker may still use it)."""
+    try:
+        workers = live_workers(scope.engine.hot)
+    except OqronError:
+        return None
+    return {name for worker in workers for name in (worker.get("queues") or {})}
+
+
+def seen_by_runs(scope: BoardScope, name: str) -> bool:
+    """A run of queue ``name`` (its jobs may all have completed and left oqron_jobs)."""
+    return runs_of(scope).alias(run_name=JsonText("name"), run_module=JsonText("module")) \
+        .filter(run_name=name, run_module__in=QUEUE_MODULES).exists()
+
+
+def queue_seen(scope: BoardScope, name: str) -> bool:
+    """Known anywhere: a record, a job or dead letter, a run, or a live consumer."""
+    if queue_known(scope, name) or seen_by_runs(scope, name):
+        return True
+    consumed = consumed_queues(scope)
+    return consumed is not None and name in consumed
 
 
 def usage_annotations(scope: BoardScope) -> dict[str, Exists]:

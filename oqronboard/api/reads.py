@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from django.http import Http404
+
 from oqronboard.definitions.queries import audit_entries, definitions, queue_control
 from oqronboard.jobs.forms import JobListForm, check_queue, dead_filters
 from oqronboard.jobs.queries import dead_groups, dead_list, dlq_depths, queue_jobs
@@ -50,9 +52,12 @@ def queue_list(request: BoardRequest) -> dict[str, Any]:
 @api_view("GET")
 def queue_detail(request: BoardRequest, queue: str) -> dict[str, Any]:
     """One queue's counts by status and its control record; ``?status=&cursor=`` pages
-    its jobs in one status (waiting by default), newest first."""
+    its jobs in one status (waiting by default), newest first. 404 for a queue with no
+    record, job, dead letter or run that no live worker consumes."""
     check_queue(queue)
     scope = scope_of(request)
+    if not queues.queue_seen(scope, queue):
+        raise Http404("No queue of that name in this project and environment.")
     data = clean_or_400(JobListForm(request.GET))
     status = data["status"] or "waiting"
     rows, next_cursor = queue_jobs(scope, queue, status, cursor=decode_cursor(data["cursor"]))
@@ -105,13 +110,15 @@ def dead_letter_list(request: BoardRequest) -> dict[str, Any]:
 
 @api_view("GET")
 def definition_list(request: BoardRequest) -> dict[str, Any]:
-    """Every definition and control record; a queue record with no job and no dead
-    letter is ``stale``."""
+    """Every definition and control record; a queue record with no job, no dead letter
+    and no live worker consuming it is ``stale``."""
     scope = scope_of(request)
     records = definitions(scope, annotate=queues.usage_annotations(scope))
+    consumed = queues.consumed_queues(scope)
     return {"definitions": [
         {"namespace": r.namespace, "kind": r.record_kind, "id": r.id, "value": r.value,
-         "stale": r.namespace == QUEUE and not (r.holds_jobs or r.holds_dead)}
+         "stale": r.namespace == QUEUE and not (r.holds_jobs or r.holds_dead)
+         and consumed is not None and r.id not in consumed}
         for r in records
     ]}
 

@@ -26,7 +26,7 @@ from .models import RunRecord, RunRecordQuerySet
 
 # The modules whose runs are a queue's jobs (the run's name is the queue; a topic
 # group's deliveries are jobs of its queue ``<topic>@<group>``).
-QUEUE_MODULES = ("queue", "worker", "topic")
+QUEUE_MODULES = ("queue", "worker", "topic", "webhook")
 # The dominant values oqron_runs' partial status and module indexes leave out
 # (oqronkit/backends/postgres/sql/schema.sql).
 UNINDEXED_STATUSES = ("completed",)

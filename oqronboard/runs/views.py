@@ -63,7 +63,8 @@ def run_live(request: BoardRequest, run_id: str) -> HttpResponse:
     its final state with status 286 so htmx stops polling."""
     run = run_or_404(request, run_id)
     value = run.value if isinstance(run.value, dict) else {}
-    context = {"run": value, "run_id": run.id, "ended_live": True, **live_context(request, run.id, value)}
+    context = {"run": value, "run_id": run.id, "ended_live": True, "live_poll": True,
+               **live_context(request, run.id, value)}
     if context["running"]:
         return render(request, "oqronboard/runs/detail.html#live", context)
     return HttpResponseStopPolling(render_to_string("oqronboard/runs/detail.html#live", context, request))

@@ -31,12 +31,15 @@ NO_QUEUE = "No queue of that name in this project and environment."
 @board_view
 def definitions_page(request: BoardRequest) -> HttpResponse:
     """Definitions and control state by namespace; ``?panel=list`` for the live panel.
-    A queue record whose queue holds no job and no dead letter is stale (removable)."""
+    A queue record whose queue holds no job and no dead letter, and which no live worker
+    consumes, is stale (removable)."""
     scope = scope_of(request)
     records = definitions(scope, annotate=queues.usage_annotations(scope))
+    consumed = queues.consumed_queues(scope)
     grouped: dict[str, list] = defaultdict(list)
     for record in records:
-        record.stale = record.namespace == QUEUE and not (record.holds_jobs or record.holds_dead)
+        record.stale = record.namespace == QUEUE and not (record.holds_jobs or record.holds_dead) \
+            and consumed is not None and record.id not in consumed
         grouped[record.namespace].append(record)
     context = {"groups": sorted(grouped.items()), "capped": len(records) >= MAX_DEFINITIONS,
                "limit": MAX_DEFINITIONS}
@@ -80,15 +83,20 @@ def queue_pause(request: BoardRequest, queue: str, paused: bool) -> HttpResponse
 @board_view
 @operator_required
 def queue_remove(request: BoardRequest, queue: str) -> HttpResponse:
-    """Remove a stale queue record (its queue holds no job and no dead letter), through
-    the engine; audited. 404 when there is no record."""
+    """Remove a stale queue record (its queue holds no job and no dead letter and no
+    live worker consumes it), through the engine; audited. 404 when there is no record."""
     scope = scope_of(request)
     if not queues.has_record(scope, queue):
         raise Http404(NO_QUEUE)
     audit = Action(scope, request.user.get_username(), "remove-queue", queue=queue,
                    extra={"target": f"queue {queue}"})
+    consumed = queues.consumed_queues(scope)
     if queues.holds_jobs(scope, queue):
         ok, message = False, f"Queue {queue} still holds jobs or dead letters; its record stays."
+    elif consumed is None:
+        ok, message = False, f"Queue {queue}'s record stays: the hot plane cannot say if a live worker consumes it."
+    elif queue in consumed:
+        ok, message = False, f"Queue {queue} is consumed by a live worker; its record stays."
     else:
         try:
             ok = remove_queue_record(scope.engine, queue)

@@ -37,7 +37,7 @@ def test_the_page_shows_each_cache_with_options_and_stats(board: Board):
     response = board.viewer.get(reverse("oqronboard:caches"))
     assert response.status_code == 200
     body = response.content.decode()
-    assert 'data-testid="cache-users"' in body and "60000 ms" in body
+    assert 'data-testid="cache-users"' in body and "<td>1m 00s</td>" in body
     assert 'data-testid="hits-users">2<' in body and 'data-testid="misses-users">1<' in body
     assert 'data-testid="ratio-users">66.7%<' in body
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body and HOSTILE not in body

@@ -40,8 +40,8 @@ def test_the_page_shows_each_limiter_with_tiers_ban_and_mode(board: Board):
     assert 'data-testid="no-limiters"' in board.viewer.get(reverse("oqronboard:limits")).content.decode()
     declare(board)
     body = board.viewer.get(reverse("oqronboard:limits")).content.decode()
-    assert 'data-testid="limiter-api"' in body and "2 per 60000 ms; 5 per 3600000 ms" in body
-    assert "after 1 refusals within 60000 ms, for 600000 ms" in body and "enforcing" in body
+    assert 'data-testid="limiter-api"' in body and "2 per 1m 00s; 5 per 1h 00m" in body
+    assert "after 1 refusals within 1m 00s, for 10m 00s" in body and "enforcing" in body
     live = board.viewer.get(reverse("oqronboard:limits") + "?panel=live", HTTP_HX_REQUEST="true").content.decode()
     assert 'data-testid="limiter-api"' in live and "<html" not in live
 
@@ -158,7 +158,7 @@ def test_queue_limits_show_with_their_held_back_claims(board: Board):
         hot.claim_limited("capped", worker_id="w", limit=2, lease_ms=30_000, now=now, limits=ClaimLimits(1))
     body = board.viewer.get(reverse("oqronboard:limits")).content.decode()
     assert 'data-testid="queue-limit-unlimited"' not in body
-    assert "3 starts per 500 ms" in body and "10 starts per 60000 ms" in body and "4 at once" in body
+    assert "3 starts per 500 ms" in body and "10 starts per 1m 00s" in body and "4 at once" in body
     row = body[body.index('data-testid="queue-limit-capped"'):]
     row = row[:row.index("</tr>")]
     assert "1 at once" in row and 'data-testid="queue-held">3 claims<' in row

@@ -256,3 +256,21 @@ def test_run_lists_keep_the_start_time_and_worker_on_one_line(board: Board):
     row = body.split('data-run-id="r-1"')[1].split("</tr>")[0]
     assert '<td class="nowrap">' in row and 'title="vm-12345-abcdefabcdefabcdef-long-worker-id"' in row
     assert " UTC</time>" not in row  # the short form; the full time is the title
+
+
+def test_a_running_runs_header_times_follow_the_live_panel(board: Board):
+    """The header's "started … ago" and "so far" refresh with each poll (out of band),
+    so they never contradict the live panel's "running for"."""
+    put_runs(board.plane, [run_value("live-2", status="running", started=now_ms() - 6_100)])
+    page = board.viewer.get(reverse("oqronboard:run", args=["live-2"])).content.decode()
+    assert page.count('id="run-started-ago"') == 1 and page.count('<dd id="run-duration"') == 1
+    assert "hx-swap-oob" not in page  # the first render has no out-of-band copies
+
+    live = board.viewer.get(reverse("oqronboard:run-live", args=["live-2"]), HTTP_HX_REQUEST="true")
+    body = live.content.decode()
+    ago = re.search(r'<span class="muted" id="run-started-ago" hx-swap-oob="true">\((.*?) ago\)</span>', body)
+    so_far = re.search(r'<dd id="run-duration" hx-swap-oob="true" data-testid="run-duration">(.*?) <span', body)
+    running_for = re.search(r"Running for (.*?):", body)
+    assert ago and so_far and running_for, body
+    assert ago.group(1) == so_far.group(1) == running_for.group(1)
+    assert ago.group(1).endswith(" s") and float(ago.group(1)[:-2]) >= 6.1

@@ -167,9 +167,15 @@ def test_progress_bar_advances_without_reload(operator_page: Any, board: LiveBoa
     bar = by_testid(page, "progress")
     bar.wait_for()
     first = float(bar.get_attribute("aria-valuenow") or 0)
+    so_far = by_testid(page, "run-duration").inner_text()
     mark_document(page)
     page.wait_for_function(
         PROGRESS_ABOVE, arg=['[data-testid="progress"]', first], timeout=LIVE_TIMEOUT_MS,
+    )
+    # The header's "so far" follows the live panel (swapped out of band with each poll).
+    page.wait_for_function(
+        "t => document.querySelector('[data-testid=\"run-duration\"]').innerText !== t",
+        arg=so_far, timeout=LIVE_TIMEOUT_MS,
     )
     assert_not_reloaded(page)
     assert not page.errors
