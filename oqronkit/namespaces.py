@@ -17,16 +17,21 @@ RecordKind = Literal[
 TableKey = Literal["records", "jobs", "runs"]
 
 RECORDS_TABLE: Final = "oqron_records"
+"""The durable table of definitions, control state, dead letters, messages, logs and other records."""
 JOBS_TABLE: Final = "oqron_jobs"
+"""The durable table of jobs not yet finished (waiting, delayed, active, blocked)."""
 RUNS_TABLE: Final = "oqron_runs"
+"""The durable table of runs: one row per attempt of a job, cron or delivery."""
 TABLE_NAMES: Final[dict[TableKey, str]] = {
     "records": RECORDS_TABLE,
     "jobs": JOBS_TABLE,
     "runs": RUNS_TABLE,
 }
+"""The three durable tables by key: ``records``, ``jobs`` and ``runs``."""
 RECORD_KINDS: Final[tuple[RecordKind, ...]] = (
     "definition", "control", "job", "dlq", "run", "message", "log", "state", "record",
 )
+"""The kinds of record the storage model knows; :func:`table_for_kind` says which table holds each."""
 
 # Fixed namespaces (definitions and control records, the run log, the board's audit).
 RUNS: Final = "runs"
