@@ -1,6 +1,6 @@
 """Namespaces: their names, builders and parsers, the kind each holds and its table.
 
-This is the spec's taxonomy (``storage-model.md``, "Record kinds"), exported so tools,
+This is the spec's taxonomy (``docs/explanation/storage-model.md``, its record kinds), exported so tools,
 the board and users' own SQL all classify rows the same way. Every namespace string is
 written here once: fixed ones as constants, families (``<family>:<suffix>``, the suffix
 may itself contain ':') as a builder and a parser; every other module calls them.

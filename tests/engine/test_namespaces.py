@@ -1,4 +1,4 @@
-"""The spec's record-kind table (storage-model.md, "Record kinds") and table routing."""
+"""The spec's record-kind table (docs/explanation/storage-model.md, its record kinds) and table routing."""
 
 from __future__ import annotations
 
