@@ -14,7 +14,7 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 SCREENSHOT = re.compile(r"screenshots/([a-z0-9-]+\.png)")
 #: Documents kept beside the repository, never in it: nothing here may send a reader there.
 OUTSIDE = re.compile(r"\.\./shared|/work/shared|shared/(?:spec|reference)/|(?<![\w/])(?:ARCHITECTURE|CONVENTIONS)\.md"
-                     r"|(?<![\w/-])storage-model\.md|design documents?\b")
+                     r"|(?<![\w/(-])storage-model\.md|design documents?\b")
 
 
 def test_the_readme_is_short_and_says_the_commands():
