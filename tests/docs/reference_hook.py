@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from types import ModuleType
 
 from tests.docs.blocks import DOCS
 
@@ -13,3 +14,12 @@ _spec.loader.exec_module(_module)
 
 expand = _module.expand
 load_tables = _module.load_tables
+
+
+def load_sphinx_roles() -> ModuleType:
+    """docs/_hooks/sphinx_roles.py, the griffe extension mkdocstrings loads."""
+    spec = importlib.util.spec_from_file_location("docs_sphinx_roles", DOCS / "_hooks" / "sphinx_roles.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
