@@ -65,7 +65,7 @@ MODULE_LOGS_PREFIX: Final = "module_logs:"
 # One group's member ledger (status and output per member); not in the spec's table:
 # kind record (unregistered), so thousands of rows never crowd the state kind's lists.
 GROUP_MEMBERS_PREFIX: Final = "queue_group_members:"
-# Not in the spec's table (README "Layout"): add's uniqueness windows and debounce keys.
+# Not in the spec's table (docs/explanation/storage-model.md): add's uniqueness windows and debounce keys.
 UNIQUE_PREFIX: Final = "queue_unique:"
 DEBOUNCE_PREFIX: Final = "queue_debounce:"
 
