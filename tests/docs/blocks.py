@@ -17,6 +17,8 @@ DOCS = ROOT / "docs"
 #: Not pages: the screenshots' own index, which tests/browser/screenshots.py writes.
 NOT_PAGES = ("screenshots/",)
 RUNS = ("python", "sh")
+#: ``<!-- name: ... -->`` comments that are not the examples' markers: the reference tables.
+KNOWN_COMMENTS = ("reference",)
 SERVICES = ("postgres", "redis")
 #: Languages a writer may mean to run but that would silently not run: named so the page fails.
 AMBIGUOUS = {
@@ -98,6 +100,10 @@ def parse_page(path: str, text: str) -> Page:
                 pending = (kind, value, number)
             i += 1
             continue
+        other = _ANY_MARKER.match(line)
+        if other and other["kind"] not in KNOWN_COMMENTS:
+            raise ConventionError(f"docs/{path}:{number}: unknown marker <!-- {other['kind']}: -->; the markers are "
+                                  "file, no-run and services")
         fence = _FENCE.match(line)
         if not fence:
             if pending and line.strip():

@@ -65,6 +65,7 @@ def test_markers_bind_to_the_next_block_and_data_blocks_never_run():
     ("<!-- file: a.py -->\nSome prose.\n'''python\nx = 1\n'''\n", "right before its block"),
     ("<!-- file: a.py -->\n", "not followed by a block"),
     ("'''python\nx = 1\n", "never closed"),
+    ("<!-- norun: starts a server -->\n'''sh\nls\n'''\n", "unknown marker <!-- norun: -->"),
 ])
 def test_convention_errors_name_the_page_and_line(text: str, message: str):
     with pytest.raises(ConventionError, match=r"^docs/bad\.md:[0-9]+: ") as caught:
