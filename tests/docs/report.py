@@ -35,10 +35,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.section("docs examples")
     for o in sorted(_outcomes, key=lambda o: o["page"]):
         write(f"docs/{o['page']}: {o['python']} python, {o['sh']} sh, {o['files']} files, "
-              f"{len(o['skipped'])} skipped")
+              f"{len(o['skipped'])} skipped, {o['seconds']:.1f} s")
     skipped = [s for o in _outcomes for s in o["skipped"]]
     write(f"{len(_outcomes)} pages: {sum(o['python'] for o in _outcomes)} python and "
           f"{sum(o['sh'] for o in _outcomes)} sh blocks executed, {sum(o['files'] for o in _outcomes)} files "
-          f"written, {len(skipped)} blocks skipped (no-run)")
+          f"written, {len(skipped)} blocks skipped (no-run), {sum(o['seconds'] for o in _outcomes):.0f} s in all")
     for where, reason in sorted(skipped):
         write(f"  no-run {where}: {reason}")

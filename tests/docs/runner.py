@@ -15,6 +15,7 @@ import select
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -41,6 +42,7 @@ class Outcome:
     sh: int = 0
     files: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, reason)
+    seconds: float = 0.0
 
 
 def venv_bin() -> Path:
@@ -62,6 +64,7 @@ def run_page(page: Page, tmp: Path, timeout: float = BLOCK_TIMEOUT_S) -> Outcome
     workdir.mkdir(parents=True)
     scratch.mkdir()
     outcome = Outcome(page.path)
+    started = time.monotonic()
     with page_services(page.services) as service_env, open(scratch / "output.log", "w+b") as log:
         env = clean_environment(service_env)
         session: PythonSession | None = None
@@ -87,6 +90,7 @@ def run_page(page: Page, tmp: Path, timeout: float = BLOCK_TIMEOUT_S) -> Outcome
         finally:
             if session is not None:
                 session.close()
+    outcome.seconds = time.monotonic() - started
     return outcome
 
 
