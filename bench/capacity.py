@@ -65,7 +65,7 @@ the GIL's hand-overs). It is checked two ways:
 * ``from p1``: the P-process runs predicted from the 1-process runs' per-job CPU (the
   medians) and the P-process run's own other load: can the CPU cost measured at one
   scale predict another (this is what the cluster table does). The target is within 15%.
-  It misses here because per-job CPU rises with the second process (README, "Scaling");
+  It misses here because per-job CPU rises with the second process (docs/how-to/scale-out.md);
 * ``p1 x mach``: ``from p1`` with each tier's 1-process CPU per job multiplied by the
   machine's contention factor for P processes, from ``bench/contention.py`` (once per
   repetition, interleaved with the runs, ``--calibrate-seconds`` per process count): a

@@ -41,7 +41,7 @@ BASE_MS = 1_751_587_200_000
 
 
 def run_record(i: int, *, run_tag: str) -> dict[str, Any]:
-    """A realistic run record (storage-model.md, "The run record"), about 1 KB of JSON."""
+    """A realistic run record (docs/explanation/storage-model.md, the run record), about 1 KB of JSON."""
     started = BASE_MS + i * 1_000
     status = STATUSES[i % len(STATUSES)]
     failed = status == "failed"

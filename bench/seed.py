@@ -200,7 +200,7 @@ def run_value(
     rng: random.Random, *, rid: str, name: str, module: str, status: str, started: int, data: Any,
     attempts: int = 1, job_id: str | None = None, error: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A run record with the spec's shape (storage-model.md, "The run record")."""
+    """A run record with the spec's shape (docs/explanation/storage-model.md, the run record)."""
     running = status == "running"
     duration = None if running else int(rng.lognormvariate(5.5, 1.0))
     ended = None if running else started + (duration or 0)

@@ -1,6 +1,6 @@
 """Job-queue throughput: our engine (sqlite, postgres, redis-postgres and redis modes)
 against Procrastinate and django-tasks-db (Postgres) and RQ, Celery, Dramatiq and Huey
-(Redis), on the workload of ``shared/reference/peer-bench.md``.
+(Redis), on the peer workload described in ``docs/explanation/benchmarks.md``.
 
 N no-op jobs with payload ``{"i": i, "to": "user-i@example.com"}``; every system's task
 body is one Redis ``INCR`` on a completion counter (``bench/peers/common.py``), which the

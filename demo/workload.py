@@ -87,7 +87,7 @@ def fire(*, events: int) -> dict[str, int]:
 
 
 def album(n: int) -> dict[str, int]:
-    """A group (README "Groups"): an album's thumbnails, then one email once all are done."""
+    """A group (docs/how-to/groups-and-batches.md): an album's thumbnails, then one email once all are done."""
     import oqronkit
 
     from . import oqron

@@ -53,7 +53,7 @@ def check_host_project(app_configs: Iterable[Any] | None = None, **kwargs: Any) 
 @checks.register("oqron")
 def check_settings_problems(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """``oqron.E010``: what the standalone project's settings could not read from the environment."""
-    return [checks.Error(problem, hint="Fix the variable (README, \"Deploy the standalone board\").",
+    return [checks.Error(problem, hint="Fix the variable (docs/reference/environment.md).",
                          id="oqron.E010") for problem in getattr(settings, "OQRON_SETTINGS_PROBLEMS", ())]
 
 
@@ -118,7 +118,7 @@ def check_scope_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any
             found.append(checks.Error(
                 f"OQRON_API_TOKENS: entry {number} never authenticates: {holder}",
                 hint='A token maps to "username", "username:project/environment:..." (* for any name) or '
-                     '{"user": "username", "scopes": ["project/environment", ...]} (README, "JSON API").',
+                     '{"user": "username", "scopes": ["project/environment", ...]} (docs/reference/json-api.md).',
                 id="oqron.E120"))
     for read in (conf.production_environments, conf.configured_scope_open):
         try:

@@ -1,5 +1,5 @@
 """Django settings of the standalone board project: the board and the engine's Django
-integration, configured by environment variables (README, "Deploy the standalone board").
+integration, configured by environment variables (docs/how-to/production-workers.md, docs/reference/environment.md).
 
 A host project never imports this module: it adds ``oqronkit.contrib.django`` and
 ``oqronboard`` to its own settings. Here the engine's ``OQRON`` dict stays empty, so
@@ -37,7 +37,7 @@ OQRON: dict[str, object] = {}
 OQRON_SETTINGS_PROBLEMS: list[str] = []
 
 DATABASES = {"default": standalone.database(os.environ, BASE_DIR, OQRON_SETTINGS_PROBLEMS)}
-# The board's optional read replica (README, "Read replica"): list and detail pages read
+# The board's optional read replica (docs/how-to/scale-out.md): list and detail pages read
 # there, actions, audit, sessions and the engine use the primary.
 _READ_DATABASE = standalone.read_database(os.environ)
 if _READ_DATABASE is not None:
@@ -64,7 +64,7 @@ if not SECRET_KEY:
     SECRET_KEY = "django-insecure-oqronboard-development-key-change-me-in-production"
 
 # HTTPS, on by default in production: Secure session and CSRF cookies, a year of HSTS,
-# the redirect (README, "Deploy the standalone board"). A developer's machine (DEBUG)
+# the redirect (docs/how-to/secure-the-board.md). A developer's machine (DEBUG)
 # serves plain HTTP; a production board that must too opts out with DJANGO_PLAIN_HTTP=1,
 # and `check --deploy` warns (oqron.security.W001). Each DJANGO_SECURE_* variable overrides.
 OQRON_PLAIN_HTTP = not DEBUG and _env_flag("DJANGO_PLAIN_HTTP", False)
@@ -106,7 +106,7 @@ INSTALLED_APPS = [
 if _env_flag("OQRON_DEMO", False):
     INSTALLED_APPS.append("demo")
 
-# Django's tasks framework on oqronkit's queues (README, "Django tasks (django.tasks)").
+# Django's tasks framework on oqronkit's queues (docs/how-to/django-tasks.md).
 TASKS = {"default": {"BACKEND": "oqronkit.contrib.django.tasks.OqronBackend", "QUEUES": ["default"]}}
 
 MIDDLEWARE = [

@@ -90,7 +90,7 @@ def cache(environ: Mapping[str, str]) -> dict[str, Any]:
 
 
 def read_database(environ: Mapping[str, str]) -> dict[str, Any] | None:
-    """``DATABASES[READ_ALIAS]`` for ``OQRON_READ_DATABASE_URL`` (README, "Read replica"),
+    """``DATABASES[READ_ALIAS]`` for ``OQRON_READ_DATABASE_URL`` (docs/how-to/scale-out.md),
     or None when it is unset or not a ``postgresql://`` URL (``oqron.E020`` says so)."""
     url = environ.get(READ_URL_VARIABLE, "").strip()
     if not url.startswith(("postgresql://", "postgres://")):

@@ -36,7 +36,7 @@ class NotInstalled(URLPattern):
         return [checks.Error(
             f"oqronboard.urls is included, but {names} {'is' if len(self.missing) == 1 else 'are'} not in "
             "INSTALLED_APPS, so the board serves nothing.",
-            hint=f"INSTALLED_APPS += [{names}] (README, \"Add to an existing Django project\").",
+            hint=f"INSTALLED_APPS += [{names}] (the tutorial, docs/tutorial/index.md).",
             id="oqron.E112")]
 
 

@@ -5,8 +5,6 @@ This module is the public API and nothing else.
 
 from __future__ import annotations
 
-__version__ = "0.9.0"
-
 from .backends import open_durable_store
 from .backends.types import ABSENT, StoredRecord
 from .caches import Cache, FetchTimeout, InvalidCacheKey, InvalidCacheValue, cache
@@ -57,6 +55,9 @@ from .topics.subscription import Message, TopicContext
 from .topics.topic import Topic, topic
 from .webhooks.endpoints import Endpoint
 from .webhooks.webhook import Webhook, webhook
+
+__version__ = "0.9.0"
+"""The distribution's version: the one place it is written (pyproject.toml reads it)."""
 
 
 def open_durable(config: OqronConfig, *, start: bool = True) -> DurablePlane:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Final, Literal
 
 from .errors import ConfigurationError
+from .settings_table import ENGINE_VARIABLES
 
 Mode = Literal["memory", "sqlite", "postgres", "redis", "redis-postgres"]
 MODES: Final[tuple[str, ...]] = ("memory", "sqlite", "postgres", "redis", "redis-postgres")
@@ -25,15 +26,8 @@ DEFAULT_MAX_RECORD_BYTES: Final = 1024 * 1024
 DEFAULT_BACKEND_WAIT_S: Final = 5.0
 MAX_BACKEND_WAIT_S: Final = 300.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_ENV_KEYS: Final[dict[str, str]] = {
-    "OQRON_MODE": "mode",
-    "OQRON_DATABASE_URL": "database_url",
-    "OQRON_REDIS_URL": "redis_url",
-    "OQRON_PROJECT": "project",
-    "OQRON_ENVIRONMENT": "environment",
-    "OQRON_BACKEND_WAIT": "backend_wait",
-    "OQRON_MODULE_LOGS": "module_logs",
-}
+#: The OQRON_* variables of the engine's settings, from the one table of every setting.
+_ENV_KEYS: Final[dict[str, str]] = ENGINE_VARIABLES
 #: Modules that keep logs; "cron" and "schedule" both name the scheduler's.
 LOG_MODULES: Final[tuple[str, ...]] = ("queue", "worker", "scheduler", "topic", "webhook", "services", "engine")
 LOG_MODULE_NAMES: Final[tuple[str, ...]] = (*LOG_MODULES, "cron", "schedule", "all")

@@ -50,6 +50,7 @@ class RegistryLike(Protocol):
 
 logger = logging.getLogger(__name__)
 EVENTS = ("enqueued", "started", "retried", "completed", "failed", "dead", "stalled", "cancelled")
+"""The lifecycle events a callback (``oqronkit.on``, ``Queue.on``) or a Django signal can follow."""
 #: Events waiting for the signals thread; past this they are dropped (logged), never block the engine.
 MAX_PENDING = 100_000
 

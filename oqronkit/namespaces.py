@@ -1,6 +1,6 @@
 """Namespaces: their names, builders and parsers, the kind each holds and its table.
 
-This is the spec's taxonomy (``storage-model.md``, "Record kinds"), exported so tools,
+This is the spec's taxonomy (``docs/explanation/storage-model.md``, its record kinds), exported so tools,
 the board and users' own SQL all classify rows the same way. Every namespace string is
 written here once: fixed ones as constants, families (``<family>:<suffix>``, the suffix
 may itself contain ':') as a builder and a parser; every other module calls them.
@@ -17,16 +17,21 @@ RecordKind = Literal[
 TableKey = Literal["records", "jobs", "runs"]
 
 RECORDS_TABLE: Final = "oqron_records"
+"""The durable table of definitions, control state, dead letters, messages, logs and other records."""
 JOBS_TABLE: Final = "oqron_jobs"
+"""The durable table of jobs not yet finished (waiting, delayed, active, blocked)."""
 RUNS_TABLE: Final = "oqron_runs"
+"""The durable table of runs: one row per attempt of a job, cron or delivery."""
 TABLE_NAMES: Final[dict[TableKey, str]] = {
     "records": RECORDS_TABLE,
     "jobs": JOBS_TABLE,
     "runs": RUNS_TABLE,
 }
+"""The three durable tables by key: ``records``, ``jobs`` and ``runs``."""
 RECORD_KINDS: Final[tuple[RecordKind, ...]] = (
     "definition", "control", "job", "dlq", "run", "message", "log", "state", "record",
 )
+"""The kinds of record the storage model knows; :func:`table_for_kind` says which table holds each."""
 
 # Fixed namespaces (definitions and control records, the run log, the board's audit).
 RUNS: Final = "runs"
@@ -60,7 +65,7 @@ MODULE_LOGS_PREFIX: Final = "module_logs:"
 # One group's member ledger (status and output per member); not in the spec's table:
 # kind record (unregistered), so thousands of rows never crowd the state kind's lists.
 GROUP_MEMBERS_PREFIX: Final = "queue_group_members:"
-# Not in the spec's table (README "Layout"): add's uniqueness windows and debounce keys.
+# Not in the spec's table (docs/explanation/storage-model.md): add's uniqueness windows and debounce keys.
 UNIQUE_PREFIX: Final = "queue_unique:"
 DEBOUNCE_PREFIX: Final = "queue_debounce:"
 

@@ -174,11 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     operator command (``queues``, ``dead``, ``retry``...: :mod:`oqronkit.cli`)."""
     from . import cli
 
-    parser = argparse.ArgumentParser(prog="python -m oqronkit", description="Run and operate oqronkit workers.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    work = sub.add_parser("worker", help="run the worker engine and, when elected, the scheduler services")
-    add_worker_arguments(work)
-    cli.add_commands(sub, connection_options=True)
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.command != "worker":
         return cli.run(args, cli.Console())
@@ -196,6 +192,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                           metrics_port=args.metrics_port, metrics_addr=args.metrics_addr, log_format=args.log_format)
     except OqronError as exc:  # a bad setting or an unreachable plane: its message, not a traceback
         parser.exit(2, f"python -m oqronkit: error: {exc}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``python -m oqronkit``'s whole parser: ``worker`` and the operator commands (the CLI
+    reference page is generated from it)."""
+    from . import cli
+
+    parser = argparse.ArgumentParser(prog="python -m oqronkit", description="Run and operate oqronkit workers.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    work = sub.add_parser("worker", help="run the worker engine and, when elected, the scheduler services",
+                          description="Run the worker engine and, when elected, the scheduler services.")
+    add_worker_arguments(work)
+    cli.add_commands(sub, connection_options=True)
+    return parser
 
 
 def bounded_int(low: int, high: int) -> Callable[[str], int]:

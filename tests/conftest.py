@@ -5,7 +5,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.docs.report import pytest_runtest_logreport, pytest_terminal_summary
 from tests.services import require_postgres, unique_name, with_search_path
+
+# The docs examples' summary (pages, blocks executed, skips), printed by the controller.
+__all__ = ["pytest_runtest_logreport", "pytest_terminal_summary"]
 
 
 @pytest.fixture(scope="session")

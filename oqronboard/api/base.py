@@ -146,6 +146,9 @@ def api_view(*methods: str, operator: bool = False) -> Callable[[Callable[..., A
                 logger.exception("api view %s failed", view.__name__, extra={"action": "board.api_error"})
                 return error(500, "Internal error: the board's log has the details.")
 
+        # Read by the JSON API's reference page (docs/_hooks/tables.py).
+        wrapper.api_methods = methods  # type: ignore[attr-defined]
+        wrapper.api_operator = operator  # type: ignore[attr-defined]
         return wrapper
 
     return decorate

@@ -132,7 +132,7 @@ def schedule_list(request: BoardRequest) -> dict[str, Any]:
 
 @api_view("GET")
 def group_detail(request: BoardRequest, group_id: str) -> dict[str, Any]:
-    """A group (README "Groups"): its record, progress, callbacks and first members."""
+    """A group (docs/how-to/groups-and-batches.md): its record, progress, callbacks and first members."""
     scope = scope_of(request)
     context = groups.group_context(scope, group_id)
     return {"group": asdict(context["group"]), "counts": context["counts"], "pending_now": dict(context["live"]),

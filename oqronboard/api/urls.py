@@ -29,7 +29,7 @@ urlpatterns = [
 
 @api_view("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 def not_found(request: HttpRequest, rest: str = "") -> dict:
-    raise Http404("No such API endpoint (every path ends with '/'): see the README's \"JSON API\".")
+    raise Http404("No such API endpoint (every path ends with '/'): see the docs, reference/json-api.md.")
 
 
 urlpatterns += [path("", not_found, name="api-root"), path("<path:rest>", not_found, name="api-not-found")]

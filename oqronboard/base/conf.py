@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from oqronkit import ConfigurationError
 from oqronkit.contrib.django.conf import comma_list, pairs, setting
 
-#: The variable the standalone project reads its read replica's URL from (README, "Read replica").
+#: The variable the standalone project reads its read replica's URL from (docs/how-to/scale-out.md).
 READ_URL_VARIABLE = "OQRON_READ_DATABASE_URL"
 #: A bearer token shorter than this never authenticates (a guessable secret is no secret).
 MIN_TOKEN_CHARS = 20

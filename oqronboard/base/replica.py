@@ -1,4 +1,4 @@
-"""The board's optional read replica (README, "Read replica").
+"""The board's optional read replica (docs/how-to/scale-out.md).
 
 With ``OQRON_READ_DATABASE_URL`` set, ``settings.py`` adds the alias
 ``OQRON_READ_DATABASE_ALIAS`` and this module routes reads of the durable tables
@@ -219,7 +219,7 @@ def check_read_replica(app_configs: Iterable[Any] | None = None, **kwargs: Any) 
     alias = read_database_alias()
     if not url and alias is None:
         return []
-    hint = "Set OQRON_READ_DATABASE_URL to a postgresql:// URL of a streaming replica (README, Read replica)."
+    hint = "Set OQRON_READ_DATABASE_URL to a postgresql:// URL of a streaming replica (docs/how-to/scale-out.md)."
     if alias is None or alias not in settings.DATABASES:
         return [checks.Error(f"{READ_URL_VARIABLE} is set but is not a postgresql:// URL; the board "
                              "ignores it.", hint=hint, id="oqron.E020")]

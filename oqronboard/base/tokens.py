@@ -2,7 +2,7 @@
 limited to. A token narrows its user's rights, never widens them: it sees and acts
 only where both its scopes and the user's own grants allow (:class:`.roles.Access`).
 
-A holder is written three ways (README, "JSON API"):
+A holder is written three ways (docs/reference/json-api.md):
 
 - ``"alice"``: acts as alice, with alice's own grants;
 - ``"alice:shop/production:shop/*"``: as alice, limited to those scopes (``:`` cannot

@@ -59,6 +59,7 @@ class _Absent:
 
 
 ABSENT: Final = _Absent()
+"""The compare-and-set sentinel: pass it as the expected value when the record must not exist yet."""
 
 Order = Literal["inserted", "started"]
 

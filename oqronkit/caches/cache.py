@@ -41,7 +41,7 @@ PRUNE_INTERVAL_MS = 60_000
 
 
 class Cache(OnEngine):
-    """A named cache of JSON values (see the README's Caches section)."""
+    """A named cache of JSON values (see docs/how-to/rate-limits-and-caches.md)."""
 
     def __init__(self, name: str, *, ttl: float | timedelta, fetcher: Fetcher | None = None,
                  stale_while_revalidate: float | timedelta = 0, stale_if_error: float | timedelta = 0,

@@ -1,5 +1,5 @@
 """The CLI's read commands: queues, runs, dead letters and schedules, through the engine's
-planes only (no Django), each row a dict with the stable field names README documents."""
+planes only (no Django), each row a dict with the stable field names docs/how-to/json-api-and-cli.md documents."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ def group(
     """Add ``members`` (``job_spec(queue, data, **options)`` or ``(queue, data[, options])``)
     as one group and return its id. ``on_complete`` is enqueued once when every member
     has completed; ``on_failure`` once a member died (policy ``"first"``) or once all
-    settled with at least one dead (``"after_all"``). See README, "Groups"."""
+    settled with at least one dead (``"after_all"``). See docs/how-to/groups-and-batches.md."""
     return (engine or get_engine()).group(
         members, on_complete=on_complete, on_failure=on_failure, on_failure_policy=on_failure_policy, name=name,
         group_id=group_id)

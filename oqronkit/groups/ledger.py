@@ -60,7 +60,7 @@ _REFUSED_OPTIONS = frozenset({"job_id", "depends_on", "parent_failure", "unique_
 
 class JobSpec(NamedTuple):
     """A job to add as part of a group: a queue (a Queue or its name), a payload and the
-    options of ``Queue.add`` (not those naming or relating jobs: README, "Groups")."""
+    options of ``Queue.add`` (not those naming or relating jobs: docs/how-to/groups-and-batches.md)."""
 
     queue: Any
     data: Any = None

@@ -1,4 +1,4 @@
-"""Debounce for ``Queue.add`` (README "Debounce"): ``add(data, debounce=seconds,
+"""Debounce for ``Queue.add`` (docs/how-to/uniqueness-and-debounce.md): ``add(data, debounce=seconds,
 unique_key=...)`` keeps only the latest payload of a key until its window closes, then
 one job runs with it.
 

@@ -207,7 +207,7 @@ class Queue(QueueControl, Observable):
         ``run_at``, ``priority``, ``attempts``, ``backoff``, ``depends_on``,
         ``parent_failure`` ("block" | "cascade-fail" | "ignore"), ``correlation_id``,
         ``tags``, ``timeout``; ``unique_for`` or ``debounce`` with ``unique_key``
-        (README "Uniqueness windows" and "Debounce").
+        (docs/how-to/uniqueness-and-debounce.md).
         """
         with producer_span(self.name, 1) as span:
             jobs = self._produce([(data, options)])

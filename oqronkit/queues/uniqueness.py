@@ -1,4 +1,4 @@
-"""Uniqueness windows for ``Queue.add`` (README "Uniqueness windows"): the add options
+"""Uniqueness windows for ``Queue.add`` (docs/how-to/uniqueness-and-debounce.md): the add options
 ``unique_for``, ``unique_key`` and ``debounce``, and the unique add itself.
 
 A window is a durable record ``queue_unique:<queue>`` / ``<key>`` naming the first job,

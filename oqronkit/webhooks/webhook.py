@@ -46,7 +46,7 @@ def delivery_queue_name(webhook: str) -> str:
 
 class Webhook(OnEngine):
     """Events fired to HTTP endpoints, signed, retried on a schedule, behind a circuit
-    breaker per endpoint. See the README's webhooks section."""
+    breaker per endpoint. See docs/how-to/webhooks.md."""
 
     def __init__(self, name: str, *, endpoints: Sequence[Mapping[str, Any]] = (), timeout: float | timedelta = 10,
                  retries: int | None = None, schedule: Sequence[float | timedelta] | None = None,

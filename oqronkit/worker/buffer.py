@@ -34,7 +34,7 @@ class QueueBuffer:
         # Throttled and limited queues claim only what they may start: a throttle's window
         # counts dispatches, and a held job would take a cluster-wide slot (its lease) or
         # rate start without running. Held jobs keep their leases renewed; a crash counts
-        # them as stalled, like jobs that had just started (see README "Prefetch").
+        # them as stalled, like jobs that had just started (see docs/explanation/job-lifecycle.md).
         unbuffered = queue.throttle is not None or queue.limits is not None
         self.prefetch = Prefetch(concurrency=concurrency, fixed=0 if unbuffered else queue.prefetch)
         #: Every attempt of the queue this process holds, by job id, until settled.

@@ -1,7 +1,7 @@
 """A Django team adds OqronKit and the board to its own project, from the built wheel.
 
 In a fresh virtual environment outside the checkout: ``django-admin startproject``, a
-host app named ``jobs`` with a model, the settings and URLs the README gives, ``migrate``
+host app named ``jobs`` with a model, the settings and URLs the README and the tutorial give, ``migrate``
 on the host's own Postgres database, jobs added inside the host's transactions (one
 committed, one rolled back), ``runworker --burst``, the run on the board under ``ops/``
 for a host user holding ``oqronboard.view_board``, 403 for one without it, the host's
@@ -43,7 +43,7 @@ def ship(ctx):
 orders = oqronkit.queue("orders", handler=ship)
 '''
 
-# The README's lines, appended to the generated settings.
+# The README's and the tutorial's lines, appended to the generated settings.
 SETTINGS = '''
 INSTALLED_APPS += ["jobs", "oqronkit.contrib.django", "oqronboard"]
 OQRON = {{"MODE": "postgres"}}

@@ -1,4 +1,4 @@
-"""The standalone board deployed from the wheel the way the README documents it:
+"""The standalone board deployed from the wheel the way docs/how-to/production-workers.md documents it:
 ``django-admin migrate``, ``collectstatic``, ``check --deploy`` (clean with only the
 secret key and the hosts set: HTTPS is the default), then gunicorn behind a
 TLS-terminating proxy serving the health probes, the HTTPS redirect, HSTS, Secure
@@ -48,7 +48,7 @@ def get(url: str, **headers: str) -> tuple[int, bytes, Message]:
 
 def test_the_documented_production_commands_serve_the_board(board_venv: Venv, tmp_path: Path):
     port = free_port()
-    # The README's environment for a production board: HTTPS is the default, nothing to switch on
+    # The documented environment for a production board: HTTPS is the default, nothing to switch on
     # (SQLite here: the same commands on Postgres).
     env = clean_env(
         DJANGO_SETTINGS_MODULE="oqronboard.settings", DJANGO_DEBUG="0", DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
@@ -63,9 +63,9 @@ def test_the_documented_production_commands_serve_the_board(board_venv: Venv, tm
     plain = run([admin, "check", "--deploy", "--fail-level", "WARNING"], cwd=tmp_path,
                 env={**env, "DJANGO_PLAIN_HTTP": "1"}, check=False)
     assert plain.returncode != 0 and "oqron.security.W001" in plain.stderr and "HINT:" in plain.stderr
-    # Behind a TLS-terminating proxy, as the README documents it: the proxy sets X-Forwarded-Proto
+    # Behind a TLS-terminating proxy, as docs/how-to/secure-the-board.md documents it: the proxy sets X-Forwarded-Proto
     # (this test plays the proxy on loopback) and is the one address whose X-Forwarded-For counts.
-    # Three login attempts a day: no window boundary falls inside the test (README, "Safe by default").
+    # Three login attempts a day: no window boundary falls inside the test (docs/how-to/secure-the-board.md).
     served = {**env, "DJANGO_SECURE_PROXY_SSL_HEADER": "1", "OQRON_TRUSTED_PROXIES": "127.0.0.1",
               "OQRON_LOGIN_RATE_LIMIT": "3/86400"}
     server = subprocess.Popen([board_venv.path / "bin" / "gunicorn", "oqronboard.wsgi", "--bind",

@@ -2,7 +2,7 @@
 default there (Secure cookies, a year of HSTS, the redirect; issue 34, F3): `check
 --deploy` is clean with only the secret key and the hosts set. A plain-HTTP deployment
 opts out with DJANGO_PLAIN_HTTP=1 and `check --deploy` warns; development stays plain
-HTTP (README.md, "Deploy the standalone board" and "Configuration")."""
+HTTP (docs/how-to/secure-the-board.md, docs/reference/environment.md)."""
 
 from __future__ import annotations
 

@@ -188,6 +188,11 @@ def operator_actions(page: Any, pause: str) -> None:
     page.locator(f'[data-testid="resume-{pause}"]').wait_for()
 
 
+def shown(path: Path) -> Path:
+    """``path`` relative to the checkout when inside it (``--out`` may be anywhere)."""
+    return path.relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
+
+
 def take(browser: Any, board: LiveBoard, state: str, theme: str, out: Path, only: str = "") -> list[Path]:
     written = []
     for shot in SHOTS:
@@ -205,7 +210,7 @@ def take(browser: Any, board: LiveBoard, state: str, theme: str, out: Path, only
         path = out / f"{shot.slug}-{theme}.png"
         page.screenshot(path=str(path), full_page=True)
         written.append(path)
-        print(f"  {path.relative_to(ROOT)}")
+        print(f"  {shown(path)}")
         context.close()
     return written
 
@@ -253,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{theme}:")
             take(browser, board, state, theme, args.out, args.only)
     write_index(args.out, themes, args.workload)
-    print(f"index: {(args.out / 'README.md').relative_to(ROOT)}")
+    print(f"index: {shown(args.out / 'README.md')}")
     return 0
 
 

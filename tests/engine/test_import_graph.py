@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ENGINE = "oqronkit"
 BOARD = frozenset({"oqronboard", "runs", "jobs", "definitions", "demo"})
 # The only Django imports the engine may hold: lazy ones, for the methods that only mean
-# something inside a Django project (README: add_on_commit, publish_on_commit).
+# something inside a Django project (add_on_commit, publish_on_commit).
 DJANGO_ALLOWED = frozenset({("oqronkit.queues.queue", "Queue.add_on_commit"),
                             ("oqronkit.topics.topic", "Topic.publish_on_commit"),
                             ("oqronkit.webhooks.webhook", "Webhook.fire_on_commit"),

@@ -1,4 +1,4 @@
-"""The spec's record-kind table (storage-model.md, "Record kinds") and table routing."""
+"""The spec's record-kind table (docs/explanation/storage-model.md, its record kinds) and table routing."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ FAMILIES = [
     (ns.webhook_endpoints_namespace, ns.webhook_of_endpoints, "webhook_endpoints:", "definition"),
     (ns.module_logs_namespace, ns.module_of_logs, "module_logs:", "log"),
 ]
-# Not in the spec's table (README "Layout"): add's uniqueness windows and debounce keys.
+# Not in the spec's table (docs/explanation/storage-model.md): add's uniqueness windows and debounce keys.
 OWN_FAMILIES = [
     (ns.unique_namespace, "queue_unique:", "state"),
     (ns.debounce_namespace, "queue_debounce:", "state"),
@@ -235,6 +235,6 @@ def test_audit_namespaces_are_plain_records():
     [("queue_groups", "state"), ("queue_group_members:01abc", "record"), ("queue_groups:x", "record")],
 )
 def test_group_namespaces_beyond_the_spec(namespace, kind):
-    """Groups (README "Layout", a deviation): in oqron_records, off the definitions page."""
+    """Groups (docs/explanation/storage-model.md, a deviation): in oqron_records, off the definitions page."""
     assert classify_namespace(namespace) == kind
     assert ns.group_members_namespace("g1") == "queue_group_members:g1"

@@ -20,7 +20,7 @@ LEGACY_TABLE = "oqron_kv"
 CONFIG_HINT = (
     "Fix the OQRON setting (keys MODE, DATABASE_ALIAS, REDIS_URL, PROJECT, ENVIRONMENT, ...) or the "
     "OQRON_MODE, OQRON_REDIS_URL, OQRON_PROJECT and OQRON_ENVIRONMENT environment variables, which fill "
-    "what OQRON leaves out (README, \"Add to an existing Django project\")."
+    "what OQRON leaves out (the tutorial, docs/tutorial/index.md)."
 )
 
 

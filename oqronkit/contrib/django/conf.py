@@ -10,14 +10,18 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from oqronkit import ConfigurationError
+from oqronkit.settings_table import django_setting
 
 _MISSING = object()
 
 
 def setting(name: str, default: Any, parse: Callable[[str], Any], environ: Mapping[str, str] | None = None) -> Any:
     """``settings.<name>``, else ``parse(os.environ[name])``, else ``default``. A
-    variable ``parse`` refuses raises :class:`ConfigurationError` naming it."""
+    variable ``parse`` refuses raises :class:`ConfigurationError` naming it. ``name`` must be
+    in oqronkit/settings_table.py, whose reference page documents it."""
     from django.conf import settings
+
+    django_setting(name)
 
     value = getattr(settings, name, _MISSING)
     if value is not _MISSING:

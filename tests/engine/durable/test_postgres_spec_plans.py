@@ -1,4 +1,4 @@
-"""Every dashboard query of storage-model.md ("Querying from a dashboard") is served by
+"""Every dashboard query of the storage model (docs/explanation/storage-model.md) is served by
 an index on Postgres, at scale, as the spec writes it.
 
 One private schema is filled by SQL alone (``INSERT ... SELECT generate_series``: seconds,

@@ -21,7 +21,7 @@ from oqronkit.backends.postgres import PostgresDurableStore
 from oqronkit.backends.postgres.statements import composed, list_plan
 from oqronkit.backends.types import ListQuery, Scope
 
-# The five example queries of storage-model.md ("Querying from a dashboard"), verbatim.
+# The five dashboard queries of the storage model (docs/explanation/storage-model.md), verbatim.
 # Only the literal project and run id are substituted per test (see `spec_sql`).
 SPEC_FAILED_RUNS = """\
 SELECT value FROM oqron_runs

@@ -60,7 +60,7 @@ def test_a_parent_whose_only_runs_failed_or_are_elsewhere_is_refused(engine: Eng
 
 def test_a_completed_run_beyond_the_scan_is_not_found(engine: Engine, monkeypatch: pytest.MonkeyPatch):
     """The search is bounded (COMPLETED_RUN_SCAN runs, newest first): a parent completed
-    longer ago than that is refused, as the README says."""
+    longer ago than that is refused, as docs/how-to/retries-and-dead-letters.md says."""
     from oqronkit.queues import dependencies
 
     monkeypatch.setattr(dependencies, "COMPLETED_RUN_SCAN", 3)

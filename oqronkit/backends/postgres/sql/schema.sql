@@ -1,4 +1,4 @@
--- OqronKit durable plane on PostgreSQL: the spec's three tables (storage-model.md).
+-- OqronKit durable plane on PostgreSQL: the spec's three tables (docs/explanation/storage-model.md).
 --
 -- Applied as one idempotent script, inside one transaction, by
 -- PostgresDurableStore.ensure_schema(); it never drops or rewrites data (only retired

@@ -1,4 +1,4 @@
--- OqronKit durable plane on SQLite: the spec's three tables (storage-model.md).
+-- OqronKit durable plane on SQLite: the spec's three tables (docs/explanation/storage-model.md).
 --
 -- Applied as one idempotent script by SQLiteDurableStore.ensure_schema(); it never
 -- drops or rewrites data. `value` is JSON text (jsonb on Postgres), written only by

@@ -1,4 +1,4 @@
-"""A ``django.tasks`` backend on oqronkit's queues (README: "Django tasks (django.tasks)").
+"""A ``django.tasks`` backend on oqronkit's queues (docs/how-to/django-tasks.md).
 
 ``TASKS = {"default": {"BACKEND": "oqronkit.contrib.django.tasks.OqronBackend", "QUEUES": ["default"],
 "OPTIONS": {"RETRIES": 3}}}``; ``python manage.py runworker`` runs the tasks.

@@ -180,7 +180,7 @@ def _aware(moment: datetime) -> datetime:
 # refuses); oqron.E102: two task queues, of this alias or another OqronBackend alias,
 # would share one oqronkit queue.
 
-HINT = "See README.md, \"Django tasks (django.tasks)\": OPTIONS takes QUEUE_PREFIX and oqronkit queue options."
+HINT = "See the docs, docs/how-to/django-tasks.md: OPTIONS takes QUEUE_PREFIX and oqronkit queue options."
 
 
 def check_backend(backend: OqronBackend) -> list[checks.CheckMessage]:
