@@ -51,8 +51,9 @@ class JobContext:
 
     @property
     def cancelled(self) -> bool:
-        """True once the job was cancelled, timed out, lost its lease or the worker is
-        shutting down: long handlers should check it and return early."""
+        """True once the job was cancelled, timed out or lost its lease, or a stopping
+        worker's drain deadline passed (until then a drain lets the handler run): long
+        handlers should check it and return early."""
         return self._inflight.cancelled.is_set()
 
     def log(self, level: str, msg: str) -> None:

@@ -232,3 +232,40 @@ def test_a_worker_dying_before_its_active_state_was_written_still_counts_a_stall
             stored = engine.durable.get("queue_job:early-death", job.id).value
             assert stored["attempts"] == 1 and stored["stalls"] == 1
     assert "stalled 2 times" in engine.durable.get("queue_dlq:early-death", job.id).value["deadReason"]
+
+
+def test_a_draining_worker_lets_handlers_run_until_the_deadline_then_sets_cancelled(engine: Engine):
+    """A stop lets running handlers finish: ``ctx.cancelled`` stays False while the drain
+    waits and turns True at the drain deadline, when the job goes back uncounted (the docs'
+    "Run workers in production", "Stop without losing work")."""
+    from oqronkit.worker import WorkerProcess
+
+    started, stop_requested = threading.Event(), threading.Event()
+    during_drain: list[bool] = []
+    cancelled_at: list[float] = []
+
+    def patient(ctx):
+        started.set()
+        stop_requested.wait(10)
+        time.sleep(0.2)
+        during_drain.append(ctx.cancelled)
+        deadline = time.monotonic() + 10
+        while not ctx.cancelled and time.monotonic() < deadline:
+            time.sleep(0.01)
+        cancelled_at.append(time.monotonic())
+
+    q = engine.queue("patient", handler=patient)
+    job = q.add({})
+    process = WorkerProcess(engine, poll_interval=0.1, drain_timeout=1.0)
+    thread = threading.Thread(target=process.run, daemon=True)
+    thread.start()
+    assert started.wait(10)
+    stopped_at = time.monotonic()
+    process.request_stop()
+    stop_requested.set()
+    thread.join(20)
+    wait_until(lambda: cancelled_at)
+    assert during_drain == [False]
+    assert cancelled_at[0] - stopped_at >= 0.9  # not before the drain deadline
+    stored = engine.durable.get("queue_job:patient", job.id).value
+    assert stored["status"] == "waiting" and stored["attempts"] == 0
