@@ -17,7 +17,9 @@ from dataclasses import fields
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-MANAGEMENT_COMMANDS = ("runworker", "oqron", "oqron_migrate_v1")
+#: (app, command): the integration's management commands, and the demo's (installed by OQRON_DEMO=1).
+MANAGEMENT_COMMANDS = (("oqronkit.contrib.django", "runworker"), ("oqronkit.contrib.django", "oqron"),
+                       ("oqronkit.contrib.django", "oqron_migrate_v1"), ("demo", "oqron_demo"))
 #: Calls that declare a metric family: the function's name -> the family's type.
 METRIC_CALLS = {"_gauge": "gauge", "GaugeMetricFamily": "gauge", "counter": "counter", "histogram": "histogram"}
 METRIC_SOURCES = ("oqronboard/metrics.py", "oqronkit/telemetry/worker_metrics.py")
@@ -88,8 +90,8 @@ def cli_parsers() -> list[tuple[str, argparse.ArgumentParser]]:
     _django()
     from django.core.management import load_command_class
 
-    for name in MANAGEMENT_COMMANDS:
-        command = load_command_class("oqronkit.contrib.django", name)
+    for app, name in MANAGEMENT_COMMANDS:
+        command = load_command_class(app, name)
         _walk(f"python manage.py {name}", command.create_parser("manage.py", name), found)
     return found
 

@@ -1,4 +1,4 @@
-"""The board's layer order (stated below), read from the source.
+"""The board's layer order (docs/reference/layout.md, and below), read from the source.
 
 Bottom up: the engine (``oqronkit``) and its Django integration (``oqronkit/contrib/django/``,
 whose ``engine.py`` is the bridge from settings); the board base (``oqronboard/base/``); the

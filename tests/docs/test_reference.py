@@ -171,7 +171,7 @@ def test_the_cli_page_has_every_command_and_flag_and_no_other():
     parsers = dict(tables.cli_parsers())
     assert set(sections) == set(parsers)
     assert {"python -m oqronkit worker", "python manage.py runworker", "python manage.py oqron dead",
-            "python manage.py oqron_migrate_v1"} <= set(sections)
+            "python manage.py oqron_migrate_v1", "python manage.py oqron_demo"} <= set(sections)
     for line, parser in parsers.items():
         documented = {s for s in first_column(sections[line]) if s.startswith("-")}
         actual = {s for a in tables.own_options(parser) for s in a.option_strings}
@@ -187,6 +187,10 @@ def test_the_json_api_page_has_every_endpoint_and_no_other():
     routes = {f"api/v1/{p.pattern}" for p in urls.urlpatterns if p.name not in ("api-root", "api-not-found")}
     rows = re.findall(r"^\| [A-Z, ]+ \| `(api/v1/[^`]*)` \|", page("json-api.md"), re.MULTILINE)
     assert sorted(rows) == sorted(routes)
+    from oqronboard.jobs.views import JOB_ACTIONS
+
+    actions = re.search(r"A job action is one of (.*?) \(", page("json-api.md"))
+    assert actions and sorted(re.findall(r"`(\w+)`", actions[1])) == sorted(JOB_ACTIONS)
     assert len(routes) >= 14
 
 
