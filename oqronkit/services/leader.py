@@ -12,6 +12,7 @@ from ..clock import now_ms
 from ..errors import BackendUnavailable, OqronError
 from ..namespaces import QUEUE
 from ..scheduler import Scheduler
+from .hot_reset import ResetWatch
 from .reconciler import Reconciler
 from .rescuer import _lease_ms, rescue_expired
 from .retention import prune
@@ -61,9 +62,10 @@ class Services:
         # its last failed call, then the first call answered after it.
         self.outage_at: float | None = None
         self._down = False
+        self.resets = ResetWatch(engine)
 
     def loop(self, stop: threading.Event) -> None:
-        while not stop.wait(0.25):
+        while not stop.wait(0.05 if self.resets.pending else 0.25):
             self.step()
 
     def step(self) -> None:
@@ -108,11 +110,14 @@ class Services:
         except OqronError as exc:
             logger.warning("could not store cron/schedule definitions yet: %s", exc,
                            extra={"action": "services.scheduler_prepare"})
+        now = time.monotonic()
+        if self.resets.noticed():  # a crash emptied the hot tables: the reconciler's first pass now
+            self._last["reconcile"] = 0.0
         if not leader:
             return
-        now = time.monotonic()
         for name, every in self.intervals.items():
-            if now - self._last.get(name, 0.0) >= every:
+            due = now - self._last.get(name, 0.0) >= every
+            if due or (name == "reconcile" and self.resets.second_pass_due()):
                 self._last[name] = now
                 self.run(name)
 
@@ -147,6 +152,7 @@ class Services:
             if self.on_rescued is not None:
                 self.on_rescued(rescued)
         elif name == "reconcile":
+            self.resets.remember_workers()
             self.reconciler.run(queues, stall_queues=set(self.settled_queues(queues)))
         elif name == "sweep":
             from ..queues.dependencies import sweep_waiting
