@@ -29,6 +29,7 @@ import argparse
 import itertools
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -161,6 +162,18 @@ def hold_horizon(url: str, seconds: float, stop: threading.Event) -> None:
         conn.rollback()
 
 
+def explain_slow_statements(url: str, ms: float) -> None:
+    """auto_explain (ANALYZE, BUFFERS) in the private server's log for statements slower than ``ms``."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("LOAD 'auto_explain'")  # its settings are known only once loaded
+        for name, value in (("session_preload_libraries", "auto_explain"), ("auto_explain.log_min_duration", ms),
+                            ("auto_explain.log_analyze", "on"), ("auto_explain.log_buffers", "on")):
+            conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+        conn.execute("SELECT pg_reload_conf()")
+
+
 def summarise(rows: list[dict[str, Any]], limit_ms: float) -> dict[str, Any]:
     if not rows:
         return {"seconds": 0}
@@ -255,6 +268,8 @@ def main() -> int:
     parser.add_argument("--after", type=float, default=60.0)
     parser.add_argument("--p99-ms", type=float, default=100.0)
     parser.add_argument("--seconds", action="store_true", help="print every second's figures too")
+    parser.add_argument("--explain-ms", type=float, default=0,
+                        help="log plans of statements slower than this to <tmp>/bloat-server.log (auto_explain)")
     parser.add_argument("--url", default="", help="an existing private server instead of a new one")
     args = parser.parse_args()
     if args.role == "worker":
@@ -264,6 +279,8 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp, dedicated_postgres() as server:
         url = args.url or server.url
+        if args.explain_ms:
+            explain_slow_statements(url, args.explain_ms)
         print(f"private server {url}, {args.rate} jobs/s offered, {args.concurrency} slots, {args.job_ms} ms jobs",
               flush=True)
         print(f"{'rep':>3} {'phase':<7} {'secs':>4} {'claim p50':>9} {'worst p99':>9} {'settle p99':>10} "
@@ -278,6 +295,8 @@ def main() -> int:
                       f"{s['worst_settle_p99']:>10.1f} {s['min_jobs_s']:>10} {s['median_jobs_s']:>10.0f} "
                       f"{s['seconds_over']:>13}", flush=True)
         print(f"seconds with claim p99 >= {args.p99_ms:g} ms: {failed}", flush=True)
+        if args.explain_ms:
+            shutil.copy(server.datadir / "server.log", Path(tmp).parent / "bloat-server.log")
     return 0
 
 

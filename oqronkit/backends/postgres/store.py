@@ -16,10 +16,12 @@ from psycopg.pq import TransactionStatus
 
 from ...errors import DuplicateRecord
 from ...namespaces import TABLE_NAMES
+from ..db_health import DatabaseHealth
 from ..matching import fields_match
 from ..types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
 from . import log
 from .arrays import BigintArray, TextArray
+from .health import read_health
 from .pool import LazyPool
 from .statements import (
     QUERIES,
@@ -85,6 +87,11 @@ class PostgresDurableStore:
 
     def close(self) -> None:
         self._pool.close()
+
+    def database_health(self, tables: Sequence[str], warning_s: float) -> DatabaseHealth:
+        """The horizon's oldest holder and ``tables``' dead rows and vacuums (health.py)."""
+        with self._pool.connection() as conn:
+            return read_health(conn, tables, warning_s)
 
     def upkeep(self) -> list[str]:
         """ANALYZE / VACUUM the three tables where autovacuum lags (see upkeep.py)."""

@@ -88,10 +88,17 @@ BEGIN
 COMMIT
 
 -- name: get_many
-SELECT namespace, id, record_kind, value, inserted_at, expires_at
-FROM {table}
-WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
-  AND namespace = (SELECT %(namespace)s::text) AND id = ANY(%(ids)s::text[]);
+-- One primary-key probe per id (OFFSET 0 keeps the lateral subquery from being
+-- flattened). With id = ANY(...) the planner, which costs an index range by its live
+-- rows, walked the namespace's whole key range: under a held xmin horizon, the dead
+-- entry of every job deleted since too (issue 38: a batch read, 3,016 blocks).
+SELECT r.namespace, r.id, r.record_kind, r.value, r.inserted_at, r.expires_at
+FROM unnest(%(ids)s::text[]) AS i(id)
+CROSS JOIN LATERAL (
+    SELECT namespace, id, record_kind, value, inserted_at, expires_at FROM {table}
+    WHERE project = %(project)s AND environment = %(environment)s AND namespace = %(namespace)s AND id = i.id
+    OFFSET 0
+) AS r;
 
 -- name: delete_many
 DELETE FROM {table}
