@@ -151,6 +151,17 @@ def table_health(url: str) -> dict[str, tuple[int, int]]:
     return {name: (live, dead) for name, live, dead in rows}
 
 
+def analyze(url: str) -> None:
+    """Planner statistics, as a server running for a minute has them (autovacuum, or the
+    leader's upkeep): without, a fresh table's estimates choose other plans."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        names = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'oqron%%'")]
+        for name in names:
+            conn.execute(f'ANALYZE "{name}"')
+
+
 def hold_horizon(url: str, seconds: float, stop: threading.Event) -> None:
     import psycopg
 
@@ -205,6 +216,7 @@ def repetition(args: argparse.Namespace, url: str, rep: int, stats: Path) -> lis
     try:
         time.sleep(args.warmup)
         engine = configure()
+        analyze(url)
         producer.start()
         marks.append(("before", time.time()))
         time.sleep(args.before)

@@ -33,7 +33,7 @@ from .broadcast import PostgresBroadcast
 from .epoch import EpochWatch
 from .pool import LazyPool
 from .qlimits import PostgresQueueLimits
-from .upkeep import table_upkeep
+from .upkeep import HorizonWatch, table_upkeep
 
 _PACKAGE = "oqronkit.backends.postgres"
 QUERIES = load_queries(_PACKAGE, "sql/hot_queries.sql")
@@ -78,6 +78,7 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
         self.transaction_domain: str | None = url
         self.joins_database: str | None = url
         self._epoch = EpochWatch()
+        self._horizon = HorizonWatch()
         self._pool = LazyPool(
             url, "oqronkit-hot", label="hot plane", min_size=min_size, max_size=max_size,
             timeout=connect_timeout, autocommit=True, configure=self._configure,
@@ -112,6 +113,11 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
         with self._pool.connection() as conn:
             conn.execute(QUERIES["rate_prune"], {"now": now_ms()})  # abandoned keys never pile up
             return table_upkeep(conn, HOT_TABLES)
+
+    def after_horizon(self) -> list[str]:
+        """VACUUM the hot tables once a transaction that held the horizon ended (upkeep.py)."""
+        with self._pool.connection() as conn:
+            return self._horizon.step(conn, HOT_TABLES)
 
     def close(self) -> None:
         self._pool.close()

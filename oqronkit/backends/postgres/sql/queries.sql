@@ -237,11 +237,31 @@ LIMIT %(limit)s
 -- statements.release_statement puts the hot plane's own ack before this part, as
 -- "released" (the leases still held under their token, released), so only the jobs
 -- released are deleted, and the run writes after it. A lease lost meanwhile keeps its
--- job, exactly as ack would.
+-- job, exactly as ack would. The jobs are found and deleted as ack finds and deletes its
+-- rows (hot_queries.sql): a key probe each, locked in id order, then by ctid.
 deleted AS (
     DELETE FROM {table}
-    WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
-      AND namespace = (SELECT %(release_namespace)s::text) AND id = ANY(ARRAY(SELECT job_id FROM released))
+    WHERE ctid = ANY(ARRAY(
+        WITH doomed AS MATERIALIZED (
+            SELECT d.newest, d.id
+            FROM (SELECT DISTINCT job_id COLLATE "C" AS id FROM released ORDER BY 1) AS r
+            CROSS JOIN LATERAL (
+                SELECT ctid AS newest, id FROM {table}
+                WHERE project = %(project)s AND environment = %(environment)s
+                  AND namespace = %(release_namespace)s AND id = r.id
+                FOR UPDATE
+            ) AS d
+        )
+        SELECT newest FROM doomed
+        UNION ALL
+        SELECT v.seen FROM doomed AS l
+        CROSS JOIN LATERAL (
+            SELECT ctid AS seen FROM {table}
+            WHERE project = %(project)s AND environment = %(environment)s
+              AND namespace = %(release_namespace)s AND id = l.id
+            OFFSET 0
+        ) AS v
+    ))
 )
 
 -- name: read_log
