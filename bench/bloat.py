@@ -216,15 +216,17 @@ def repetition(args: argparse.Namespace, url: str, rep: int, stats: Path) -> lis
     try:
         time.sleep(args.warmup)
         engine = configure()
-        analyze(url)
         producer.start()
         marks.append(("before", time.time()))
-        time.sleep(args.before)
+        time.sleep(min(5.0, args.before))
+        analyze(url)  # with jobs in the tables
+        time.sleep(max(0.0, args.before - 5.0))
         stop = threading.Event()
         holder = threading.Thread(target=hold_horizon, args=(url, args.held, stop), daemon=True)
         marks.append(("held", time.time()))
         holder.start()
-        holder.join()
+        while holder.is_alive():  # a join with a timeout: Ctrl-C still stops the run
+            holder.join(0.5)
         marks.append(("after", time.time()))
         print(f"  rep {rep}: tables at the end of the hold {table_health(url)}", flush=True)
         time.sleep(args.after)

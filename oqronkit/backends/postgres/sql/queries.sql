@@ -88,8 +88,10 @@ BEGIN
 COMMIT
 
 -- name: get_many
--- One primary-key probe per id (OFFSET 0 keeps the lateral subquery from being
--- flattened). With id = ANY(...) the planner, which costs an index range by its live
+-- One primary-key probe per id (LIMIT keeps the lateral subquery from being flattened;
+-- ORDER BY id, which only the primary key provides, keeps the planner off an index that
+-- merely starts with the same columns, such as oqron_jobs_status_created_idx, walked
+-- per id). With id = ANY(...) the planner, which costs an index range by its live
 -- rows, walked the namespace's whole key range: under a held xmin horizon, the dead
 -- entry of every job deleted since too (issue 38: a batch read, 3,016 blocks).
 SELECT r.namespace, r.id, r.record_kind, r.value, r.inserted_at, r.expires_at
@@ -97,7 +99,7 @@ FROM unnest(%(ids)s::text[]) AS i(id)
 CROSS JOIN LATERAL (
     SELECT namespace, id, record_kind, value, inserted_at, expires_at FROM {table}
     WHERE project = %(project)s AND environment = %(environment)s AND namespace = %(namespace)s AND id = i.id
-    OFFSET 0
+    ORDER BY id LIMIT 1
 ) AS r;
 
 -- name: delete_many
@@ -238,7 +240,8 @@ LIMIT %(limit)s
 -- "released" (the leases still held under their token, released), so only the jobs
 -- released are deleted, and the run writes after it. A lease lost meanwhile keeps its
 -- job, exactly as ack would. The jobs are found and deleted as ack finds and deletes its
--- rows (hot_queries.sql): a key probe each, locked in id order, then by ctid.
+-- rows (hot_queries.sql): a key probe each, locked in id order, then by ctid (ORDER BY
+-- id: the primary key, as in get_many).
 deleted AS (
     DELETE FROM {table}
     WHERE ctid = ANY(ARRAY(
@@ -249,6 +252,7 @@ deleted AS (
                 SELECT ctid AS newest, id FROM {table}
                 WHERE project = %(project)s AND environment = %(environment)s
                   AND namespace = %(release_namespace)s AND id = r.id
+                ORDER BY id LIMIT 1
                 FOR UPDATE
             ) AS d
         )
@@ -259,7 +263,7 @@ deleted AS (
             SELECT ctid AS seen FROM {table}
             WHERE project = %(project)s AND environment = %(environment)s
               AND namespace = %(release_namespace)s AND id = l.id
-            OFFSET 0
+            ORDER BY id LIMIT 1
         ) AS v
     ))
 )
