@@ -88,19 +88,10 @@ BEGIN
 COMMIT
 
 -- name: get_many
--- One primary-key probe per id (LIMIT keeps the lateral subquery from being flattened;
--- ORDER BY id, which only the primary key provides, keeps the planner off an index that
--- merely starts with the same columns, such as oqron_jobs_status_created_idx, walked
--- per id). With id = ANY(...) the planner, which costs an index range by its live
--- rows, walked the namespace's whole key range: under a held xmin horizon, the dead
--- entry of every job deleted since too (issue 38: a batch read, 3,016 blocks).
-SELECT r.namespace, r.id, r.record_kind, r.value, r.inserted_at, r.expires_at
-FROM unnest(%(ids)s::text[]) AS i(id)
-CROSS JOIN LATERAL (
-    SELECT namespace, id, record_kind, value, inserted_at, expires_at FROM {table}
-    WHERE project = %(project)s AND environment = %(environment)s AND namespace = %(namespace)s AND id = i.id
-    ORDER BY id LIMIT 1
-) AS r;
+SELECT namespace, id, record_kind, value, inserted_at, expires_at
+FROM {table}
+WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
+  AND namespace = (SELECT %(namespace)s::text) AND id = ANY(%(ids)s::text[]);
 
 -- name: delete_many
 DELETE FROM {table}
@@ -239,33 +230,11 @@ LIMIT %(limit)s
 -- statements.release_statement puts the hot plane's own ack before this part, as
 -- "released" (the leases still held under their token, released), so only the jobs
 -- released are deleted, and the run writes after it. A lease lost meanwhile keeps its
--- job, exactly as ack would. The jobs are found and deleted as ack finds and deletes its
--- rows (hot_queries.sql): a key probe each, locked in id order, then by ctid (ORDER BY
--- id: the primary key, as in get_many).
+-- job, exactly as ack would.
 deleted AS (
     DELETE FROM {table}
-    WHERE ctid = ANY(ARRAY(
-        WITH doomed AS MATERIALIZED (
-            SELECT d.newest, d.id
-            FROM (SELECT DISTINCT job_id COLLATE "C" AS id FROM released ORDER BY 1) AS r
-            CROSS JOIN LATERAL (
-                SELECT ctid AS newest, id FROM {table}
-                WHERE project = %(project)s AND environment = %(environment)s
-                  AND namespace = %(release_namespace)s AND id = r.id
-                ORDER BY id LIMIT 1
-                FOR UPDATE
-            ) AS d
-        )
-        SELECT newest FROM doomed
-        UNION ALL
-        SELECT v.seen FROM doomed AS l
-        CROSS JOIN LATERAL (
-            SELECT ctid AS seen FROM {table}
-            WHERE project = %(project)s AND environment = %(environment)s
-              AND namespace = %(release_namespace)s AND id = l.id
-            ORDER BY id LIMIT 1
-        ) AS v
-    ))
+    WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
+      AND namespace = (SELECT %(release_namespace)s::text) AND id = ANY(ARRAY(SELECT job_id FROM released))
 )
 
 -- name: read_log
