@@ -64,7 +64,7 @@ class BoardCollector(Collector):
         up = {"durable": 1, "hot": 1}
         for section, collect in (("queues", self._queues), ("workers", self._workers),
                                  ("schedules", self._schedules), ("topics", self._topics),
-                                 ("webhooks", self._webhooks)):
+                                 ("webhooks", self._webhooks), ("database", self._database)):
             began = time.perf_counter()
             try:
                 yield from collect(now)
@@ -158,6 +158,36 @@ class BoardCollector(Collector):
         yield lag
         yield dead
         yield paused
+
+    def _database(self, now: int) -> Iterator[Metric]:
+        """PostgreSQL only (Engine.database_health): the transaction holding the horizon,
+        each engine table's dead rows and last vacuum."""
+        health = self.scope.engine.database_health()
+        if health is None:
+            return
+        holder = health.holder
+        age = _gauge("oqron_db_oldest_transaction_age_seconds",
+                     "Age of the oldest transaction holding the xmin horizon (0 when none is open).",
+                     ["application_name", "client_addr"])
+        age.add_metric([holder.application_name, holder.client_addr or ""] if holder else ["", ""],
+                       holder.age_s if holder else 0)
+        yield age
+        yield GaugeMetricFamily("oqron_db_horizon_warning",
+                                "1 when that transaction is older than OQRON horizon_warning_s.",
+                                value=1 if health.horizon_warning else 0)
+        dead = _gauge("oqron_db_table_dead_rows", "Dead rows of the engine's table (pg_stat_user_tables).", ["table"])
+        live = _gauge("oqron_db_table_live_rows", "Live rows of the engine's table.", ["table"])
+        vacuumed = _gauge("oqron_db_table_last_vacuum_timestamp_seconds",
+                          "When the table was last vacuumed (VACUUM or autovacuum); absent when never.", ["table"])
+        bloated = _gauge("oqron_db_table_bloat_warning",
+                         "1 when dead rows are over 10,000 and outnumber the live ones.", ["table"])
+        for table in health.tables:
+            dead.add_metric([table.name], table.dead_rows)
+            live.add_metric([table.name], table.live_rows)
+            bloated.add_metric([table.name], 1 if table.bloated else 0)
+            if table.last_vacuum_ms is not None:
+                vacuumed.add_metric([table.name], table.last_vacuum_ms / 1000)
+        yield from (dead, live, vacuumed, bloated)
 
     def _webhooks(self, now: int) -> Iterator[Metric]:
         data = webhooks.build(self.scope, stats=False)

@@ -25,6 +25,7 @@ DEFAULT_SQLITE_URL: Final = "sqlite:///oqron.sqlite3"
 DEFAULT_MAX_RECORD_BYTES: Final = 1024 * 1024
 DEFAULT_BACKEND_WAIT_S: Final = 5.0
 MAX_BACKEND_WAIT_S: Final = 300.0
+DEFAULT_HORIZON_WARNING_S: Final = 30.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 #: The OQRON_* variables of the engine's settings, from the one table of every setting.
 _ENV_KEYS: Final[dict[str, str]] = ENGINE_VARIABLES
@@ -56,6 +57,9 @@ class OqronConfig:
     #: Seconds a call waits for an unreachable Postgres or Redis (a free connection, a
     #: reconnect) before it raises BackendUnavailable.
     backend_wait: float = DEFAULT_BACKEND_WAIT_S
+    #: Seconds a PostgreSQL transaction may hold the xmin horizon (dead rows of every
+    #: table kept) before the board's health panel and /metrics warn (Engine.database_health).
+    horizon_warning_s: float = DEFAULT_HORIZON_WARNING_S
     #: Modules whose engine log records are kept in ``module_logs:<module>`` (module_logs.py).
     module_logs: tuple[str, ...] = ()
     module_log_retention_days: int = 7
@@ -91,6 +95,9 @@ class OqronConfig:
                 f"OQRON backend_wait must be a number of seconds above 0 and at most "
                 f"{MAX_BACKEND_WAIT_S:g}, got {wait!r}."
             )
+        warn = self.horizon_warning_s
+        if isinstance(warn, bool) or not isinstance(warn, int | float) or not math.isfinite(warn) or warn <= 0:
+            raise ConfigurationError(f"OQRON horizon_warning_s must be a number of seconds above 0, got {warn!r}.")
         self._check_module_logs()
         self._check_urls()
 
@@ -207,14 +214,13 @@ def settings_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any
     if environ is None:
         environ = os.environ
     overrides: dict[str, Any] = {field: environ[var] for var, field in _ENV_KEYS.items() if environ.get(var)}
-    if "backend_wait" in overrides:
-        text = overrides["backend_wait"]
-        try:
-            overrides["backend_wait"] = float(text)
-        except ValueError:
-            raise ConfigurationError(
-                f"OQRON_BACKEND_WAIT must be a number of seconds, got {text!r}."
-            ) from None
+    for field, var in (("backend_wait", "OQRON_BACKEND_WAIT"), ("horizon_warning_s", "OQRON_HORIZON_WARNING_S")):
+        if field in overrides:
+            text = overrides[field]
+            try:
+                overrides[field] = float(text)
+            except ValueError:
+                raise ConfigurationError(f"{var} must be a number of seconds, got {text!r}.") from None
     if "module_logs" in overrides:
         overrides["module_logs"] = tuple(m for m in overrides["module_logs"].split(",") if m.strip())
     return overrides

@@ -12,7 +12,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .backends import open_durable_store
 from .backends.protocols import HotPlane
@@ -24,11 +24,15 @@ from .hot import HotPlaneFacade
 from .ids import node_id
 from .lifecycle import Callback, register
 from .module_logs import ModuleLogHandler, attach, detach
+from .namespaces import TABLE_NAMES
 from .queues.queue import Queue, Registry, default_registry, set_default_engine_lookup
 from .ratelimit import RateLimiter
 from .topics.topic import Topic
 from .transactions import TransactionLookup
 from .webhooks.webhook import Webhook
+
+if TYPE_CHECKING:
+    from .backends.db_health import DatabaseHealth
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +119,18 @@ class Engine:
         commit in one database (postgres mode)."""
         domain = self.hot.plane.transaction_domain
         return domain is not None and domain == self.durable.store.transaction_domain
+
+    def database_health(self) -> DatabaseHealth | None:
+        """What the PostgreSQL server says of the engine's tables (the transaction holding
+        the horizon, dead rows, last vacuums), warning past ``horizon_warning_s``; None
+        on other durable planes."""
+        read = getattr(self.durable.store, "database_health", None)
+        if read is None:
+            return None
+        from .backends.postgres.hot import HOT_TABLES
+
+        tables = [*TABLE_NAMES.values(), *HOT_TABLES]
+        return cast("DatabaseHealth", read(tables, self.config.horizon_warning_s))
 
     def queue(self, name: str, **options: Any) -> Queue:
         """Declare a queue on this engine (see :func:`oqronkit.queues.queue`)."""

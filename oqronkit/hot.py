@@ -43,6 +43,17 @@ class HotPlaneFacade:
     def close(self) -> None:
         self.plane.close()
 
+    @property
+    def resets(self) -> int:
+        """How many times this process found the plane emptied by a crash (0 where a plane cannot tell)."""
+        return int(getattr(self.plane, "resets", 0))
+
+    @property
+    def epoch(self) -> str | None:
+        """The plane's current epoch where it keeps one (postgres), else None."""
+        epoch = getattr(self.plane, "epoch", None)
+        return None if epoch is None else str(epoch)
+
     def signal(self, queue: str, signals: Sequence[Signal], now: int) -> None:
         if signals:
             self._call("hot.signal", self.plane.signal, queue, signals, now)

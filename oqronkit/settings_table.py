@@ -47,6 +47,9 @@ OQRON_KEYS: Final[dict[str, tuple[str | None, str]]] = {
                     "`scheduler`, `topic`, `webhook`, `services`, `engine` or `all`; comma-separated in the "
                     "environment)"),
     "MODULE_LOG_RETENTION_DAYS": (None, "days a kept module log record lives"),
+    "HORIZON_WARNING_S": ("OQRON_HORIZON_WARNING_S", "seconds a PostgreSQL transaction may hold the xmin horizon "
+                          "before the overview's Database health panel and `oqron_db_horizon_warning` warn "
+                          "(above 0)"),
 }
 
 #: Django settings read with the environment variable of the same name as their fallback.

@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.http import HttpResponse
 
 from oqronboard.base.templating import render
 from oqronkit import OqronError
+from oqronkit.backends.db_health import DEAD_ROWS_WARNING, DatabaseHealth
 from oqronkit.config import redact_url
 from oqronkit.contrib.django import engine
 
 from ..base.pages import BoardRequest, board_view, scope_of
 from ..overview import build
+
+logger = logging.getLogger(__name__)
+
+
+def database_health() -> DatabaseHealth | None:
+    """The health panel's figures (PostgreSQL only); None when the server cannot say."""
+    try:
+        return engine.get_engine().database_health()
+    except OqronError as exc:
+        logger.warning("overview: the database's health could not be read: %s", exc,
+                       extra={"action": "board.db_health_failed"})
+        return None
 
 
 @board_view(needs_sql=False)
@@ -27,6 +42,7 @@ def home(request: BoardRequest) -> HttpResponse:
         engine.get_durable()
         if not context["needs_sql"]:
             context["overview"] = build(scope_of(request), include_internal=False)
+            context["db_health"], context["dead_rows_warning"] = database_health(), DEAD_ROWS_WARNING
     except OqronError as exc:
         # Shown, not raised: a misconfigured engine must not hide the board's own
         # diagnostics (manage.py check reports the same message as oqron.E001).

@@ -12,10 +12,11 @@ from ..clock import now_ms
 from ..errors import BackendUnavailable, OqronError
 from ..namespaces import QUEUE
 from ..scheduler import Scheduler
+from .hot_reset import ResetWatch
 from .reconciler import Reconciler
 from .rescuer import _lease_ms, rescue_expired
 from .retention import prune
-from .upkeep import table_upkeep
+from .upkeep import horizon_upkeep, table_upkeep
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -42,6 +43,7 @@ class Services:
         sweep_every: float = 5.0,
         retention_every: float = 60.0,
         upkeep_every: float = 60.0,
+        horizon_every: float = 1.0,
         scheduler_every: float = 0.2,
     ) -> None:
         self.engine = engine
@@ -50,20 +52,22 @@ class Services:
         # The scheduler comes first: its slots are time-critical, the other services are not.
         self.intervals = {"scheduler": scheduler_every, "scheduler-recovery": 1.0, "rescue": rescue_every,
                           "reconcile": reconcile_every, "sweep": sweep_every, "retention": retention_every,
-                          "upkeep": upkeep_every}
+                          "upkeep": upkeep_every, "horizon": horizon_every}
         self.is_leader = False
         self.reconciler = Reconciler(engine)
         self.scheduler = Scheduler(engine, worker_id=worker_id)
         self._last: dict[str, float] = {}
         self._upkeep: threading.Thread | None = None
+        self._horizon: threading.Thread | None = None
         self.on_rescued: Callable[[int], None] | None = None  # the worker's metrics count the rescues
         # Monotonic time an outage this process saw last ended (None: none since it started):
         # its last failed call, then the first call answered after it.
         self.outage_at: float | None = None
         self._down = False
+        self.resets = ResetWatch(engine)
 
     def loop(self, stop: threading.Event) -> None:
-        while not stop.wait(0.25):
+        while not stop.wait(0.05 if self.resets.pending else 0.25):
             self.step()
 
     def step(self) -> None:
@@ -108,11 +112,14 @@ class Services:
         except OqronError as exc:
             logger.warning("could not store cron/schedule definitions yet: %s", exc,
                            extra={"action": "services.scheduler_prepare"})
+        now = time.monotonic()
+        if self.resets.noticed():  # a crash emptied the hot tables: the reconciler's first pass now
+            self._last["reconcile"] = 0.0
         if not leader:
             return
-        now = time.monotonic()
         for name, every in self.intervals.items():
-            if now - self._last.get(name, 0.0) >= every:
+            due = now - self._last.get(name, 0.0) >= every
+            if due or (name == "reconcile" and self.resets.second_pass_due()):
                 self._last[name] = now
                 self.run(name)
 
@@ -131,6 +138,9 @@ class Services:
         if name == "upkeep":
             self.start_upkeep()
             return
+        if name == "horizon":
+            self.start_horizon_upkeep()
+            return
         try:
             self._run_service(name)
         except OqronError as exc:  # caught per service: a failing rescuer must not stop the reconciler
@@ -147,6 +157,7 @@ class Services:
             if self.on_rescued is not None:
                 self.on_rescued(rescued)
         elif name == "reconcile":
+            self.resets.remember_workers()
             self.reconciler.run(queues, stall_queues=set(self.settled_queues(queues)))
         elif name == "sweep":
             from ..queues.dependencies import sweep_waiting
@@ -165,6 +176,14 @@ class Services:
             return
         self._upkeep = threading.Thread(target=table_upkeep, args=(self.engine,), name="oqron-upkeep", daemon=True)
         self._upkeep.start()
+
+    def start_horizon_upkeep(self) -> None:
+        """The horizon's check (a VACUUM once a long transaction ended) on its own thread, one at a time."""
+        if not self.engine.config.table_upkeep or (self._horizon is not None and self._horizon.is_alive()):
+            return
+        self._horizon = threading.Thread(target=horizon_upkeep, args=(self.engine,), name="oqron-horizon",
+                                         daemon=True)
+        self._horizon.start()
 
     def known_queues(self) -> list[str]:
         """Queues declared here plus every queue any worker recorded as control state."""

@@ -16,6 +16,7 @@ from ..errors import OqronError
 from ..live import RUN_TTL_MS, WorkerInfo, cancel_requests, live_run, publish_runs, publish_worker
 from ..namespaces import QUEUE
 from ..queues.runs import describe_error
+from ..services.hot_reset import acknowledge
 from .finisher import Finisher
 from .inflight import Inflight, Outcome
 from .state import WorkerState
@@ -55,7 +56,10 @@ class Heartbeat:
         return False
 
     def loop(self, stop: threading.Event) -> None:
+        resets = self.state.hot.resets
         while not stop.wait(TICK):
+            if self.state.hot.resets != resets:
+                resets = self._after_reset(resets)
             for name, every, step in (
                 ("timeouts", TICK, self.check_timeouts),
                 ("overlay", TICK, self.flush_overlay),
@@ -68,6 +72,20 @@ class Heartbeat:
                         step()
                     except OqronError as exc:
                         logger.warning("heartbeat step %s failed: %s", name, exc, extra={"action": f"heartbeat.{name}"})
+
+    def _after_reset(self, seen: int) -> int:
+        """A crash emptied the hot plane: re-create our leases now, then tell the leader
+        (services/hot_reset.py), which signals the waiting jobs again once all did."""
+        resets = self.state.hot.resets
+        try:
+            self._last["extend"] = time.monotonic()
+            self.extend_leases()
+            acknowledge(self.state.hot, self.state.worker_id)
+        except OqronError as exc:
+            logger.warning("could not re-create leases after the hot plane's reset: %s", exc,
+                           extra={"action": "heartbeat.reset"})
+            return seen  # tried again next tick
+        return resets
 
     def control_loop(self, stop: threading.Event) -> None:
         """Steps that read the durable plane, on their own thread: a durable plane that

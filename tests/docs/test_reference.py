@@ -141,7 +141,7 @@ def test_the_oqron_keys_are_the_engines_fields_and_their_variables_work():
 
     assert set(OQRON_KEYS) == {f.name.upper() for f in fields(config.OqronConfig)} | {ALIAS_KEY}
     assert config._ENV_KEYS is ENGINE_VARIABLES  # the reader uses the table
-    samples = {"mode": "postgres", "backend_wait": "7", "module_logs": "queue"}
+    samples = {"mode": "postgres", "backend_wait": "7", "module_logs": "queue", "horizon_warning_s": "30"}
     for variable, field in ENGINE_VARIABLES.items():
         assert field in config.settings_from_env({variable: samples.get(field, "x")}), variable
 

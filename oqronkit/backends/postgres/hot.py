@@ -30,9 +30,10 @@ from ..sqlfiles import load_queries, load_sql
 from ..types import Scope
 from .arrays import BigintArray, TextArray
 from .broadcast import PostgresBroadcast
+from .epoch import EpochWatch
 from .pool import LazyPool
 from .qlimits import PostgresQueueLimits
-from .upkeep import table_upkeep
+from .upkeep import HorizonWatch, table_upkeep
 
 _PACKAGE = "oqronkit.backends.postgres"
 QUERIES = load_queries(_PACKAGE, "sql/hot_queries.sql")
@@ -76,9 +77,11 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
     ) -> None:
         self.transaction_domain: str | None = url
         self.joins_database: str | None = url
+        self._epoch = EpochWatch()
+        self._horizon = HorizonWatch()
         self._pool = LazyPool(
             url, "oqronkit-hot", label="hot plane", min_size=min_size, max_size=max_size,
-            timeout=connect_timeout, autocommit=True, configure=_configure,
+            timeout=connect_timeout, autocommit=True, configure=self._configure,
         )
         # One thread at a time owns the listener; the others poll (see wait).
         self._listen_lock = threading.Lock()
@@ -89,16 +92,32 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
 
     def ensure_ready(self) -> None:
         with self._pool.connection() as conn:
-            if conn.execute(QUERIES["missing_objects"], {"names": list(SCHEMA_OBJECTS)}).fetchall():
+            created = bool(conn.execute(QUERIES["missing_objects"], {"names": list(SCHEMA_OBJECTS)}).fetchall())
+            if created:
                 # One transaction; the script's advisory lock serialises processes.
                 with conn.transaction():
                     conn.execute(SCHEMA)
+            self._epoch.check(conn, created=created)
+
+    @property
+    def resets(self) -> int:
+        """How many times this process found the hot tables emptied by a crash (epoch.py)."""
+        return self._epoch.resets
+
+    @property
+    def epoch(self) -> str | None:
+        return self._epoch.epoch
 
     def upkeep(self) -> list[str]:
         """ANALYZE / VACUUM the hot tables where autovacuum lags (see upkeep.py)."""
         with self._pool.connection() as conn:
             conn.execute(QUERIES["rate_prune"], {"now": now_ms()})  # abandoned keys never pile up
             return table_upkeep(conn, HOT_TABLES)
+
+    def after_horizon(self) -> list[str]:
+        """VACUUM the hot tables once a transaction that held the horizon ended (upkeep.py)."""
+        with self._pool.connection() as conn:
+            return self._horizon.step(conn, HOT_TABLES)
 
     def close(self) -> None:
         self._pool.close()
@@ -123,14 +142,19 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
         if limit <= 0:
             return []
         keys = _keys(scope, queue, now=now)
-        with self._pool.connection() as conn:
+        lease = {"limit": limit, "expires_at": now + lease_ms, "worker": worker_id}
+
+        def claim(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
             # A sibling CTE could not see rows promoted in the same statement, so these
             # are two statements, pipelined: still one round trip.
             with conn.pipeline():
                 conn.execute(QUERIES["promote_due"], keys)
-                lease = {"limit": limit, "expires_at": now + lease_ms, "worker": worker_id}
                 cursor = conn.execute(QUERIES["claim"], {**keys, **lease})
-            rows = cursor.fetchall()
+            return cursor.fetchall()
+
+        # A dead connection (a restart) must not pause claiming: one more try on a new
+        # one. Leases a lost first try took lapse to the rescuer under their own tokens.
+        rows = self._pool.once_more_if_lost(claim)
         rows.sort(key=lambda r: r[1])  # tokens were drawn in claim order
         return [Lease(job_id, token, expires_at) for job_id, token, expires_at in rows]
 
@@ -337,6 +361,10 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
 
     # -- connections -----------------------------------------------------------------
 
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute(QUERIES["session_setup"])
+        self._epoch.check(conn)
+
     def _connection(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         return self._pool.connection()
 
@@ -345,10 +373,6 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
         with self._pool.connection() as conn:
             cursor = conn.execute(QUERIES[name], params)
             return cursor.fetchall() if cursor.description is not None else []
-
-
-def _configure(conn: psycopg.Connection[Any]) -> None:
-    conn.execute(QUERIES["session_setup"])
 
 
 def _lease_columns(leases: Sequence[Lease]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.types.json import set_json_loads
@@ -39,6 +39,7 @@ from .lent import lent_connection
 #: up to about a second.
 RECONNECT_FIRST_S = 0.1
 RECONNECT_CAP_S = 1.0
+T = TypeVar("T")
 
 
 class _QuietReconnects(logging.Filter):
@@ -155,6 +156,25 @@ class LazyPool:
             raise InvalidRecord(f"PostgreSQL refused a value: {exc}") from exc
         except psycopg.Error as exc:
             raise BackendUnavailable(f"PostgreSQL at {self.where} failed: {exc}") from exc
+
+    def once_more_if_lost(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``work`` on a pooled connection, run once more on a new one when the first was
+        found dead (the server restarted since it was last used); its dead idle siblings
+        are dropped first, so the second try never meets another. Only for work that may
+        safely run twice: a first try the server did commit is never answered."""
+        lost: list[psycopg.Connection[Any]] = []
+        try:
+            with self.connection() as conn:
+                lost.append(conn)
+                return work(conn)
+        except BackendUnavailable:
+            if not lost or not lost[0].broken or borrowed(self.url) is not None:
+                raise
+        pool = self._pool
+        if pool is not None:
+            pool.drain()
+        with self.connection() as conn:
+            return work(conn)
 
     def closed_error(self) -> BackendUnavailable:
         return BackendUnavailable(f"The PostgreSQL {self._label} for {self.where} is closed.")

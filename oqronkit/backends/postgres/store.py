@@ -16,10 +16,12 @@ from psycopg.pq import TransactionStatus
 
 from ...errors import DuplicateRecord
 from ...namespaces import TABLE_NAMES
+from ..db_health import DatabaseHealth
 from ..matching import fields_match
 from ..types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
 from . import log
 from .arrays import BigintArray, TextArray
+from .health import read_health
 from .pool import LazyPool
 from .statements import (
     QUERIES,
@@ -37,7 +39,7 @@ from .statements import (
     row_columns,
     statement,
 )
-from .upkeep import table_upkeep
+from .upkeep import HorizonWatch, table_upkeep
 
 #: Rows per statement in put_many / insert_many: big enough that round trips vanish
 #: in the cost, small enough to keep each statement's parameters a few megabytes.
@@ -66,6 +68,7 @@ class PostgresDurableStore:
         self.joins_database: str | None = url
         self._pool = LazyPool(url, "oqronkit-durable", label="store", min_size=min_size, max_size=max_size,
                               timeout=connect_timeout, autocommit=True)
+        self._horizon = HorizonWatch()
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -85,6 +88,16 @@ class PostgresDurableStore:
 
     def close(self) -> None:
         self._pool.close()
+
+    def database_health(self, tables: Sequence[str], warning_s: float) -> DatabaseHealth:
+        """The horizon's oldest holder and ``tables``' dead rows and vacuums (health.py)."""
+        with self._pool.connection() as conn:
+            return read_health(conn, tables, warning_s)
+
+    def after_horizon(self) -> list[str]:
+        """VACUUM the three tables once a transaction that held the horizon ended (upkeep.py)."""
+        with self._pool.connection() as conn:
+            return self._horizon.step(conn, list(TABLE_NAMES.values()))
 
     def upkeep(self) -> list[str]:
         """ANALYZE / VACUUM the three tables where autovacuum lags (see upkeep.py)."""

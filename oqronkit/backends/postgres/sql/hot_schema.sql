@@ -84,6 +84,13 @@ CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_kv (
     PRIMARY KEY (project, environment, grp, key)
 );
 
+-- The hot plane's epoch (postgres/epoch.py): one row, emptied with the other tables by
+-- crash recovery, so a process's next connection finds it gone (or another epoch).
+CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_epoch (
+    one   boolean PRIMARY KEY CHECK (one),
+    epoch text    NOT NULL
+);
+
 -- Cluster-wide queue limits (backends/claim_limits.py): per queue, the JSON log of claim
 -- times inside the rate window and the per-minute held-back counts. A limited claim
 -- locks its queue's row first (postgres/qlimits.py), so limited claims of one queue run
