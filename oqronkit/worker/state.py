@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..lifecycle import emit
 from .inflight import Inflight
+from .recovery import Unsure
 
 if TYPE_CHECKING:
     from ..config import OqronConfig
@@ -22,7 +23,7 @@ class WorkerState:
     def __init__(self, engine: Engine, *, record_runs: bool, burst: bool, poll_interval: float) -> None:
         self.engine = engine
         self.config: OqronConfig = engine.config
-        self.worker_id: str = engine.node_id
+        self.worker_id: str = engine.new_worker_id()
         self.record_runs = record_runs
         self.burst = burst
         self.poll_interval = poll_interval
@@ -32,6 +33,7 @@ class WorkerState:
         self.stopping = threading.Event()
         self.paused: set[str] = set()  # queue names, refreshed by the heartbeat's control loop
         self.hot_ok = True
+        self.unsure = Unsure()  # queues whose claim or ack got no reply (recovery.py)
         self.last_claim_at: int | None = None
         self.stats: Counter[str] = Counter()
         self._stats_lock = threading.Lock()
