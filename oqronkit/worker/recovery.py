@@ -16,7 +16,6 @@ from "no reply" apart is not worth a guess, and the check costs one read after a
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -25,27 +24,6 @@ from ..backends.hot_types import Lease
 if TYPE_CHECKING:
     from .buffer import QueueBuffer
     from .state import WorkerState
-
-
-class Unsure:
-    """The queues of this process whose leases may differ from what it knows."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._queues: set[str] = set()
-
-    def mark(self, queue: str) -> None:
-        with self._lock:
-            self._queues.add(queue)
-
-    def take(self, queue: str) -> bool:
-        """Whether ``queue`` was marked, unmarking it (the caller marks it again if its
-        check fails)."""
-        with self._lock:
-            if queue not in self._queues:
-                return False
-            self._queues.discard(queue)
-            return True
 
 
 def strays(state: WorkerState, buffer: QueueBuffer, finisher_tokens: Callable[[str], set[int]],

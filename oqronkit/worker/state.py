@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..lifecycle import emit
 from .inflight import Inflight
-from .recovery import Unsure
 
 if TYPE_CHECKING:
     from ..config import OqronConfig
@@ -60,3 +59,24 @@ class WorkerState:
         """Fire a lifecycle event of the attempt (lifecycle.emit: its callbacks run on the
         signals thread; a callback that raises is logged, never more)."""
         emit(self.engine.registry, inflight.queue, event, inflight.job, **details)
+
+
+class Unsure:
+    """The queues of this process whose leases may differ from what it knows."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queues: set[str] = set()
+
+    def mark(self, queue: str) -> None:
+        with self._lock:
+            self._queues.add(queue)
+
+    def take(self, queue: str) -> bool:
+        """Whether ``queue`` was marked, unmarking it (the caller marks it again if its
+        check fails)."""
+        with self._lock:
+            if queue not in self._queues:
+                return False
+            self._queues.discard(queue)
+            return True

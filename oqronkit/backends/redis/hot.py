@@ -16,7 +16,7 @@ Times are the callers' ``now`` (the protocol's clock), never the server's. Wake-
 by pub/sub (see :mod:`.waker` for why). Reads, and writes that may safely run twice, are
 retried with exponential backoff after a connection error; everything else fails at once
 as :class:`~oqronkit.errors.BackendUnavailable` (a claim whose reply was lost must not be
-repeated: its leases lapse and the rescuer returns them).
+repeated: the worker asks ``leases_of`` what it holds once the plane answers).
 """
 
 from __future__ import annotations
