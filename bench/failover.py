@@ -107,6 +107,10 @@ def repetition(args: argparse.Namespace, n: int, database_url: str) -> dict[str,
         for path in Path(tmp).glob("runs-*.txt"):
             runs.update(path.read_text().split())
         text = log_path.read_text(errors="replace")
+        bad = any(runs[job_id] != 1 for job_id in ids) or dead or drain_s > args.bound
+        if bad and args.logs is not None:  # the worker's log of a repetition worth reading
+            args.logs.mkdir(parents=True, exist_ok=True)
+            (args.logs / f"worker-{n + 1}.log").write_text(text)
     return {
         "left_at_kill": left_at_kill, "promotion_s": promoted - killed, "drain_s": drain_s,
         "once": sum(1 for job_id in ids if runs[job_id] == 1), "twice": sum(1 for job_id in ids if runs[job_id] > 1),
@@ -123,6 +127,8 @@ def main() -> int:
     parser.add_argument("--kill-at", type=int, default=1000, help="jobs done when the master is killed")
     parser.add_argument("--timeout", type=float, default=60.0, help="longest wait for the drain (s)")
     parser.add_argument("--bound", type=float, default=5.0, help="the drain bound after the promotion (s)")
+    parser.add_argument("--logs", type=Path, default=None,
+                        help="keep here the worker's log of each repetition that missed a verdict")
     parser.add_argument("--database-url", default=os.environ.get(
         "BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/oqron_failover_bench"))
     args = parser.parse_args()

@@ -192,16 +192,18 @@ class Completions:
     def confirm_held(self) -> None:
         """Retry the ownership check of completions held by a hot-plane outage, in order;
         the first that meets the outage again keeps itself and the rest held."""
-        held, self._unconfirmed = self._unconfirmed, []
-        for i, (queue, group, runs) in enumerate(held):
+        # Each stays listed until _record has it in _unacked: a worker asking what leases it
+        # holds (recovery.py) must know these all along, or it would run them again.
+        while self._unconfirmed:
+            queue, group, runs = self._unconfirmed[0]
             lease_ms = group[0].inflight.queue.lease_ms
             try:
                 renewed = self.state.hot.extend(queue, [o.inflight.lease for o in group],
                                                 lease_ms=lease_ms, now=now_ms())
             except BackendUnavailable:
-                self._unconfirmed = held[i:] + self._unconfirmed
                 return
             self._record(queue, group, runs, renewed)
+            self._unconfirmed.pop(0)
 
     def _record(self, queue: str, group: list[Outcome], runs: Runs, renewed: list[Lease]) -> set[str]:
         """Write the runs and delete the jobs whose leases were renewed (the others'

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from oqronkit import Engine
 from oqronkit.clock import now_ms
 from oqronkit.live import forget_worker, publish_worker
@@ -65,3 +67,35 @@ def test_a_live_workers_recorded_attempt_still_counts(engine: Engine):
     assert rescue_expired(engine, ["started"]) == 1
     value = engine.durable.get("queue_job:started", job.id).value
     assert value["status"] == "delayed" and value["attempts"] == 1 and value["stalls"] == 1
+
+
+def test_a_completion_held_by_an_outage_is_never_taken_back_as_unknown(
+        monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, tmp_path, scope_names):
+    """A completion whose ownership check met an outage is held, and confirmed later. While
+    that confirmation was in flight its lease was listed nowhere, so a worker asking what
+    it holds (after a claim with no reply) took it for unknown and ran the job again."""
+    from oqronkit import BackendUnavailable
+
+    from .conftest import built_engine
+
+    with built_engine("memory", request, tmp_path, scope_names[0]) as engine:
+        ran: list[int] = []
+        q = engine.queue("held", handler=lambda ctx: ran.append(ctx.attempt))
+        real_extend, down, process_box = engine.hot.extend, [True], []
+
+        def extend(queue, leases, **kwargs):
+            if down[0]:
+                raise BackendUnavailable("hot plane down (test)")
+            process_box[0].state.unsure.mark("held")  # the worker looks while this call is in flight
+            time.sleep(0.4)
+            return real_extend(queue, leases, **kwargs)
+
+        monkeypatch.setattr(engine.hot, "extend", extend)
+        with running(engine, services=False) as process:
+            process_box.append(process)
+            job = q.add({})
+            wait_until(lambda: process.finisher.unrecorded() == 1)
+            down[0] = False
+            wait_until(lambda: engine.durable.get("queue_job:held", job.id) is None)
+            time.sleep(0.6)
+        assert ran == [1]
