@@ -8,8 +8,9 @@ queue (``retries=0``, the default 30 s lease) in redis-postgres mode, starts one
 ``--kill-at`` jobs are done, and waits for the cluster to promote its replica by itself
 (``cluster-node-timeout`` 2 s). It prints per repetition: the promotion's delay after the
 kill, the drain (no job row left, nothing ready, delayed or leased) after the promotion,
-jobs run once / more than once / never, dead letters, and the worker's log lines about
-leases it took back (``worker.leases_recovered``) or the rescuer returned uncounted.
+jobs run once / more than once / never, dead letters, the leases the worker took back
+(``worker.leases_recovered``: a claim or an ack with no reply) and the leases the rescuer
+returned uncounted (``rescuer.returned_uncounted``).
 Not in the pass/fail suite (pytest never collects bench/); slow: about 15 s a repetition.
 
 Usage (from the repository root)::
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -115,7 +117,8 @@ def repetition(args: argparse.Namespace, n: int, database_url: str) -> dict[str,
         "left_at_kill": left_at_kill, "promotion_s": promoted - killed, "drain_s": drain_s,
         "once": sum(1 for job_id in ids if runs[job_id] == 1), "twice": sum(1 for job_id in ids if runs[job_id] > 1),
         "never": sum(1 for job_id in ids if runs[job_id] == 0), "dead": dead,
-        "recovered": text.count("without its knowing"), "uncounted": text.count("returned uncounted"),
+        "recovered": sum(int(found) for found in re.findall(r"(\d+) lease\(s\) of \S+ were this worker's", text)),
+        "uncounted": text.count("returned uncounted"),
     }
 
 
