@@ -8,6 +8,7 @@ build isolated engines with their own :class:`Registry`.
 from __future__ import annotations
 
 import atexit
+import itertools
 import logging
 import threading
 import weakref
@@ -75,6 +76,7 @@ class Engine:
         self.config = config
         self.registry = registry if registry is not None else default_registry
         self.node_id = node_id()
+        self._workers = itertools.count()
         _open_engines.add(self)
         self._durable = durable
         self._hot = hot
@@ -83,6 +85,12 @@ class Engine:
         #: The application's open transaction on this engine's database, looked up on each
         #: add (:mod:`oqronkit.transactions`); a framework integration installs it.
         self.host_transaction: TransactionLookup | None = None
+
+    def new_worker_id(self) -> str:
+        """The id of a worker process starting on this engine: the node id, suffixed for a
+        second one sharing the engine (a worker recovers its own leases by its id)."""
+        n = next(self._workers)
+        return self.node_id if n == 0 else f"{self.node_id}-w{n}"
 
     @property
     def durable(self) -> DurablePlane:

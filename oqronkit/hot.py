@@ -90,6 +90,9 @@ class HotPlaneFacade:
     def take_expired(self, queue: str, *, now: int, limit: int) -> list[Lease]:
         return self._call("hot.take_expired", self.plane.take_expired, queue, now=now, limit=limit)
 
+    def leases_of(self, queue: str, worker_id: str) -> list[Lease]:
+        return self._call("hot.leases_of", self.plane.leases_of, queue, worker_id)
+
     def remove(self, queue: str, job_ids: Sequence[str]) -> set[str]:
         if not job_ids:
             return set()

@@ -123,6 +123,13 @@ def forget_worker(hot: HotPlaneFacade, worker_id: str) -> None:
     hot.kv_delete(WORKERS_GROUP, [worker_id])
 
 
+def alive_workers(hot: HotPlaneFacade, worker_ids: Iterable[str], *, now: int | None = None) -> set[str]:
+    """The ids among ``worker_ids`` whose registry entry has not lapsed (a heartbeat in
+    the last WORKER_TTL_MS): one read, only of those keys."""
+    wanted = sorted({worker_id for worker_id in worker_ids if worker_id})
+    return set(hot.kv_get(WORKERS_GROUP, wanted, now_ms() if now is None else now)) if wanted else set()
+
+
 def live_workers(hot: HotPlaneFacade, *, now: int | None = None) -> list[WorkerInfo]:
     """Workers whose heartbeat has not lapsed, ordered by id; malformed entries skipped,
     an entry without an id gets its key."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: Priorities run highest first and are bounded so (priority, sequence) packs into one
 #: sortable number on every backend (a Redis sorted-set score is a double).
@@ -27,11 +27,14 @@ class Signal:
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """A claimed job: only the holder of ``token`` may extend, ack or release it."""
+    """A claimed job: only the holder of ``token`` may extend, ack or release it.
+    ``worker`` is who claimed it, where the plane says (take_expired, leases_of); not
+    compared, so a lease read back equals the one the claim handed out."""
 
     job_id: str
     token: int
     expires_at: int
+    worker: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)

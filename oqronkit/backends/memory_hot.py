@@ -176,11 +176,18 @@ class MemoryHotPlane(LocalBroadcast):
         with self._lock:
             q = self._q(scope, queue)
             expired = sorted(
-                (expiry, job_id, token) for job_id, (token, expiry, _w) in q.leases.items() if expiry <= now
+                (expiry, job_id, token, worker) for job_id, (token, expiry, worker) in q.leases.items()
+                if expiry <= now
             )[:limit]
-            for _expiry, job_id, _token in expired:
+            for _expiry, job_id, _token, _worker in expired:
                 del q.leases[job_id]
-            return [Lease(job_id, token, expiry) for expiry, job_id, token in expired]
+            return [Lease(job_id, token, expiry, worker) for expiry, job_id, token, worker in expired]
+
+    def leases_of(self, scope: Scope, queue: str, worker_id: str) -> list[Lease]:
+        with self._lock:
+            held = self._q(scope, queue).leases.items()
+            return sorted((Lease(job_id, token, expiry, worker) for job_id, (token, expiry, worker) in held
+                           if worker == worker_id), key=lambda lease: lease.token)
 
     def remove(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
         removed: set[str] = set()

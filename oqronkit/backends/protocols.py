@@ -220,7 +220,13 @@ class HotPlane(Protocol):
 
     def take_expired(self, scope: Scope, queue: str, *, now: int, limit: int) -> list[Lease]:
         """Atomically remove and return up to ``limit`` leases that expired at or
-        before ``now``; each expired lease is handed to exactly one caller."""
+        before ``now``; each expired lease is handed to exactly one caller, with the
+        worker it was leased to (``""`` for a lease ``extend`` re-created)."""
+
+    def leases_of(self, scope: Scope, queue: str, worker_id: str) -> list[Lease]:
+        """Every lease of ``queue`` held by ``worker_id`` (expired or not, not yet taken),
+        with its token and expiry. A read: what a worker whose claim or ack got no reply
+        (the request may have run) asks once the plane answers, to find what it holds."""
 
     def remove(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
         """Remove ids from ready and delayed (not from leases); returns those removed."""

@@ -11,8 +11,7 @@ Python lock (woken at once) rather than on SQLite's busy handler (which sleeps a
 
 Wake-ups: ``signal``/``release``/``promote`` notify waiters of this process through a
 condition variable; waiters also poll ``PRAGMA data_version`` every few ms, which
-changes whenever another connection (another process) commits. All SQL lives in
-``sql/sqlite/hot_*.sql``; all times are the callers' ``now``.
+changes whenever another connection commits. SQL: ``sql/sqlite/hot_*.sql``; times: the callers' ``now``.
 """
 
 from __future__ import annotations
@@ -180,7 +179,12 @@ class SQLiteHotPlane(SQLiteQueueLimits):
         with self._write("take_expired") as conn:
             rows = conn.execute(_Q["take_expired"], (*_key(scope, queue), now, limit)).fetchall()
         rows.sort(key=lambda row: (row[2], row[0]))  # expiry, then id: the memory plane's order
-        return [Lease(job_id, token, expires_at) for job_id, token, expires_at in rows]
+        return [Lease(job_id, token, expires_at, worker) for job_id, token, expires_at, worker in rows]
+
+    def leases_of(self, scope: Scope, queue: str, worker_id: str) -> list[Lease]:
+        with self._guard("leases_of") as conn:
+            rows = conn.execute(_Q["leases_of"], (*_key(scope, queue), worker_id)).fetchall()
+        return [Lease(job_id, token, expires, worker_id) for job_id, token, expires in rows]
 
     def remove(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
         if not job_ids:

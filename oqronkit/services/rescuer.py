@@ -12,6 +12,7 @@ from ..backends.types import ABSENT
 from ..clock import now_ms
 from ..errors import OqronError
 from ..lifecycle import fire_stalled
+from ..live import alive_workers
 from ..namespaces import RUNS, dlq_namespace, job_namespace
 from ..queues.backoff import Backoff
 from ..queues.dependencies import on_parent_done
@@ -30,10 +31,12 @@ def rescue_expired(engine: Engine, queues: list[str]) -> int:
     rescued = 0
     for queue in queues:
         while leases := engine.hot.take_expired(queue, now=now_ms(), limit=BATCH):
+            alive = _alive(engine, leases)
             for i, lease in enumerate(leases):
+                rescue = partial(rescue_one, engine, queue, lease, holder_alive=lease.worker in alive)
                 try:
                     # A row it cannot use is skipped: the reconciler finds that job again later.
-                    guarded("rescuer", job_namespace(queue), lease.job_id, partial(rescue_one, engine, queue, lease))
+                    guarded("rescuer", job_namespace(queue), lease.job_id, rescue)
                 except OqronError:
                     _put_back(engine, queue, leases[i:])
                     raise
@@ -52,8 +55,21 @@ def _put_back(engine: Engine, queue: str, leases: list[Lease]) -> None:
                        extra={"action": "rescuer.put_back_failed"})
 
 
-def rescue_one(engine: Engine, queue: str, lease: Lease) -> None:
-    """Settle one expired lease from the job's durable state."""
+def _alive(engine: Engine, leases: list[Lease]) -> set[str]:
+    """The holders of ``leases`` alive in the worker registry; none if it cannot be read
+    (then every lease is judged as a dead worker's: counted, as before)."""
+    try:
+        return alive_workers(engine.hot, (lease.worker for lease in leases))
+    except OqronError as exc:
+        logger.warning("could not read the worker registry; lapsed leases count as their workers' deaths: %s",
+                       exc, extra={"action": "rescuer.registry_unread"})
+        return set()
+
+
+def rescue_one(engine: Engine, queue: str, lease: Lease, *, holder_alive: bool = False) -> None:
+    """Settle one expired lease from the job's durable state. ``holder_alive``: the worker
+    it was leased to is in the worker registry (README, "What is guaranteed": which
+    lapsed leases count an attempt)."""
     namespace = job_namespace(queue)
     record = engine.durable.get(namespace, lease.job_id)
     if record is None:
@@ -66,6 +82,13 @@ def rescue_one(engine: Engine, queue: str, lease: Lease) -> None:
             # lease between our take and our signal (an outage had lapsed it), then let it
             # lapse again. Counting it twice dead-lettered live, even completed, jobs.
             engine.hot.signal(queue, [Signal(job.id, job.priority, job.run_at, job.lifo)], now)
+            return
+        if holder_alive:
+            # No attempt recorded as started, and its worker lives: it never knew of this lease
+            # (a claim whose reply it lost) or could not renew it. No attempt is charged.
+            engine.hot.signal(queue, [Signal(job.id, job.priority, job.run_at, job.lifo)], now)
+            logger.warning("job %s/%s returned uncounted: its lease lapsed on live worker %s before an attempt was "
+                           "recorded", queue, job.id, lease.worker, extra={"action": "rescuer.returned_uncounted"})
             return
         # Claimed, then its worker died before the active state was written behind:
         # still a stalled attempt, so a job that kills its worker cannot loop forever.

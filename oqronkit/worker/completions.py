@@ -59,6 +59,13 @@ class Completions:
         jobs.update(o.inflight.job.id for _, group, _ in self._unconfirmed for o in group)
         return jobs
 
+    def known_tokens(self, queue: str) -> set[int]:
+        """The lease tokens of ``queue`` this holds: unacked, or held unconfirmed."""
+        with self._lock:
+            tokens = {lease.token for (q, _), (lease, _ms) in self._unacked.items() if q == queue}
+        tokens.update(o.inflight.lease.token for q, group, _ in list(self._unconfirmed) if q == queue for o in group)
+        return tokens
+
     def unacked_leases(self, grouped: dict[str, tuple[int, list[Lease]]]) -> None:
         """Add, per queue, the leases of completed jobs waiting for their deletion."""
         with self._lock:
@@ -86,9 +93,12 @@ class Completions:
         for queue, leases in by_queue.items():
             try:
                 self.state.hot.ack(queue, leases)
-            except OqronError as exc:  # the leases lapse; the rescuer finds the jobs gone
-                logger.warning("could not release %d completed job(s) of %s: %s", len(leases), queue, exc,
-                               extra={"action": "finisher.ack_failed"})
+            except OqronError as exc:
+                # It may have run or not: the queue's claim loop asks the plane once it answers
+                # and acks again what is still held (recovery.py), so no lease waits to lapse.
+                logger.warning("could not release %d completed job(s) of %s; released again once the hot plane "
+                               "answers: %s", len(leases), queue, exc, extra={"action": "finisher.ack_failed"})
+                self.state.unsure.mark(queue)
 
     def settle(self, outcomes: list[Outcome], *, held_back: Callable[[], bool]) -> None:
         """Settle completions; in steps while ``held_back()`` (earlier writes wait: they go first)."""
@@ -182,16 +192,18 @@ class Completions:
     def confirm_held(self) -> None:
         """Retry the ownership check of completions held by a hot-plane outage, in order;
         the first that meets the outage again keeps itself and the rest held."""
-        held, self._unconfirmed = self._unconfirmed, []
-        for i, (queue, group, runs) in enumerate(held):
+        # Each stays listed until _record has it in _unacked: a worker asking what leases it
+        # holds (recovery.py) must know these all along, or it would run them again.
+        while self._unconfirmed:
+            queue, group, runs = self._unconfirmed[0]
             lease_ms = group[0].inflight.queue.lease_ms
             try:
                 renewed = self.state.hot.extend(queue, [o.inflight.lease for o in group],
                                                 lease_ms=lease_ms, now=now_ms())
             except BackendUnavailable:
-                self._unconfirmed = held[i:] + self._unconfirmed
                 return
             self._record(queue, group, runs, renewed)
+            self._unconfirmed.pop(0)
 
     def _record(self, queue: str, group: list[Outcome], runs: Runs, renewed: list[Lease]) -> set[str]:
         """Write the runs and delete the jobs whose leases were renewed (the others'

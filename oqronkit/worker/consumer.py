@@ -13,6 +13,7 @@ from ..queues.jobs import Job
 from .buffer import QueueBuffer
 from .inflight import Inflight
 from .limited import LimitedClaims
+from .recovery import strays
 from .state import WorkerState
 
 logger = logging.getLogger(__name__)
@@ -24,11 +25,13 @@ CLAIM_BATCH = 150
 class Consumer:
     """``on_held`` starts held jobs of an ``async def`` queue (sync slots wake themselves)."""
 
-    def __init__(self, state: WorkerState, buffer: QueueBuffer, *, on_held: Callable[[], None]) -> None:
+    def __init__(self, state: WorkerState, buffer: QueueBuffer, *, on_held: Callable[[], None],
+                 finisher_tokens: Callable[[str], set[int]] = lambda queue: set()) -> None:
         self.state = state
         self.buffer = buffer
         self.queue = buffer.queue
         self._on_held = on_held
+        self._finisher_tokens = finisher_tokens  # leases of settled attempts the finisher still holds
         self._limit = LimitedClaims(state, buffer.queue, buffer.prefetch)
 
     def loop(self) -> None:
@@ -39,7 +42,7 @@ class Consumer:
             if retrying:
                 leases, unread = unread, []
             else:
-                claimed = self._claim()
+                claimed = self._recover() if self.state.unsure.take(self.queue.name) else self._claim()
                 if not claimed:
                     continue
                 leases = claimed
@@ -47,8 +50,33 @@ class Consumer:
                 self._hold_jobs(leases)
             except OqronError as exc:
                 unread = self._keep_unread(leases, exc, log=not retrying)
+        if self.state.unsure.take(self.queue.name):  # a last look: what it holds unknowingly goes back now
+            unread += self._strays(unread) or []
         if unread:
             self._return_unread(unread)
+
+    def _recover(self) -> list[Lease] | None:
+        """After a claim or ack with no reply: the leases this worker holds unknowingly,
+        to read and run like a claim (a job already gone is acked again); None when the
+        plane does not answer yet (the queue stays marked)."""
+        found = self._strays([])
+        if found:
+            logger.warning("%d lease(s) of %s were this worker's without its knowing (a claim or an ack got no "
+                           "reply); taken back now", len(found), self.queue.name,
+                           extra={"action": "worker.leases_recovered"})
+            self.state.count("recovered", len(found))
+            self.buffer.idle = False
+        return found
+
+    def _strays(self, also_known: list[Lease]) -> list[Lease] | None:
+        try:
+            found = strays(self.state, self.buffer, self._finisher_tokens, also_known)
+        except OqronError as exc:
+            self.state.unsure.mark(self.queue.name)
+            self._hot_down(exc)
+            return None
+        self.state.hot_ok = True
+        return found
 
     def _claim(self) -> list[Lease] | None:
         """Claim what there is room for; None (after waiting a little) when nothing was."""
@@ -68,6 +96,7 @@ class Consumer:
             leases = self._limit.claim(min(free, CLAIM_BATCH))
             state.hot_ok = True
         except OqronError as exc:
+            state.unsure.mark(name)  # it may have run: ask what we hold once the plane answers
             self._hot_down(exc)
             return None
         if not leases:

@@ -90,6 +90,12 @@ class Failures:
             with self._lock:
                 self._held.remove(settling)
 
+    def known_tokens(self, queue: str) -> set[int]:
+        """The lease tokens of ``queue``'s held outcomes, released or not (a release in
+        flight is still known)."""
+        with self._lock:
+            return {h.outcome.inflight.lease.token for h in self._held if h.outcome.inflight.job.queue == queue}
+
     def add_held_leases(self, grouped: dict[str, tuple[int, list[Lease]]]) -> None:
         """Add, per queue, the leases of held outcomes still ours to renew."""
         with self._lock:

@@ -67,6 +67,10 @@ class Finisher:
         self.failures.add_held_leases(grouped)
         return grouped
 
+    def known_tokens(self, queue: str) -> set[int]:
+        """Lease tokens of ``queue`` this holds for settled attempts (recovery.py)."""
+        return self.completions.known_tokens(queue) | self.failures.known_tokens(queue)
+
     def renewed(self, queue: str, leases: list[Lease], lost: list[Lease]) -> None:
         """The heartbeat renewed (or lost) unacked leases."""
         self.completions.renewed(queue, leases, lost)

@@ -100,7 +100,8 @@ class WorkerProcess:
         self._spawn("oqron-heartbeat", self.heartbeat.loop, self._stopped)
         self._spawn("oqron-control", self.heartbeat.control_loop, self._stopped)
         for buffer in self.buffers.values():
-            consumer = Consumer(self.state, buffer, on_held=functools.partial(self.slots.dispatch, buffer))
+            consumer = Consumer(self.state, buffer, on_held=functools.partial(self.slots.dispatch, buffer),
+                                finisher_tokens=self.finisher.known_tokens)
             self._spawn(f"oqron-consume-{buffer.name}", consumer.loop)
             if not buffer.queue.is_async:
                 # A few spare slots take over from handlers still stuck after a timeout.

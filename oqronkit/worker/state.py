@@ -22,7 +22,7 @@ class WorkerState:
     def __init__(self, engine: Engine, *, record_runs: bool, burst: bool, poll_interval: float) -> None:
         self.engine = engine
         self.config: OqronConfig = engine.config
-        self.worker_id: str = engine.node_id
+        self.worker_id: str = engine.new_worker_id()
         self.record_runs = record_runs
         self.burst = burst
         self.poll_interval = poll_interval
@@ -32,6 +32,7 @@ class WorkerState:
         self.stopping = threading.Event()
         self.paused: set[str] = set()  # queue names, refreshed by the heartbeat's control loop
         self.hot_ok = True
+        self.unsure = Unsure()  # queues whose claim or ack got no reply (recovery.py)
         self.last_claim_at: int | None = None
         self.stats: Counter[str] = Counter()
         self._stats_lock = threading.Lock()
@@ -58,3 +59,24 @@ class WorkerState:
         """Fire a lifecycle event of the attempt (lifecycle.emit: its callbacks run on the
         signals thread; a callback that raises is logged, never more)."""
         emit(self.engine.registry, inflight.queue, event, inflight.job, **details)
+
+
+class Unsure:
+    """The queues of this process whose leases may differ from what it knows."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queues: set[str] = set()
+
+    def mark(self, queue: str) -> None:
+        with self._lock:
+            self._queues.add(queue)
+
+    def take(self, queue: str) -> bool:
+        """Whether ``queue`` was marked, unmarking it (the caller marks it again if its
+        check fails)."""
+        with self._lock:
+            if queue not in self._queues:
+                return False
+            self._queues.discard(queue)
+            return True

@@ -192,7 +192,11 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
             return []
         rows = self._run("take_expired", _keys(scope, queue, now=now, limit=limit))
         rows.sort(key=lambda r: (r[2], r[0]))  # earliest expiry first, as the memory plane
-        return [Lease(job_id, token, expires_at) for job_id, token, expires_at in rows]
+        return [Lease(job_id, token, expires_at, worker or "") for job_id, token, expires_at, worker in rows]
+
+    def leases_of(self, scope: Scope, queue: str, worker_id: str) -> list[Lease]:
+        rows = self._run("leases_of", _keys(scope, queue, worker=worker_id))
+        return [Lease(job_id, token, expires_at, worker_id) for job_id, token, expires_at in rows]
 
     def remove(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
         if not job_ids:

@@ -16,7 +16,7 @@ Times are the callers' ``now`` (the protocol's clock), never the server's. Wake-
 by pub/sub (see :mod:`.waker` for why). Reads, and writes that may safely run twice, are
 retried with exponential backoff after a connection error; everything else fails at once
 as :class:`~oqronkit.errors.BackendUnavailable` (a claim whose reply was lost must not be
-repeated: its leases lapse and the rescuer returns them).
+repeated: the worker asks ``leases_of`` what it holds once the plane answers).
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ from .sharded import publish_command
 from .waker import Waker
 
 SCRIPTS = (
-    "signal", "claim", "extend", "ack", "release", "take_expired", "remove", "promote", "present", "depths",
-    "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete", "kv_prune", "rate_hit",
+    "signal", "claim", "extend", "ack", "release", "take_expired", "leases_of", "remove", "promote", "present",
+    "depths", "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete", "kv_prune", "rate_hit",
     "rate_drop", "rate_override", "claim_limited", "start_limited",
 )
 #: Scripts whose effect must outlive a cluster failover before the caller acts on it.
@@ -192,7 +192,14 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits, RedisRateLimits):
             return []
         k = queue_keys(scope, queue)
         flat = json.loads(self._script("take_expired", [k.leases, k.expiry], [now, limit]))
-        return [Lease(flat[i], int(flat[i + 1]), int(flat[i + 2])) for i in range(0, len(flat), 3)]
+        return [Lease(flat[i], int(flat[i + 1]), int(flat[i + 2]), flat[i + 3]) for i in range(0, len(flat), 4)]
+
+    def leases_of(self, scope: Scope, queue: str, worker_id: str) -> list[Lease]:
+        k = queue_keys(scope, queue)
+        flat = json.loads(self._script("leases_of", [k.leases, k.expiry], [worker_id], retry=True))
+        leases = [Lease(flat[i], int(flat[i + 1]), int(float(flat[i + 2])), worker_id)
+                  for i in range(0, len(flat), 3)]
+        return sorted(leases, key=lambda lease: lease.token)
 
     def remove(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
         if not job_ids:

@@ -58,7 +58,7 @@ def run_replicated(client: RedisCluster, script: Script, keys: Sequence[str], ar
                 pipe.wait(replicas, WAIT_MS)
             reply, *acked = pipe.execute()
         except (ConnectionError, TimeoutError):
-            # Not retried (the claim may have run), but the next call must find the new master.
+            # Not retried (it may have run: the worker asks leases_of), but the next call must find the new master.
             with contextlib.suppress(Exception):
                 client.nodes_manager.initialize()
             raise

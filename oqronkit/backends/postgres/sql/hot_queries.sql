@@ -170,7 +170,15 @@ WHERE ctid = ANY(ARRAY(
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ))
-RETURNING job_id, token, expires_at;
+RETURNING job_id, token, expires_at, worker;
+
+-- name: leases_of
+-- The leases of a queue held by one worker, expired or not (a read: no locks).
+SELECT job_id, token, expires_at
+FROM oqron_hot_jobs
+WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+  AND token IS NOT NULL AND worker = %(worker)s
+ORDER BY token;
 
 -- name: remove
 DELETE FROM oqron_hot_jobs

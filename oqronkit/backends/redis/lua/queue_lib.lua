@@ -97,6 +97,10 @@ local function lease_token(lease)
   return string.sub(lease, 1, string.find(lease, '|', 1, true) - 1)
 end
 
+local function lease_worker(lease)
+  return string.sub(lease, string.find(lease, '|', 1, true) + 1)
+end
+
 -- The earliest due time in a delayed set, or nil.
 local function earliest(delayed_key)
   local first = redis.call('ZRANGE', delayed_key, 0, 0, 'WITHSCORES')

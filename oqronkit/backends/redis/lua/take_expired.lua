@@ -6,7 +6,8 @@
 -- KEYS[2] expiry   zset  oqron:<p>:<e>:{<p>:<e>:<queue>}:expiry  job id -> lease expiry (ms)
 -- ARGV[1] now (epoch ms)
 -- ARGV[2] limit (> 0)
--- Returns JSON [job id, token, expiry, job id, token, expiry, ...] (numbers as text).
+-- Returns JSON [job id, token, expiry, worker, job id, token, expiry, worker, ...] (numbers
+-- as text; worker "" for a lease extend.lua re-created).
 
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
 local ids = {}
@@ -23,6 +24,7 @@ for i, id in ipairs(ids) do
     out[#out + 1] = id
     out[#out + 1] = lease_token(held[i])
     out[#out + 1] = expired[2 * i]
+    out[#out + 1] = lease_worker(held[i])
   end
 end
 call_chunked('HDEL', KEYS[1], ids)

@@ -166,7 +166,13 @@ WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND job_id IN (
     ORDER BY expires_at, job_id
     LIMIT ?5
 )
-RETURNING job_id, token, expires_at;
+RETURNING job_id, token, expires_at, worker;
+
+-- name: leases_of
+-- The leases of a queue held by worker ?4, expired or not.
+SELECT job_id, token, expires_at FROM oqron_hot_leases
+WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND worker = ?4
+ORDER BY token;
 
 -- name: acquire_lock
 -- Take the lock if free or lapsed at ?6, or renew it for its owner. RETURNING yields a
