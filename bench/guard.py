@@ -13,6 +13,9 @@ differ), on the shared servers:
 * enqueue: ``add_cost.py``'s producer: ``--singles`` single ``add`` calls and ``--bulk``
   jobs through ``add_bulk``, microseconds per call and per job.
 
+Then, once per arm and mode, ``path_counts.py``: Python calls, Postgres transactions and
+Redis commands per job of an in-process worker, counts that do not move with the load.
+
 It prints, per mode and figure, the median of the per-round ratios this/base with the
 lowest and highest round, and a flag on a median more than ``--tolerance`` worse.
 Read the CPU per job first: it moves least with the machine's load; a rate ratio
@@ -26,14 +29,17 @@ directory) compares with something other than the merge base.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import redis
 from add_cost import one as enqueue_round  # this folder: the scripts' own
@@ -67,6 +73,36 @@ def measure(args: argparse.Namespace, arms: dict[str, Path], urls: dict[str, str
                 found.setdefault((mode, arm), []).append(got)
         print(f"round {n + 1}/{args.rounds} done, load {os.getloadavg()[0]:.1f}", flush=True)
     return found
+
+
+COUNTS = (("python calls/job", "python_calls"), ("builtin calls/job", "builtin_calls"),
+          ("pg transactions/job", "pg_transactions"), ("redis sends/job", "redis_sends"))
+
+
+def path_counts(args: argparse.Namespace, arms: dict[str, Path], urls: dict[str, str]) -> dict[tuple[str, str], Any]:
+    """path_counts.py once per (mode, arm), with that arm's oqronkit."""
+    found = {}
+    for mode in args.modes:
+        for arm, root in arms.items():
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("OQRON_", "PYTHON"))}
+            env["PYTHONPATH"] = str(root)
+            out = subprocess.run([sys.executable, str(ROOT / "bench" / "path_counts.py"), mode, urls[arm],
+                                  "--redis-url", args.redis_url], env=env, capture_output=True, text=True,
+                                 timeout=600)
+            if out.returncode != 0:
+                raise SystemExit(f"path_counts.py {mode} ({arm}) failed:\n{out.stderr[-3000:]}")
+            found[(mode, arm)] = json.loads(out.stdout.strip().splitlines()[-1])
+    return found
+
+
+def report_counts(args: argparse.Namespace, counts: dict[tuple[str, str], Any]) -> None:
+    print("\ncounted per job (path_counts.py, an in-process worker, one run per arm; below 1 is cheaper)")
+    print(f"{'mode':15} {'figure':20} {'base':>9} {'this':>9} {'this/base':>10}")
+    for mode in args.modes:
+        base, this = counts[(mode, "base")], counts[(mode, "this")]
+        for name, key in COUNTS:
+            ratio = f"{this[key] / base[key]:10.3f}" if base[key] else f"{'-':>10}"
+            print(f"{mode:15} {name:20} {base[key]:9.3f} {this[key]:9.3f} {ratio}")
 
 
 def report(args: argparse.Namespace, found: dict[tuple[str, str], list[dict[str, float]]], label: str) -> bool:
@@ -115,8 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     run = uuid.uuid4().hex[:6]
     with other_checkout(against) as base, scratch_database(args.pg_url, f"oqron_guard_{run}_base") as base_url, \
             scratch_database(args.pg_url, f"oqron_guard_{run}_this") as this_url:
-        found = measure(args, {"base": base, "this": ROOT}, {"base": base_url, "this": this_url})
-    worse = report(args, found, label)
+        arms, urls = {"base": base, "this": ROOT}, {"base": base_url, "this": this_url}
+        found = measure(args, arms, urls) if args.rounds else {}
+        counts = path_counts(args, arms, urls)
+    worse = report(args, found, label) if found else False
+    report_counts(args, counts)
     print(f"took {time.monotonic() - started:.0f} s")
     return 1 if worse else 0
 
