@@ -56,14 +56,20 @@ class Sends:
 
 
 class Calls:
-    """A profile hook on every thread counting calls, started and stopped around the work."""
+    """A profile hook on every thread counting calls, started and stopped around the work;
+    with ``by_function``, per function too (``--top``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, by_function: bool) -> None:
         self.counts: Counter[str] = Counter()
+        self.functions: Counter[str] = Counter()
+        self.by_function = by_function
 
     def hook(self, frame: Any, event: str, arg: Any) -> None:
         if event == "call":
             self.counts["py"] += 1
+            if self.by_function:
+                code = frame.f_code
+                self.functions[f"{code.co_filename.rpartition('oqronkit/')[2]}:{code.co_qualname}"] += 1
         elif event == "c_call":
             self.counts["c"] += 1
 
@@ -82,13 +88,14 @@ def main() -> int:
     parser.add_argument("database_url", help="a database of this run's own (its transactions are counted)")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--jobs", type=int, default=3000)
+    parser.add_argument("--top", type=int, default=0, help="also print the N Python functions called most per job")
     args = parser.parse_args()
     from checkouts import drop_redis_project  # this folder: the scripts' own
 
     from oqronkit import Engine, OqronConfig, Registry
     from oqronkit.worker import WorkerProcess
 
-    sends, calls = Sends(), Calls()
+    sends, calls = Sends(), Calls(by_function=args.top > 0)
     project = f"counts-{uuid.uuid4().hex[:8]}"
     redis_url = args.redis_url if args.mode == "redis-postgres" else None
     engine = Engine(OqronConfig(mode=args.mode, database_url=args.database_url, redis_url=redis_url,
@@ -118,6 +125,8 @@ def main() -> int:
     if left:
         raise SystemExit(f"{left} job(s) left")
     n = args.jobs
+    for name, count in calls.functions.most_common(args.top):
+        print(f"{count / n:8.2f}  {name}")
     print(json.dumps({"python_calls": calls.counts["py"] / n, "builtin_calls": calls.counts["c"] / n,
                       "pg_transactions": xacts / n, "redis_sends": sent / n, "cpu_us_profiled": cpu / n * 1e6}))
     return 0

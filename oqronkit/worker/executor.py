@@ -37,7 +37,7 @@ def classify(inflight: Inflight, output: Any = None, exc: BaseException | None =
 
 def _classify(inflight: Inflight, output: Any, exc: BaseException | None) -> Outcome:
     if exc is None:
-        problem = output_problem(output)
+        problem = None if output is None else output_problem(output)
         if problem is not None:
             return Outcome(inflight, "failed", error=describe_error(problem))
         if inflight.cancelled.is_set() and inflight.cancel_reason and not inflight.lease_lost:
@@ -107,8 +107,11 @@ class Executor:
         if inflight.settled:  # lost its lease (or the worker stopped) before a thread took it
             return
         span, error = start_consumer(inflight.job, inflight.run["id"] if inflight.run else None), None
+        queue = inflight.queue
+        # _handler inlined (once per job): a queue with a handler, as process._handled_queues checks
+        handler = queue.lifecycle.handler(queue.fn) if queue.fn is not None else _handler(inflight)
         try:
-            output = _handler(inflight)(self._make_ctx(inflight))
+            output = handler(self._make_ctx(inflight))
         except BaseException as exc:
             outcome, error = classify(inflight, exc=exc), exc
         else:
