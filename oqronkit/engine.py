@@ -24,6 +24,7 @@ from .hot import HotPlaneFacade
 from .ids import node_id
 from .lifecycle import Callback, register
 from .module_logs import ModuleLogHandler, attach, detach
+from .planes import commit_together
 from .queues.queue import Queue, Registry, default_registry, set_default_engine_lookup
 from .ratelimit import RateLimiter
 from .topics.topic import Topic
@@ -113,8 +114,7 @@ class Engine:
         """Whether a worker settles completed jobs in one durable transaction that also
         releases their leases (:meth:`DurablePlane.apply_and_release`): where both planes
         commit in one database (postgres mode)."""
-        domain = self.hot.plane.transaction_domain
-        return domain is not None and domain == self.durable.store.transaction_domain
+        return commit_together(self)
 
     def queue(self, name: str, **options: Any) -> Queue:
         """Declare a queue on this engine (see :func:`oqronkit.queues.queue`)."""

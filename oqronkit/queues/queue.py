@@ -37,6 +37,7 @@ from .enqueue import build_job, check_priority, check_text, check_timeout, optio
 from .gates import PausePolicy, QueueHooks, paused_add
 from .jobs import Job
 from .limits import check_queue_limits
+from .one_trip import add_in_one_trip
 from .windows import WINDOW_OPTIONS, add_with_windows
 
 logger = logging.getLogger(__name__)
@@ -236,6 +237,8 @@ class Queue(QueueControl, Observable):
             return skipped
         if any(WINDOW_OPTIONS.intersection(options) for _, options in items):
             return add_with_windows(self, items, self._add)  # windows.py: unique_for, debounce
+        if (one := add_in_one_trip(self, items)) is not None:  # a bare payload, postgres mode
+            return [one]
         if len(items) > 1 and not any(options for _, options in items):
             return self._add_plain([data for data, _ in items])
         jobs = []
@@ -275,8 +278,7 @@ class Queue(QueueControl, Observable):
         return jobs
 
     def add_on_commit(self, data: Any = None, *, using: str | None = None, **options: Any) -> None:
-        """Add the job once the surrounding Django transaction commits (nothing is
-        added if it rolls back). Explicit by design: ``add`` never waits for a commit."""
+        """Add the job once the surrounding Django transaction commits (none if it rolls back)."""
         from django.db import transaction  # only meaningful inside a Django project
 
         transaction.on_commit(lambda: self.add(data, **options), using=using)
@@ -394,7 +396,5 @@ def _valid_throttle(throttle: Any) -> bool:
             and window > 0)
 
 
-_ADD_OPTIONS = frozenset({
-    "job_id", "delay", "run_at", "priority", "attempts", "backoff", "depends_on", "parent_failure",
-    "correlation_id", "tags", "timeout",
-})
+_ADD_OPTIONS = frozenset({"job_id", "delay", "run_at", "priority", "attempts", "backoff", "depends_on",
+                          "parent_failure", "correlation_id", "tags", "timeout"})
