@@ -55,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ab_table import print_ab  # this folder: the scripts' own
 from checkouts import describe, other_checkout
+from targets36 import issue36_targets
 
 from oqronkit.namespaces import RUNS
 
@@ -1074,6 +1075,8 @@ def print_targets(med: dict[str, dict[str, Any]]) -> None:
     batched = batching(med)
     if batched:
         groups.append(("batch handlers", batched))
+    if redis_run:
+        groups.append(("issue 36", issue36_targets(med, fastest_redis_peer(med))))
     width = max(len(name) for _, rows in groups for name, _, _ in rows)
     print("\nTargets:")
     for title, rows in groups:
