@@ -235,12 +235,12 @@ class Queue(QueueControl, Observable):
     def _add(self, items: list[tuple[Any, Any]]) -> list[Job]:
         if self.lifecycle.on_pause != "hold" and (skipped := paused_add(self, items)) is not None:
             return skipped
+        if len(items) > 1 and not any(options for _, options in items):  # first: no option, no window
+            return self._add_plain([data for data, _ in items])
         if any(WINDOW_OPTIONS.intersection(options) for _, options in items):
             return add_with_windows(self, items, self._add)  # windows.py: unique_for, debounce
         if (one := add_in_one_trip(self, items)) is not None:  # a bare payload, postgres mode
             return [one]
-        if len(items) > 1 and not any(options for _, options in items):
-            return self._add_plain([data for data, _ in items])
         jobs = []
         for data, options in items:
             unknown = set(options) - _ADD_OPTIONS
@@ -270,7 +270,7 @@ class Queue(QueueControl, Observable):
         """``add_bulk`` of bare payloads: fresh ids, no dependencies, one encoding pass."""
         jobs: list[Job] = []
         try:
-            self.engine.durable.insert_new_json(self.namespace, plain_job_rows(self, payloads, jobs))
+            self.engine.durable.insert_new_json(self.namespace, plain_job_rows(self, payloads, jobs), checked=True)
         except DuplicateRecord as exc:  # fresh random ids never clash; say so loudly if they did
             raise InvalidJob(f"A new job id of {self.name!r} already existed; no job was added: {exc}") from exc
         self._signal(jobs)
