@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,11 +87,16 @@ def drop_redis_project(redis_url: str, project: str) -> None:
     import redis
 
     with redis.Redis.from_url(redis_url) as client:
-        batch: list[bytes] = []
-        for key in client.scan_iter(match=f"oqron:{project}:*", count=1000):
-            batch.append(key)
-            if len(batch) >= 500:
-                client.unlink(*batch)
-                batch.clear()
-        if batch:
+        unlink_matching(client, f"oqron:{project}:*")
+
+
+def unlink_matching(client: Any, pattern: str) -> None:
+    """Delete the keys matching ``pattern`` (SCAN and UNLINK in batches, never FLUSH)."""
+    batch: list[bytes] = []
+    for key in client.scan_iter(match=pattern, count=1000):
+        batch.append(key)
+        if len(batch) >= 500:
             client.unlink(*batch)
+            batch.clear()
+    if batch:
+        client.unlink(*batch)

@@ -54,7 +54,7 @@ from urllib.parse import urlsplit, urlunsplit
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ab_table import print_ab  # this folder: the scripts' own
-from checkouts import describe, other_checkout
+from checkouts import describe, other_checkout, unlink_matching
 from targets36 import issue36_targets
 
 from oqronkit.namespaces import RUNS
@@ -733,14 +733,7 @@ def drop_keys(bench: Bench, system: System, phase: Phase) -> None:
     r = bench.redis()
     r.delete(*keys(phase.env["BENCH_KEY"]).values())
     for pattern in system.redis_patterns(phase):
-        batch: list[bytes] = []
-        for key in r.scan_iter(match=pattern, count=1000):
-            batch.append(key)
-            if len(batch) >= 500:
-                r.unlink(*batch)
-                batch.clear()
-        if batch:
-            r.unlink(*batch)
+        unlink_matching(r, pattern)
     for key, member in system.redis_members(phase):
         r.srem(key, member)
     if phase.own_keys:
