@@ -7,10 +7,10 @@ over rounds of each arm's microseconds per call is printed with this/base ratios
 arms import only oqronkit's public API, from their own checkout (``PYTHONPATH``), with
 this virtualenv's dependencies.
 
-Usage (from the repository root)::
+Usage (from the repository root; ``--against`` takes a revision, checked out into a
+temporary worktree, or a checkout's directory)::
 
-    git worktree add /tmp/base 91cc35d
-    .venv/bin/python bench/add_cost.py --against /tmp/base --rounds 7 --modes postgres,redis-postgres
+    .venv/bin/python bench/add_cost.py --against 91cc35d --rounds 7 --modes postgres,redis-postgres
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+
+from checkouts import drop_redis_project, other_checkout  # this folder: the scripts' own
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("OQRON_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -53,13 +55,20 @@ def database_url(mode: str, scratch: Path) -> str:
     return f"sqlite:///{scratch / f'{uuid.uuid4().hex}.sqlite3'}" if mode == "sqlite" else PG_URL
 
 
-def one(checkout: Path, mode: str, args: argparse.Namespace, scratch: Path) -> dict[str, float]:
+def one(checkout: Path, mode: str, args: argparse.Namespace, scratch: Path, pg_url: str | None = None
+        ) -> dict[str, float]:
+    """One producer process of ``checkout`` in ``mode`` (Postgres at ``pg_url``, default PG_URL)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OQRON_")}
     env["PYTHONPATH"] = str(checkout)
     redis_url = REDIS_URL if mode.startswith("redis") else ""
-    out = subprocess.run([sys.executable, "-c", DRIVER, mode, database_url(mode, scratch), redis_url,
-                          f"bench-{uuid.uuid4().hex[:8]}", str(args.singles), str(args.bulk)],
-                         cwd=scratch, env=env, capture_output=True, text=True, timeout=600)
+    project = f"bench-{uuid.uuid4().hex[:8]}"
+    url = pg_url if pg_url and mode != "sqlite" else database_url(mode, scratch)
+    try:
+        out = subprocess.run([sys.executable, "-c", DRIVER, mode, url, redis_url, project, str(args.singles),
+                              str(args.bulk)], cwd=scratch, env=env, capture_output=True, text=True, timeout=600)
+    finally:
+        if redis_url:  # nothing of the round stays on the shared Redis
+            drop_redis_project(redis_url, project)
     if out.returncode != 0:
         raise SystemExit(f"{checkout} {mode} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -67,7 +76,7 @@ def one(checkout: Path, mode: str, args: argparse.Namespace, scratch: Path) -> d
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--against", type=Path, required=True, help="the other checkout (the base)")
+    parser.add_argument("--against", required=True, help="the other revision, or a checkout's directory (the base)")
     parser.add_argument("--modes", default="sqlite,postgres,redis-postgres")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--singles", type=int, default=2000)
@@ -77,7 +86,14 @@ def main() -> int:
     rng = random.Random(args.seed)
     scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"add-cost-{uuid.uuid4().hex[:6]}"
     scratch.mkdir()
-    arms = {"base": args.against.resolve(), "this": ROOT}
+    with other_checkout(args.against) as base:
+        found = rounds(args, {"base": base, "this": ROOT}, rng, scratch)
+    report(args, found)
+    return 0
+
+
+def rounds(args: argparse.Namespace, arms: dict[str, Path], rng: random.Random, scratch: Path
+           ) -> dict[tuple[str, str], list[dict[str, float]]]:
     found: dict[tuple[str, str], list[dict[str, float]]] = {}
     for _ in range(args.rounds):
         for mode in args.modes.split(","):
@@ -85,6 +101,10 @@ def main() -> int:
             rng.shuffle(order)
             for arm in order:
                 found.setdefault((mode, arm), []).append(one(arms[arm], mode, args, scratch))
+    return found
+
+
+def report(args: argparse.Namespace, found: dict[tuple[str, str], list[dict[str, float]]]) -> None:
     print(f"load average at the end: {os.getloadavg()[0]:.2f}; {args.rounds} interleaved rounds, medians")
     print(f"{'mode':16} {'add us (base)':>14} {'add us (this)':>14} {'this/base':>10} "
           f"{'bulk us/job (base)':>19} {'bulk us/job (this)':>19} {'this/base':>10}")
@@ -97,7 +117,6 @@ def main() -> int:
         print(f"{mode:16} {med['base', 'single_us']:14.0f} {med['this', 'single_us']:14.0f} {pair[0]:10.3f} "
               f"{med['base', 'bulk_us_per_job']:19.1f} {med['this', 'bulk_us_per_job']:19.1f} {pair[1]:10.3f}")
     print("this/base: the median of the per-round ratios (below 1: this checkout is faster)")
-    return 0
 
 
 if __name__ == "__main__":

@@ -35,6 +35,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from checkouts import drop_redis_project  # this folder: the scripts' own
+
 ROOT = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("OQRON_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("OQRON_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -91,19 +93,10 @@ def one(checkout: Path, mode: str, args: argparse.Namespace, scratch: Path) -> d
             with psycopg.connect(PG_URL, autocommit=True) as conn:
                 conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
         if redis_url:
-            _drop_redis(project)
+            drop_redis_project(REDIS_URL, project)
     if out.returncode != 0:
         raise SystemExit(f"{checkout} {mode} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def _drop_redis(project: str) -> None:
-    import redis
-
-    with redis.Redis.from_url(REDIS_URL) as client:
-        keys = list(client.scan_iter(match=f"oqron:{project}:*", count=1000))
-        for start in range(0, len(keys), 1000):
-            client.delete(*keys[start:start + 1000])
 
 
 def main() -> int:

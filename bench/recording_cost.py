@@ -26,9 +26,9 @@ in its environment and without (both with run records), e.g. the cost of module 
 
 and prints the median of the per-pair differences of the worker's CPU per job.
 
-``--against DIR`` compares two commits instead: pairs of the worker of another checkout
-(``git worktree add /tmp/base <commit>``) and this one's, both with run records (or both
-without, ``--no-runs``), interleaved the same way.
+``--against REV`` (or a checkout's directory) compares two commits instead: pairs of the
+worker of the other revision (checked out into a temporary worktree) and this one's, both
+with run records (or both without, ``--no-runs``), interleaved the same way.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ from pathlib import Path
 
 import psycopg
 import redis
-from throughput import with_database  # this folder: the script's own
+from checkouts import describe, drop_redis_project, other_checkout  # this folder: the scripts' own
+from throughput import with_database
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench" / "peers"))
@@ -165,6 +166,8 @@ def phase(args: argparse.Namespace, url: str, rds: redis.Redis, tag: str, record
     if runs != want or left != 0:
         raise RuntimeError(f"{tag}: {runs} runs (want {want}), {left} jobs left")
     rds.delete(*names.values())
+    if args.mode != "postgres":
+        drop_redis_project(args.redis_url, project)
     return {"rate": jobs / (last - t0), "from_first": (args.jobs - 1) / (last - first),
             "worker": (end_cpu[0] - w0) * tick_us / jobs,
             "postgres": (end_cpu[1] - p0) * tick_us / jobs, "logs": logs}
@@ -177,9 +180,10 @@ def main() -> int:
     parser.add_argument("--pg-url", default=os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"))
     parser.add_argument("--database", default="oqron_recording_cost")
     parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"))
-    parser.add_argument("--against", type=Path, default=None,
-                        help="another checkout (a git worktree of an older commit): pairs of its worker and "
-                             "this one's, both with run records (or both without: --no-runs), instead")
+    parser.add_argument("--against", default=None,
+                        help="another checkout's directory, or a revision (checked out into a temporary worktree): "
+                             "pairs of its worker and this one's, both with run records (or both without: "
+                             "--no-runs), instead")
     parser.add_argument("--against-database", default=None,
                         help="with --against: the database of the other checkout's worker (default: the same "
                              "as this one's); give one when the two checkouts' schemas differ, as each worker "
@@ -201,7 +205,8 @@ def main() -> int:
     url = with_database(args.pg_url, args.database)
     rds = redis.Redis.from_url(args.redis_url)
     if args.against is not None:
-        return compare_checkouts(args, url, rds)
+        with other_checkout(args.against) as base:
+            return compare_checkouts(args, base, url, rds)
     if args.env is not None:
         return compare_env(args, url, rds)
     rows: list[tuple[dict[str, float], dict[str, float]]] = []
@@ -266,11 +271,11 @@ def compare_env(args: argparse.Namespace, url: str, rds: redis.Redis) -> int:
     return 0
 
 
-def compare_checkouts(args: argparse.Namespace, url: str, rds: redis.Redis) -> int:
+def compare_checkouts(args: argparse.Namespace, base: Path, url: str, rds: redis.Redis) -> int:
     """Pairs of (the --against checkout, this one), the same arm, in a random order within
     each pair: on a VM whose speed drifts by 10% within the hour, comparing two commits
     measured at different times says little."""
-    base, here = args.against.resolve(), ROOT
+    here = ROOT
     base_url = with_database(args.pg_url, args.against_database) if args.against_database else url
     if not (base / "bench" / "peers" / "oqron_worker.py").is_file():
         raise SystemExit(f"--against {base}: not a checkout of this repository (no bench/peers/oqron_worker.py)")
@@ -289,7 +294,7 @@ def compare_checkouts(args: argparse.Namespace, url: str, rds: redis.Redis) -> i
     med = statistics.median
     ratios = [b["rate"] / a["rate"] for a, b in rows]
     print(f"\nmedians of {len(rows)} pairs, {args.jobs} jobs each, {'with' if args.runs else 'without'} runs:")
-    print(f"  {base}: {med([a['rate'] for a, _ in rows]):,.0f} jobs/s, this checkout: "
+    print(f"  {describe(args.against)}: {med([a['rate'] for a, _ in rows]):,.0f} jobs/s, this checkout: "
           f"{med([b['rate'] for _, b in rows]):,.0f} jobs/s, ratio {med(ratios):.3f} "
           f"(pairs from {min(ratios):.3f} to {max(ratios):.3f})")
     print(f"  worker CPU {med([a['worker'] for a, _ in rows]):.0f} vs {med([b['worker'] for _, b in rows]):.0f} "

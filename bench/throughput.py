@@ -53,6 +53,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from ab_table import print_ab  # this folder: the scripts' own
+from checkouts import describe, other_checkout, unlink_matching
+from targets36 import issue36_targets
+
 from oqronkit.namespaces import RUNS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,6 +109,21 @@ def tail(path: Path, lines: int = 15) -> str:
         return "(no log)"
 
 
+def group_cpu_seconds(pgid: int) -> float:
+    """utime + stime of the live processes in process group ``pgid``, in seconds."""
+    ticks = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # fields after the name: state, ppid, pgrp, ...
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_mib(pid: int) -> float | None:
     """The process's peak resident set (VmHWM), in MiB."""
     try:
@@ -144,7 +163,7 @@ class Bench:
 
     def next_tag(self, system: str, phase: str) -> str:
         self.counter += 1
-        system = system.replace("@", "-p")  # oqron-redis@2: tags become project and key names
+        system = system.replace("@", "-p").replace("~", "-")  # oqron-redis@2, ~base: tags become project and key names
         return f"{system}-{phase}-{self.run_id}-{self.counter}"
 
     @property
@@ -226,6 +245,7 @@ class Phase:
     sqlite_path: Path | None = None
     ns: str | None = None  # a Redis peer's key namespace (queue, app or broker name)
     own_keys: list[str] = field(default_factory=list)  # shared-name keys absent before the phase
+    cwd: Path = PEERS  # where its processes start: the peers folder of the checkout it runs
 
 
 class System:
@@ -284,8 +304,9 @@ class OqronSystem(System):
 
     def __init__(self, mode: str, *, record_runs: bool = True, concurrency: int | None = None,
                  services: bool = True, processes: int = 1, batch: int = 0, signal: bool = False,
-                 metrics: bool = False) -> None:
+                 metrics: bool = False, root: Path = ROOT, arm: str = "") -> None:
         self.mode = mode
+        self.root, self.peers, self.arm = root, root / "bench" / "peers", arm  # --against: the other checkout's
         self.batch = batch
         self.signal = signal  # "-signal": a no-op completed callback on the queue (lifecycle overhead)
         self.metrics = metrics
@@ -295,8 +316,8 @@ class OqronSystem(System):
         self.processes = processes
         self.name = (f"oqron-{mode}" + ("" if record_runs else "-norec") + ("-batch" if batch else "")
                      + ("-metrics" if metrics else "") + ("-signal" if signal else "")
-                     + (f"@{processes}" if processes != 1 else ""))
-        self.driver = str(PEERS / "oqron_driver.py")
+                     + (f"@{processes}" if processes != 1 else "") + (f"~{arm}" if arm else ""))
+        self.driver = str(self.peers / "oqron_driver.py")
         conc = f"--concurrency {concurrency}" if concurrency else "concurrency 5 (the Queue default)"
         procs = "1 process" if processes == 1 else f"--processes {processes}"
         if record_runs and services:
@@ -308,23 +329,29 @@ class OqronSystem(System):
         if batch:
             self.setting += f", batch=Batch(size={batch}, max_wait=0.05): one call per batch, one INCRBY"
 
+    def on_checkout(self, root: Path, arm: str) -> OqronSystem:
+        """The same system run from another checkout (``--against``), named ``<name>~<arm>``."""
+        return OqronSystem(self.mode, record_runs=self.record_runs, concurrency=self.concurrency,
+                           services=self.services, processes=self.processes, batch=self.batch, signal=self.signal,
+                           metrics=self.metrics, root=root, arm=arm)
+
     @property
     def uses_redis(self) -> bool:
         return self.mode in ("redis", "redis-postgres")
 
     def prepare(self, bench: Bench) -> None:
         if self.mode in ("postgres", "redis-postgres"):
-            self.database = bench.database("")
+            self.database = bench.database(self.arm)  # the other revision's schema may differ
 
     def fresh(self, bench: Bench, phase_name: str) -> Phase:
         tag = bench.next_tag(self.name, phase_name)
         env = self.base_env(bench, tag)
-        env["PYTHONPATH"] = f"{PEERS}{os.pathsep}{ROOT}"
+        env["PYTHONPATH"] = f"{self.peers}{os.pathsep}{self.root}"
         env.update({"OQRON_MODE": self.mode, "OQRON_PROJECT": f"bench-{tag}", "OQRON_ENVIRONMENT": "bench",
                     "OQRON_BENCH_BATCH": str(self.batch)})
         if self.signal:
             env["BENCH_SIGNAL"] = "1"  # oqron_tasks.py registers the no-op callback
-        phase = Phase(tag, env, project=env["OQRON_PROJECT"])
+        phase = Phase(tag, env, project=env["OQRON_PROJECT"], cwd=self.peers)
         if self.uses_redis:
             env["OQRON_REDIS_URL"] = bench.redis_url
         if self.mode == "sqlite":
@@ -350,7 +377,7 @@ class OqronSystem(System):
                     "--log-level", "warning", *metrics, *extra]
         flags = [f for f, on in (("--no-record-runs", not self.record_runs), ("--no-services", not self.services))
                  if on]
-        return [OUR_PYTHON, str(PEERS / "oqron_worker.py"), *flags, *extra]
+        return [OUR_PYTHON, str(self.peers / "oqron_worker.py"), *flags, *extra]
 
     def verify(self, bench: Bench, phase: Phase, n: int) -> str | None:
         runs, jobs, completed, left = self._count(bench, phase)
@@ -362,7 +389,7 @@ class OqronSystem(System):
     def _count(self, bench: Bench, phase: Phase) -> tuple[int, int, int, int]:
         """(run records, distinct jobs among them, completed runs, jobs left in oqron_jobs)."""
         if self.mode == "redis":  # no SQL to read: ask the engine's durable plane
-            out = run_checked([OUR_PYTHON, str(PEERS / "oqron_verify.py")], phase.env, timeout=300,
+            out = run_checked([OUR_PYTHON, str(self.peers / "oqron_verify.py")], phase.env, timeout=300, cwd=phase.cwd,
                               what="bench/peers/oqron_verify.py")
             try:
                 got = json.loads(out.strip().splitlines()[-1])
@@ -599,10 +626,10 @@ def build_systems(names: list[str], concurrency: int | None, services: bool = Tr
 # -- processes --------------------------------------------------------------------------
 
 
-def run_checked(argv: list[str], env: dict[str, str], *, timeout: float, what: str) -> str:
+def run_checked(argv: list[str], env: dict[str, str], *, timeout: float, what: str, cwd: Path = PEERS) -> str:
     """Run a command to completion; its stdout, or a BenchError with its stderr."""
     try:
-        done = subprocess.run(argv, env=env, cwd=PEERS, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         raise BenchError(f"{what}: no result within {timeout:.0f} s") from exc
     if done.returncode != 0:
@@ -612,7 +639,7 @@ def run_checked(argv: list[str], env: dict[str, str], *, timeout: float, what: s
 
 def run_driver(system: System, phase: Phase, args: list[str], *, timeout: float) -> dict[str, Any]:
     """Run the system's producer once and parse the JSON line it prints."""
-    out = run_checked([system.python, system.driver, *args], phase.env, timeout=timeout,
+    out = run_checked([system.python, system.driver, *args], phase.env, timeout=timeout, cwd=phase.cwd,
                       what=f"{system.name} {' '.join(args)}")
     try:
         return json.loads(out.strip().splitlines()[-1])
@@ -624,15 +651,16 @@ class Worker:
     """One worker process in its own process group, logging to a file; stopped with
     SIGTERM (drain) and, failing that, SIGKILL of its group."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], log: Path, *, stop_timeout: float) -> None:
-        self.argv, self.env, self.log, self.stop_timeout = argv, env, log, stop_timeout
+    def __init__(self, argv: list[str], env: dict[str, str], log: Path, *, stop_timeout: float,
+                 cwd: Path = PEERS) -> None:
+        self.argv, self.env, self.log, self.stop_timeout, self.cwd = argv, env, log, stop_timeout, cwd
         self.proc: subprocess.Popen[bytes] | None = None
         self.spawned_at = 0.0
 
     def __enter__(self) -> Worker:
         with open(self.log, "ab") as out:
             self.spawned_at = time.time()
-            self.proc = subprocess.Popen(self.argv, env=self.env, cwd=PEERS, stdout=out, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen(self.argv, env=self.env, cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         return self
 
@@ -647,6 +675,10 @@ class Worker:
 
     def peak_rss(self) -> float | None:
         return peak_rss_mib(self.proc.pid) if self.proc is not None else None
+
+    def cpu_seconds(self) -> float:
+        """utime + stime of every live process of the worker's group (its own session)."""
+        return group_cpu_seconds(self.proc.pid) if self.proc is not None else 0.0
 
     def stop(self) -> int | None:
         """Graceful stop; returns the exit code (None when it had to be killed)."""
@@ -701,14 +733,7 @@ def drop_keys(bench: Bench, system: System, phase: Phase) -> None:
     r = bench.redis()
     r.delete(*keys(phase.env["BENCH_KEY"]).values())
     for pattern in system.redis_patterns(phase):
-        batch: list[bytes] = []
-        for key in r.scan_iter(match=pattern, count=1000):
-            batch.append(key)
-            if len(batch) >= 500:
-                r.unlink(*batch)
-                batch.clear()
-        if batch:
-            r.unlink(*batch)
+        unlink_matching(r, pattern)
     for key, member in system.redis_members(phase):
         r.srem(key, member)
     if phase.own_keys:
@@ -744,8 +769,14 @@ def phase_process(bench: Bench, system: System, n: int) -> dict[str, Any]:
             system.analyze(bench)
         env = {**phase.env, "BENCH_TARGET": str(n)}
         log = bench.scratch / f"{phase.tag}.log"
-        with Worker(system.phase_argv(bench, phase), env, log, stop_timeout=bench.args.stop_timeout) as worker:
+        with Worker(system.phase_argv(bench, phase), env, log, stop_timeout=bench.args.stop_timeout,
+                    cwd=phase.cwd) as worker:
+            # CPU per job over the jobs after the first tenth: the imports and start-up left out
+            skip = n // 10
+            wait_for_count(bench, worker, names["done"], skip, stall=bench.args.stall_timeout, limit=60 + n / 5)
+            cpu_mark, done_mark = worker.cpu_seconds(), int(bench.redis().get(names["done"]) or 0)
             wait_for_count(bench, worker, names["done"], n, stall=bench.args.stall_timeout, limit=60 + n / 5)
+            result["cpu_us"] = (worker.cpu_seconds() - cpu_mark) / max(1, n - done_mark) * 1e6
             last = wait_for_key(bench, names["last"])
             first = wait_for_key(bench, names["first"])
             result["rss_mib"] = worker.peak_rss()
@@ -775,7 +806,8 @@ def phase_latency(bench: Bench, system: System) -> dict[str, Any]:
     try:
         env = {**phase.env, "BENCH_TARGET": str(n + 1)}
         log = bench.scratch / f"{phase.tag}.log"
-        with Worker(system.phase_argv(bench, phase), env, log, stop_timeout=bench.args.stop_timeout) as worker:
+        with Worker(system.phase_argv(bench, phase), env, log, stop_timeout=bench.args.stop_timeout,
+                    cwd=phase.cwd) as worker:
             out = run_driver(system, phase, ["latency", "--n", str(n), "--gap", str(bench.args.latency_gap)],
                              timeout=90 + n * bench.args.latency_gap * 3)
             wait_for_count(bench, worker, names["done"], n + 1, stall=bench.args.stall_timeout, limit=120)
@@ -844,7 +876,7 @@ def collect(runs: list[dict[str, Any]], key: str) -> list[float]:
 
 def summary(results: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """Medians per system and metric, plus every run's value."""
-    metrics = ("single", "bulk", "process", "process_excl_startup", "lat_p50", "lat_p99", "rss_mib",
+    metrics = ("single", "bulk", "process", "process_excl_startup", "cpu_us", "lat_p50", "lat_p99", "rss_mib",
                "enqueue_call_ms", "first_after_s", "load_before", "load_after")
     out: dict[str, dict[str, Any]] = {}
     for name, runs in results.items():
@@ -862,7 +894,7 @@ def print_table(systems: list[System], med: dict[str, dict[str, Any]], args: arg
           f"single enqueue on "
           f"{args.single_n:,}, latency {args.latency_n} jobs {args.latency_gap * 1000:.0f} ms apart.\n")
     head = ("system", "enqueue single/s", "enqueue bulk/s", "process/s", "process/s excl start-up",
-            "latency p50 ms", "latency p99 ms", "peak RSS MiB", "run records")
+            "worker CPU us/job", "latency p50 ms", "latency p99 ms", "peak RSS MiB", "run records")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for system in systems:
@@ -871,7 +903,7 @@ def print_table(systems: list[System], med: dict[str, dict[str, Any]], args: arg
         checks = row["runs_check"]
         check = "-" if not checks else ("ok" if all(c.startswith("ok") for c in checks) else "; ".join(checks))
         cells = (system.name, fmt(row["single"]), bulk, fmt(row["process"]), fmt(row["process_excl_startup"]),
-                 fmt(row["lat_p50"], 1), fmt(row["lat_p99"], 1), fmt(row["rss_mib"]), check)
+                 fmt(row["cpu_us"]), fmt(row["lat_p50"], 1), fmt(row["lat_p99"], 1), fmt(row["rss_mib"]), check)
         print("| " + " | ".join(cells) + " |")
     if any(med[s.name]["bulk_is_single"] for s in systems):
         print("\n* no bulk API: single enqueue of N jobs, one call each.")
@@ -1036,6 +1068,8 @@ def print_targets(med: dict[str, dict[str, Any]]) -> None:
     batched = batching(med)
     if batched:
         groups.append(("batch handlers", batched))
+    if redis_run:
+        groups.append(("issue 36", issue36_targets(med, fastest_redis_peer(med))))
     width = max(len(name) for _, rows in groups for name, _, _ in rows)
     print("\nTargets:")
     for title, rows in groups:
@@ -1093,6 +1127,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--lock-timeout", type=float, default=3600.0,
                         help="how long to wait for another throughput.py run on the same server to finish")
     parser.add_argument("--json", type=Path, default=None, help="also write every run's figures here")
+    parser.add_argument("--against", default=None, metavar="REV",
+                        help="also run every oqron-* system on revision REV (checked out into a temporary git "
+                             "worktree; or a checkout's directory), named <system>~base, interleaved with this "
+                             "checkout's, and print the A/B table this/base")
     parser.add_argument("--keep-logs", action="store_true", help="keep worker logs and SQLite files")
     args = parser.parse_args(argv)
     if args.quick:
@@ -1179,6 +1217,18 @@ def run(args: argparse.Namespace) -> int:
     bench = Bench(args.pg_url, args.redis_url, args, scratch)
     systems = build_systems(args.system_names, args.oqron_concurrency, services=not args.oqron_no_services)
     failed = True
+    with contextlib.ExitStack() as stack:
+        if args.against:
+            base = stack.enter_context(other_checkout(args.against))
+            systems += [s.on_checkout(base, "base") for s in systems if type(s) is OqronSystem]
+            print(f"--against {describe(args.against)}: its checkout in {base}", flush=True)
+        failed = run_systems(args, bench, systems, scratch)
+    return 1 if failed else 0
+
+
+def run_systems(args: argparse.Namespace, bench: Bench, systems: list[System], scratch: Path) -> bool:
+    """Measure and report; True when something went wrong."""
+    failed = True
     try:
         check_servers(bench)
         bench.take_lock(args.lock_timeout)
@@ -1192,7 +1242,9 @@ def run(args: argparse.Namespace) -> int:
         if engine_revision() != args.engine_revision:
             print(f"warning: the engine changed during the run (now {engine_revision()})", flush=True)
         failed = report(systems, results, args)
-        return 1 if failed else 0
+        if args.against:
+            print_ab(results, args)
+        return failed
     finally:
         with contextlib.suppress(Exception):
             bench.drop_databases()

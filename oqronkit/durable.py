@@ -150,9 +150,11 @@ class DurablePlane:
         with self._timed("durable.insert_guarded"):
             return self.store.insert_guarded(self.scope, encoded[0], encoded[1:])
 
-    def insert_new_json(self, namespace: str, rows: Iterable[tuple[str, str]]) -> None:
+    def insert_new_json(self, namespace: str, rows: Iterable[tuple[str, str]], *, checked: bool = False) -> None:
         """The bulk-enqueue path: insert records with fresh ids whose values the caller
-        already encoded (``(id, JSON object text)`` pairs, checked here only for size).
+        already encoded (``(id, JSON object text)`` pairs; ``checked``: ids from new_id and
+        values whose parts passed codec.storage_problem, as plain_job_rows makes them, so
+        only their size is checked).
         All of them, or none and :class:`DuplicateRecord` when an id is taken. ``rows``
         may be lazy: a store streams them, and an error raised while producing one
         (a bad payload) leaves nothing written."""
@@ -163,11 +165,12 @@ class DurablePlane:
         def encoded() -> Iterator[EncodedRow]:
             seen: set[str] = set()
             for id, text in rows:
-                self._check_id(id)
+                if not checked:
+                    self._check_id(id)
                 if id in seen:
                     raise InvalidRecord("A batch names the same (namespace, id) twice; write it once.")
                 seen.add(id)
-                problem = storage_problem(text)
+                problem = None if checked else storage_problem(text)
                 if problem is not None:
                     raise InvalidRecord(f"{namespace}/{id}: the value cannot be stored: {problem}.")
                 check_size(text, limit=limit, what=f"{namespace}/{id}")

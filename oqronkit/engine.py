@@ -26,6 +26,7 @@ from .ids import node_id
 from .lifecycle import Callback, register
 from .module_logs import ModuleLogHandler, attach, detach
 from .namespaces import TABLE_NAMES
+from .planes import commit_together
 from .queues.queue import Queue, Registry, default_registry, set_default_engine_lookup
 from .ratelimit import RateLimiter
 from .topics.topic import Topic
@@ -125,8 +126,7 @@ class Engine:
         """Whether a worker settles completed jobs in one durable transaction that also
         releases their leases (:meth:`DurablePlane.apply_and_release`): where both planes
         commit in one database (postgres mode)."""
-        domain = self.hot.plane.transaction_domain
-        return domain is not None and domain == self.durable.store.transaction_domain
+        return commit_together(self)
 
     def database_health(self) -> DatabaseHealth | None:
         """What the PostgreSQL server says of the engine's tables (the transaction holding

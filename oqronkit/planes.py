@@ -22,3 +22,10 @@ class Planes(Protocol):
 
     @property
     def hot(self) -> HotPlaneFacade: ...
+
+
+def commit_together(planes: Planes) -> bool:
+    """Whether both planes commit in one database (postgres mode), so one transaction
+    can write a record and the hot state that goes with it."""
+    domain = planes.hot.plane.transaction_domain
+    return domain is not None and domain == planes.durable.store.transaction_domain

@@ -73,6 +73,11 @@ def joining(engine: Planes, transaction: HostTransaction) -> Iterator[None]:
         _current.reset(token)
 
 
+def joined() -> bool:
+    """Whether an add now runs inside an application transaction it joined."""
+    return _current.get() is not None
+
+
 def when_committed(callback: Callable[[], None]) -> None:
     """``callback()`` now, or, inside a producer call joined to the application's
     transaction, once that commits (never if it rolls back)."""

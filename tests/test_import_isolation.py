@@ -1,4 +1,6 @@
-"""Habit 1: the engine imports no Django, and no driver until a backend needs it.
+"""Habit 1: the engine imports no Django, and no driver until a backend needs it; a
+worker imports only what its mode and its queues' features need (issue 36: each unused
+package is megabytes of resident memory in every worker process).
 
 Each check runs in a fresh interpreter: this test process has Django loaded already.
 """
@@ -12,15 +14,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.services import drop_redis_project, require_postgres, require_redis, unique_name, with_search_path
+
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = ("django", "psycopg", "psycopg_pool", "redis", "django_redis", "httpx", "httpcore")
+#: What no worker of sync handlers needs unless its mode's driver brings it.
+HEAVY = (*FORBIDDEN, "opentelemetry", "asyncio")
 
 
-def loaded_after(code: str) -> list[str]:
-    """The forbidden top-level packages in sys.modules after running ``code``."""
+def loaded_after(code: str, names: tuple[str, ...] = FORBIDDEN) -> list[str]:
+    """The top-level packages out of ``names`` in sys.modules after running ``code``."""
     script = (
         f"{code}\nimport json, sys\n"
-        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({list(FORBIDDEN)!r}))))"
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({list(names)!r}))))"
     )
     result = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60,
@@ -46,3 +52,53 @@ def test_embedded_modes_run_without_any_driver(mode, tmp_path):
         "plane.close()"
     )
     assert loaded_after(code) == []
+
+
+WORKER = """
+import oqronkit
+from oqronkit.worker import WorkerProcess
+engine = oqronkit.Engine(oqronkit.OqronConfig(mode={mode!r}, database_url={url!r}, redis_url={redis_url!r},
+                                              project={project!r}, environment="test"), registry=oqronkit.Registry())
+engine.queue("plain", handler=lambda ctx: ctx.data["n"] + 1)
+engine.get_queue("plain").add({{"n": 1}})
+WorkerProcess(engine, queues=["plain"], burst=True, poll_interval=0.05).run()
+assert engine.durable.count("queue_job:plain") == 0, "the job was not run"
+engine.close()
+"""
+
+
+def worker_loads(mode: str, url: str | None, redis_url: str | None = None) -> list[str]:
+    """The HEAVY packages a worker of ``mode`` (services on) loaded by the time it ran a job."""
+    project = unique_name("imports").replace("_", "-")
+    try:
+        return loaded_after(WORKER.format(mode=mode, url=url, redis_url=redis_url, project=project), HEAVY)
+    finally:
+        if redis_url:
+            drop_redis_project(redis_url, project)
+
+
+@pytest.mark.parametrize("mode", ["memory", "sqlite"])
+def test_an_embedded_worker_loads_no_driver_no_tracing_and_no_asyncio(mode, tmp_path):
+    url = None if mode == "memory" else f"sqlite:///{tmp_path / 'w.sqlite3'}"
+    assert worker_loads(mode, url) == []
+
+
+def test_a_postgres_worker_loads_no_redis_django_httpx_or_tracing():
+    url = require_postgres()
+    schema = unique_name("oqron_imports")
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')  # our own name
+    try:
+        # asyncio comes with psycopg itself (its async connection classes), not with the engine
+        assert worker_loads("postgres", with_search_path(url, schema)) == ["asyncio", "psycopg", "psycopg_pool"]
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def test_a_redis_worker_loads_no_postgres_driver_django_or_httpx():
+    loaded = worker_loads("redis", None, require_redis())
+    assert "redis" in loaded
+    assert not set(loaded) & {"psycopg", "psycopg_pool", "django", "django_redis", "httpx", "httpcore"}

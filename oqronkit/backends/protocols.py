@@ -136,6 +136,11 @@ class ReleasingStore(DurableStore, Protocol):
         """Write ``puts`` and release ``leases`` of ``queue`` in one transaction
         (:meth:`oqronkit.durable.DurablePlane.apply_and_release`)."""
 
+    def insert_and_signal(self, scope: Scope, rows: Sequence[EncodedRow], queue: str, signals: Sequence[Signal],
+                          now: int) -> None:
+        """Insert fresh ``rows`` and signal ``signals`` of ``queue`` in one transaction
+        (:func:`oqronkit.queues.one_trip.add_in_one_trip`)."""
+
 
 @runtime_checkable
 class HotPlane(Protocol):

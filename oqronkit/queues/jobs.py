@@ -12,7 +12,7 @@ from typing import Any, Literal, TypedDict, cast
 from ..backends.hot_types import MAX_PRIORITY, MIN_PRIORITY, Signal
 from ..bounds import MAX_EPOCH_MS
 from ..codec import jsonb_key_order
-from ..namespaces import dlq_namespace, job_namespace
+from ..namespaces import JOB_PREFIX, dlq_namespace
 from .backoff import BackoffValue
 from .runs import ErrorValue
 from .shedding import trim_error
@@ -118,7 +118,8 @@ class Job:
 
     @property
     def namespace(self) -> str:
-        return dlq_namespace(self.queue) if self.status == "dead" else job_namespace(self.queue)
+        # job_namespace's prefix inlined: read twice per job on the worker's path
+        return dlq_namespace(self.queue) if self.status == "dead" else JOB_PREFIX + self.queue
 
     def to_value(self) -> JobValue:
         # Hot path (every add and every claim): a precomputed key list, not fields().

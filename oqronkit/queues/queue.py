@@ -37,6 +37,7 @@ from .enqueue import build_job, check_priority, check_text, check_timeout, optio
 from .gates import PausePolicy, QueueHooks, paused_add
 from .jobs import Job
 from .limits import check_queue_limits
+from .one_trip import add_in_one_trip
 from .windows import WINDOW_OPTIONS, add_with_windows
 
 logger = logging.getLogger(__name__)
@@ -234,10 +235,12 @@ class Queue(QueueControl, Observable):
     def _add(self, items: list[tuple[Any, Any]]) -> list[Job]:
         if self.lifecycle.on_pause != "hold" and (skipped := paused_add(self, items)) is not None:
             return skipped
+        if len(items) > 1 and not any(options for _, options in items):  # first: no option, no window
+            return self._add_plain([data for data, _ in items])
         if any(WINDOW_OPTIONS.intersection(options) for _, options in items):
             return add_with_windows(self, items, self._add)  # windows.py: unique_for, debounce
-        if len(items) > 1 and not any(options for _, options in items):
-            return self._add_plain([data for data, _ in items])
+        if (one := add_in_one_trip(self, items)) is not None:  # a bare payload, postgres mode
+            return [one]
         jobs = []
         for data, options in items:
             unknown = set(options) - _ADD_OPTIONS
@@ -267,7 +270,7 @@ class Queue(QueueControl, Observable):
         """``add_bulk`` of bare payloads: fresh ids, no dependencies, one encoding pass."""
         jobs: list[Job] = []
         try:
-            self.engine.durable.insert_new_json(self.namespace, plain_job_rows(self, payloads, jobs))
+            self.engine.durable.insert_new_json(self.namespace, plain_job_rows(self, payloads, jobs), checked=True)
         except DuplicateRecord as exc:  # fresh random ids never clash; say so loudly if they did
             raise InvalidJob(f"A new job id of {self.name!r} already existed; no job was added: {exc}") from exc
         self._signal(jobs)
@@ -275,8 +278,7 @@ class Queue(QueueControl, Observable):
         return jobs
 
     def add_on_commit(self, data: Any = None, *, using: str | None = None, **options: Any) -> None:
-        """Add the job once the surrounding Django transaction commits (nothing is
-        added if it rolls back). Explicit by design: ``add`` never waits for a commit."""
+        """Add the job once the surrounding Django transaction commits (none if it rolls back)."""
         from django.db import transaction  # only meaningful inside a Django project
 
         transaction.on_commit(lambda: self.add(data, **options), using=using)
@@ -394,7 +396,5 @@ def _valid_throttle(throttle: Any) -> bool:
             and window > 0)
 
 
-_ADD_OPTIONS = frozenset({
-    "job_id", "delay", "run_at", "priority", "attempts", "backoff", "depends_on", "parent_failure",
-    "correlation_id", "tags", "timeout",
-})
+_ADD_OPTIONS = frozenset({"job_id", "delay", "run_at", "priority", "attempts", "backoff", "depends_on",
+                          "parent_failure", "correlation_id", "tags", "timeout"})

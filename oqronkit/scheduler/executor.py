@@ -10,7 +10,6 @@ elsewhere is never overwritten.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import logging
@@ -104,6 +103,8 @@ class RunExecutor:
         try:
             output = fn(ctx)
             if inspect.isawaitable(output):  # async def handlers: one event loop per run, on this thread
+                import asyncio  # only then: worker/executor.py says why
+
                 output = asyncio.run(_await(output))
             json.dumps(output, allow_nan=False)
         except Skip as skip:  # its condition said no: recorded, never retried

@@ -11,7 +11,6 @@ also has its own run in the queue, as every job does.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 from collections.abc import Callable
@@ -40,6 +39,8 @@ def declare_queue(definition: Definition, fn: Callable[..., Any], engine: Engine
     def run_slot(job_ctx: Any) -> Any:
         output = fn(JobCronContext(job_ctx, zone))
         if inspect.isawaitable(output):
+            import asyncio  # only for an async def handler: worker/executor.py says why
+
             output = asyncio.run(_await(output))
         return output
 

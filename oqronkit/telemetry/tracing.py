@@ -8,6 +8,12 @@ nothing at all without the ``opentelemetry-api`` package.
   of the producer span, current while the handler runs (its own spans nest under it);
   a batch handler's call is one such span linked to each job's producer span.
 
+Whether tracing is on is asked at most once a second (``RECHECK``), not per job: a
+provider set with OpenTelemetry's own ``set_tracer_provider`` while jobs run is used
+within a second; ``oqronkit.telemetry.tracing.set_tracer_provider`` takes effect at once.
+A process that never imported ``opentelemetry`` (and names no provider in
+``OTEL_PYTHON_TRACER_PROVIDER``) cannot have configured one: it is never imported then.
+
 Attributes: ``messaging.system`` (oqronkit), ``messaging.destination.name`` and
 ``oqron.queue``, ``messaging.message.id`` and ``oqron.job.id``, ``oqron.job.attempt``,
 ``oqron.run.id`` and ``oqron.status`` (the run's status); a failed run's span has
@@ -17,6 +23,9 @@ status ERROR and the exception recorded.
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
+import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -41,6 +50,7 @@ class _Otel:
         self.propagator: Any = None
         self.provider: Any = None  # set_tracer_provider(): an explicit provider beats the global one
         self._tracer: tuple[Any, Any] = (None, None)
+        self._answer: tuple[float, Any] = (0.0, None)  # (monotonic time it holds until, the tracer or None)
 
     def load(self) -> Any:
         if not self.loaded:
@@ -55,6 +65,22 @@ class _Otel:
         return self.api
 
     def tracer(self) -> Any:
+        """The tracer, or None when tracing is off; the global provider is looked up again
+        at most every RECHECK seconds (every add and every run asks)."""
+        if self.provider is None and "opentelemetry.trace" not in sys.modules and not _ENV_PROVIDER:
+            return None  # nothing can have configured a provider: no import, no lookup
+        until, answer = self._answer
+        now = time.monotonic()
+        if now < until:
+            return answer
+        answer = self._lookup()
+        self._answer = (now + RECHECK, answer)
+        return answer
+
+    def forget(self) -> None:
+        self._answer = (0.0, None)
+
+    def _lookup(self) -> Any:
         api = self.load()
         if api is None:
             return None
@@ -69,12 +95,17 @@ class _Otel:
         return tracer
 
 
+#: A provider named in the environment, which OpenTelemetry's get_tracer_provider loads on first use.
+_ENV_PROVIDER = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+#: Seconds a global provider set with OpenTelemetry's own set_tracer_provider may take to be seen.
+RECHECK = 1.0
 _otel = _Otel()
 
 
 def set_tracer_provider(provider: Any) -> None:
     """Trace with ``provider`` instead of the global one (None: the global one again)."""
     _otel.provider = provider
+    _otel.forget()
 
 
 def producer_span(queue: str, count: int) -> AbstractContextManager[Any]:

@@ -157,9 +157,6 @@ class BatchBuffer(QueueBuffer):
         self.held_count = 0
         return held
 
-    def _room_if_low(self) -> None:
-        self.room.notify()
-
     def _drop_settled(self) -> None:
         """Forget held attempts settled while held (a lost lease): nothing to run."""
         for key in [k for k, entries in self.groups.items() if entries[0].inflight.settled]:

@@ -19,7 +19,6 @@ completion on an event loop of its slot thread.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import time
@@ -127,7 +126,12 @@ class BatchSlots:
         assert fn is not None, "a worker consumes only queues with a handler"
         span, raised = start_batch(buffer.name, [c.attempt_of.job for c in contexts], batch.id), None
         try:
-            result = asyncio.run(fn(contexts)) if inspect.iscoroutinefunction(fn) else fn(contexts)
+            if inspect.iscoroutinefunction(fn):
+                import asyncio  # only for an async def batch handler (executor.py says why)
+
+                result = asyncio.run(fn(contexts))
+            else:
+                result = fn(contexts)
         except BaseException as exc:
             outcomes, raised = [classify(c.attempt_of, exc=c.failure or exc) for c in contexts], exc
         else:

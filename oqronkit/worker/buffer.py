@@ -46,6 +46,7 @@ class QueueBuffer:
         self.running = 0
         self.work = threading.Condition(lock)  # slots wait here for held jobs
         self.room = threading.Condition(lock)  # the claim loop waits here for room
+        self.room_waiters = 0  # claim loops waiting on room: take and settled notify only then
         self.idle = False  # the last claim found nothing and nothing is in flight
         self._dispatched: list[float] = []  # monotonic start times inside the throttle window
 
@@ -96,7 +97,8 @@ class QueueBuffer:
         inflight = held.popleft()
         inflight.started = True
         self.running += 1
-        self._room_if_low()
+        if self.room_waiters and len(held) <= self.prefetch.size // 2:  # the buffer half empty: claim more
+            self.room.notify()
         return inflight
 
     def settled(self, inflight: Inflight) -> None:
@@ -104,7 +106,8 @@ class QueueBuffer:
         job itself; a replacement slot starts looking at once) and let claiming go on."""
         if inflight.started:
             self.running -= 1
-        self._room_if_low()
+        if self.room_waiters and len(self.held) <= self.prefetch.size // 2:  # a BatchBuffer holds none here
+            self.room.notify()
 
     def take_all_held(self) -> list[Inflight]:
         held = list(self.held)
@@ -120,7 +123,3 @@ class QueueBuffer:
     def wake_all(self) -> None:
         self.work.notify_all()
         self.room.notify_all()
-
-    def _room_if_low(self) -> None:
-        if len(self.held) <= self.prefetch.size // 2:
-            self.room.notify()

@@ -88,7 +88,11 @@ class Consumer:
         with state.lock:
             free = buffer.free_slots()
             if free == 0:
-                buffer.room.wait(0.05 if self.queue.throttle else 0.5)
+                buffer.room_waiters += 1
+                try:
+                    buffer.room.wait(0.05 if self.queue.throttle else 0.5)
+                finally:
+                    buffer.room_waiters -= 1
                 return None
         if self._limit.waiting():
             return None

@@ -6,11 +6,11 @@ One behaviour, two forms: :func:`classify` turns whatever a handler did into an
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..codec import NestingTooDeep, dumps_compact, storage_problem
 from ..errors import Discard, InvalidJob, Postpone, RetryAfter
@@ -20,6 +20,9 @@ from ..queues.runs import describe_error, safe_text
 from ..telemetry.tracing import end_consumer, start_consumer
 from .context import JobContext
 from .inflight import Inflight, Outcome
+
+if TYPE_CHECKING:
+    import asyncio  # imported when an async def handler runs: about 10 MiB a worker of sync ones never pays
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +40,7 @@ def classify(inflight: Inflight, output: Any = None, exc: BaseException | None =
 
 def _classify(inflight: Inflight, output: Any, exc: BaseException | None) -> Outcome:
     if exc is None:
-        problem = output_problem(output)
+        problem = None if output is None else output_problem(output)
         if problem is not None:
             return Outcome(inflight, "failed", error=describe_error(problem))
         if inflight.cancelled.is_set() and inflight.cancel_reason and not inflight.lease_lost:
@@ -57,7 +60,8 @@ def _classify(inflight: Inflight, output: Any, exc: BaseException | None) -> Out
         return Outcome(inflight, "skipped", reason=safe_text(exc.reason)[:500])
     if isinstance(exc, Discard):
         return Outcome(inflight, "discarded", error=describe_error(exc, kind="Discarded"))
-    if isinstance(exc, asyncio.CancelledError) and inflight.cancel_reason:
+    aio = sys.modules.get("asyncio")  # not imported: no task was ever cancelled
+    if aio is not None and isinstance(exc, aio.CancelledError) and inflight.cancel_reason:
         return Outcome(inflight, "cancelled", error=describe_error(exc, kind="Cancelled"))
     return Outcome(inflight, "failed", error=describe_error(exc))
 
@@ -100,6 +104,8 @@ class Executor:
 
     def submit_async(self, inflight: Inflight) -> None:
         """Schedule an ``async def`` handler on the event loop."""
+        import asyncio
+
         asyncio.run_coroutine_threadsafe(self._run_async(inflight), self._event_loop())
 
     def run_sync(self, inflight: Inflight) -> None:
@@ -107,8 +113,11 @@ class Executor:
         if inflight.settled:  # lost its lease (or the worker stopped) before a thread took it
             return
         span, error = start_consumer(inflight.job, inflight.run["id"] if inflight.run else None), None
+        queue = inflight.queue
+        # _handler inlined (once per job): a queue with a handler, as process._handled_queues checks
+        handler = queue.lifecycle.handler(queue.fn) if queue.fn is not None else _handler(inflight)
         try:
-            output = _handler(inflight)(self._make_ctx(inflight))
+            output = handler(self._make_ctx(inflight))
         except BaseException as exc:
             outcome, error = classify(inflight, exc=exc), exc
         else:
@@ -122,6 +131,8 @@ class Executor:
             return
         span, error = start_consumer(inflight.job, inflight.run["id"] if inflight.run else None), None
         try:
+            import asyncio
+
             task = asyncio.current_task()
             assert task is not None
             inflight.attach_task(asyncio.get_running_loop(), task)
@@ -137,6 +148,8 @@ class Executor:
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         with self._loop_lock:
             if self._loop is None:
+                import asyncio
+
                 loop = asyncio.new_event_loop()
                 threading.Thread(target=loop.run_forever, name="oqron-async", daemon=True).start()
                 self._loop = loop

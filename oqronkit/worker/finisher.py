@@ -6,7 +6,6 @@ run happen in order."""
 from __future__ import annotations
 
 import logging
-import queue as queue_module
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from ..queues.runs import describe_error
 from .completions import Completions
 from .failures import Failures
 from .inflight import Inflight, Outcome
+from .outbox import Outbox
 from .run_writer import RunWriter
 from .state import WorkerState
 
@@ -37,7 +37,7 @@ class Finisher:
         self._forget = forget
         self._has_inflight = has_inflight
         self._on_batch = on_batch
-        self.outcomes: queue_module.Queue[Outcome] = queue_module.Queue()
+        self.outcomes: Outbox[Outcome] = Outbox()
         # Held by the heartbeat from reading the leases to renew until renewed, and here
         # while leases are marked released: a renewal landing after an ack re-creates it.
         self.lease_lock = threading.Lock()
@@ -104,17 +104,7 @@ class Finisher:
         self.runs.flush()
 
     def _take_batch(self, timeout: float) -> list[Outcome]:
-        try:
-            first = self.outcomes.get(timeout=timeout)
-        except queue_module.Empty:
-            return []
-        batch = [first]
-        while len(batch) < BATCH:
-            try:
-                batch.append(self.outcomes.get_nowait())
-            except queue_module.Empty:
-                break
-        return batch
+        return self.outcomes.take(BATCH, timeout)
 
     def _held_back(self) -> bool:
         """Whether writes or leases wait on an earlier failure: they go first, in steps."""

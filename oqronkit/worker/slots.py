@@ -91,7 +91,8 @@ class Slots:
         A rate-limited queue's attempts first pass its start gate (at most n at once: a
         batch is declared no larger), whose time their runs start at; a stop while they
         wait gives them back uncounted."""
-        rate = gated_rate(inflights)
+        limits = inflights[0].queue.limits if inflights else None  # gated_rate, inlined: once per job
+        rate = None if limits is None else limits.rate
         if rate is None:
             now = now_ms()
         else:

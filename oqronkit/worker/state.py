@@ -58,6 +58,8 @@ class WorkerState:
     def hook(self, inflight: Inflight, event: str, **details: Any) -> None:
         """Fire a lifecycle event of the attempt (lifecycle.emit: its callbacks run on the
         signals thread; a callback that raises is logged, never more)."""
+        if not (self.engine.registry.listeners.any or inflight.queue.lifecycle.listeners.any):
+            return  # the usual case: no callback anywhere, no call per job
         emit(self.engine.registry, inflight.queue, event, inflight.job, **details)
 
 

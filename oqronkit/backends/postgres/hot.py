@@ -130,11 +130,7 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
     def signal(self, scope: Scope, queue: str, signals: Sequence[Signal], now: int) -> None:
         if not signals:
             return
-        self._run("signal", _keys(
-            scope, queue, now=now, channel=channel_for(scope, queue),
-            ids=TextArray([s.job_id for s in signals]), priorities=BigintArray([s.priority for s in signals]),
-            run_ats=BigintArray([s.run_at for s in signals]), lifos=[s.lifo for s in signals],
-        ))
+        self._run("signal", signal_params(scope, queue, signals, now))
 
     def claim(
         self, scope: Scope, queue: str, *, worker_id: str, limit: int, lease_ms: int, now: int
@@ -382,6 +378,13 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
 def _lease_columns(leases: Sequence[Lease]) -> dict[str, Any]:
     return {"ids": TextArray([lease.job_id for lease in leases]),
             "tokens": BigintArray([lease.token for lease in leases])}
+
+
+def signal_params(scope: Scope, queue: str, signals: Sequence[Signal], now: int) -> dict[str, Any]:
+    """The ``signal`` statement's parameters (also sent by the durable store's one-trip add)."""
+    return _keys(scope, queue, now=now, channel=channel_for(scope, queue),
+                 ids=TextArray([s.job_id for s in signals]), priorities=BigintArray([s.priority for s in signals]),
+                 run_ats=BigintArray([s.run_at for s in signals]), lifos=[s.lifo for s in signals])
 
 
 def _keys(scope: Scope, queue: str, **more: Any) -> dict[str, Any]:

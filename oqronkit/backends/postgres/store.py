@@ -17,6 +17,7 @@ from psycopg.pq import TransactionStatus
 from ...errors import DuplicateRecord
 from ...namespaces import TABLE_NAMES
 from ..db_health import DatabaseHealth
+from ..hot_types import Signal
 from ..matching import fields_match
 from ..types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
 from . import log
@@ -144,6 +145,23 @@ class PostgresDurableStore:
                 if conn.info.transaction_status != TransactionStatus.IDLE:
                     conn.rollback()
                 return _apply_and_release(conn, scope, _writes(puts, trust_new=False), release)
+
+    def insert_and_signal(self, scope: Scope, rows: Sequence[EncodedRow], queue: str, signals: Sequence[Signal],
+                          now: int) -> None:
+        """Postgres mode only: insert ``rows`` (fresh ids: a taken one raises
+        DuplicateRecord and nothing is written) and signal ``signals`` of ``queue``, in one
+        transaction and one round trip (pipelined); the signal's NOTIFY goes out at the commit."""
+        from .hot import QUERIES as HOT_QUERIES  # the hot plane's own statement, as release_statement
+        from .hot import signal_params
+
+        parts = [(statement(query, table), row_columns(scope, chunk)) for query, table, chunk
+                 in _writes(rows, trust_new=True)]
+        parts.append((HOT_QUERIES["signal"].encode(), signal_params(scope, queue, signals, now)))
+        try:
+            with self._pool.connection() as conn:
+                _pipelined(conn, parts)
+        except psycopg.errors.UniqueViolation as exc:
+            raise DuplicateRecord(f"a new record's id was taken: {exc}") from exc
 
     def insert_many(self, scope: Scope, rows: Sequence[EncodedRow]) -> set[tuple[str, str]]:
         inserted: set[tuple[str, str]] = set()
