@@ -285,3 +285,9 @@ def worker_environment(
 def child_environment(slot: int) -> dict[str, str]:
     """This process's environment plus the supervisor ``slot`` for a child worker."""
     return {**os.environ, WORKER_SLOT_VAR: str(slot)}
+
+
+def otel_provider_named(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether OpenTelemetry's own ``OTEL_PYTHON_TRACER_PROVIDER`` names a provider (its
+    get_tracer_provider loads that one on first use)."""
+    return "OTEL_PYTHON_TRACER_PROVIDER" in (os.environ if environ is None else environ)

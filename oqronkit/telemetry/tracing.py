@@ -23,13 +23,14 @@ status ERROR and the exception recorded.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from ..config import otel_provider_named
 
 if TYPE_CHECKING:
     from ..queues.jobs import Job
@@ -96,7 +97,7 @@ class _Otel:
 
 
 #: A provider named in the environment, which OpenTelemetry's get_tracer_provider loads on first use.
-_ENV_PROVIDER = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+_ENV_PROVIDER = otel_provider_named()
 #: Seconds a global provider set with OpenTelemetry's own set_tracer_provider may take to be seen.
 RECHECK = 1.0
 _otel = _Otel()
