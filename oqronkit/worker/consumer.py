@@ -4,6 +4,7 @@ read the claimed jobs, and hand them to the queue's buffer as held attempts."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from ..backends.hot_types import Lease, Signal
@@ -109,7 +110,7 @@ class Consumer:
                 self._limit.waiting()
                 return None
             if not buffer.inflight:
-                buffer.idle = True
+                buffer.idle, buffer.idle_at = True, time.monotonic()
             if state.burst:
                 state.stopping.wait(0.05)
             else:

@@ -84,6 +84,7 @@ class WorkerProcess:
                                    settle=self.settle, worker_info=self.worker_info)
         self.supervisor = Supervisor(on_fatal=self.fail)
         self.services: Services | None = None
+        self.dispatcher: Dispatcher | None = None
         # What run() ends with (the command line's exit status): 1 once a thread kept
         # failing or outcomes were left unrecorded in the durable plane at the stop.
         self.exit_code = 0
@@ -109,8 +110,9 @@ class WorkerProcess:
                     self._spawn(f"oqron-slot-{buffer.name}-{n}", self._slot_loop(buffer), buffer)
         subscriptions = [s for q in self.queues if (s := subscriptions_for(self.engine.registry).get(q.name))]
         if subscriptions:
-            dispatcher = Dispatcher(self.engine, subscriptions, self.worker_id, idle_wait=self.topic_poll_interval)
-            self._spawn("oqron-topics", dispatcher.loop, self.state.stopping)
+            self.dispatcher = Dispatcher(self.engine, subscriptions, self.worker_id,
+                                         idle_wait=self.topic_poll_interval)
+            self._spawn("oqron-topics", self.dispatcher.loop, self.state.stopping)
         if self.run_services:
             self.services = Services(self.engine, worker_id=self.worker_id)
             self.services.on_rescued = metrics.rescued if (metrics := self.state.metrics) is not None else None
@@ -137,10 +139,20 @@ class WorkerProcess:
         self.start()
         try:
             while not self.state.stopping.wait(0.1):
-                if self.burst and all(b.idle for b in self.buffers.values()) and not self.has_inflight():
+                if self.burst and self._burst_done():
                     break
         finally:
             self.stop()
+
+    def _burst_done(self) -> bool:
+        """No job ready or running, and no retained message still to hand to a group: the
+        topics' dispatcher had a quiet pass, and every queue's last empty claim came after
+        the dispatcher's last hand-over (whose deliveries it would otherwise have missed)."""
+        if not all(b.idle for b in self.buffers.values()) or self.has_inflight():
+            return False
+        dispatcher = self.dispatcher
+        return dispatcher is None or (dispatcher.quiet_since_move()
+                                      and all(b.idle_at > dispatcher.last_move for b in self.buffers.values()))
 
     def request_stop(self) -> None:
         self.state.stopping.set()
