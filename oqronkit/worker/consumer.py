@@ -97,6 +97,7 @@ class Consumer:
                 return None
         if self._limit.waiting():
             return None
+        asked_at = time.monotonic()  # what the claim saw is as of its start
         try:
             leases = self._limit.claim(min(free, CLAIM_BATCH))
             state.hot_ok = True
@@ -110,7 +111,7 @@ class Consumer:
                 self._limit.waiting()
                 return None
             if not buffer.inflight:
-                buffer.idle, buffer.idle_at = True, time.monotonic()
+                buffer.idle, buffer.idle_at = True, asked_at
             if state.burst:
                 state.stopping.wait(0.05)
             else:

@@ -85,6 +85,7 @@ class WorkerProcess:
         self.supervisor = Supervisor(on_fatal=self.fail)
         self.services: Services | None = None
         self.dispatcher: Dispatcher | None = None
+        self.last_settled = 0.0  # monotonic time the last outcome was settled and forgotten
         # What run() ends with (the command line's exit status): 1 once a thread kept
         # failing or outcomes were left unrecorded in the durable plane at the stop.
         self.exit_code = 0
@@ -145,14 +146,17 @@ class WorkerProcess:
             self.stop()
 
     def _burst_done(self) -> bool:
-        """No job ready or running, and no retained message still to hand to a group: the
-        topics' dispatcher had a quiet pass, and every queue's last empty claim came after
-        the dispatcher's last hand-over (whose deliveries it would otherwise have missed)."""
+        """No job ready or running, and none still to come from this process: every
+        queue's last empty claim came after the last settled outcome (which may have added
+        jobs elsewhere: a group's callback, a dependent, a retry) and after the topics'
+        dispatcher last handed messages over, and the dispatcher had a quiet pass since."""
         if not all(b.idle for b in self.buffers.values()) or self.has_inflight():
             return False
         dispatcher = self.dispatcher
-        return dispatcher is None or (dispatcher.quiet_since_move()
-                                      and all(b.idle_at > dispatcher.last_move for b in self.buffers.values()))
+        if dispatcher is not None and not dispatcher.quiet_since_move():
+            return False
+        latest = max(self.last_settled, dispatcher.last_move if dispatcher is not None else 0.0)
+        return all(b.idle_at > latest for b in self.buffers.values())
 
     def request_stop(self) -> None:
         self.state.stopping.set()
@@ -255,6 +259,7 @@ class WorkerProcess:
     def forget(self, inflight: Inflight) -> None:
         with self.state.lock:
             self.buffers[inflight.job.queue].forget(inflight)
+            self.last_settled = time.monotonic()
 
     def settled_batch(self) -> None:
         """The finisher wrote a batch: the settle backlog shrank, so claiming may resume."""
