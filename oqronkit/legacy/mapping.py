@@ -273,12 +273,19 @@ def _map_scheduler(logical: str, id: str, value: dict[str, Any], ctx: _Context) 
     definition_ns, pointer_ns = _SCHEDULERS[logical]
     value = _times_to_ms(value)
     name = value.get("name") or id
-    definition = {k: v for k, v in value.items() if k not in _POINTER_FIELDS}
-    pointer: dict[str, Any] = {"name": name, "nextRunAt": None, "lastRunAt": None, "paused": False}
-    pointer.update({k: value[k] for k in _POINTER_FIELDS if k in value})
-    if "version" in value:
-        pointer["version"] = value["version"]
-    return [(definition_ns, id, definition), (pointer_ns, id, pointer)]
+    # The scheduler reads kind and name from every definition; v1 records lack the kind.
+    definition = {**{k: v for k, v in value.items() if k not in _POINTER_FIELDS}, "kind": definition_ns, "name": name}
+    pointer: dict[str, Any] = {"name": name, "nextRunAt": None, "lastRunAt": None, "paused": False,
+                               **{k: value[k] for k in (*_POINTER_FIELDS, "version") if k in value}}
+    return [(definition_ns, id, definition), (pointer_ns, id, {**_v2_control(definition_ns, pointer), **pointer})]
+
+
+def _v2_control(kind: str, pointer: dict[str, Any]) -> dict[str, Any]:
+    """The v2 control fields a v1 pointer lacks (a control write is a compare-and-set on ``rev``)."""
+    runs = pointer.get("runCount") if type(pointer.get("runCount")) is int else 0
+    return {"kind": kind, "version": 1, "rev": 0, "done": False, "lastSlotAt": None, "lastFiredAt":
+            pointer.get("lastRunAt"), "lastRunId": pointer.get("lastRunId"), "backlog": [], "retries": [],
+            "manual": [], "counters": {"missed": 0, "skipped": 0, "run": runs, "manual": 0}}
 
 
 def _map_job(logical: str, id: str, value: dict[str, Any], ctx: _Context) -> _Out:

@@ -78,8 +78,8 @@ class Backoff:
     def _custom_ms(self, fn: Callable[[int], float], attempt: int) -> float:
         try:
             return float(to_ms(fn(attempt), what="custom backoff") or 0)
-        except InvalidJob:  # a NaN, infinite or negative answer must not fail the retry: wait the longest
-            return float(self.max_ms)
+        except InvalidJob:  # a NaN, infinite or negative answer must not fail the retry: wait the default cap
+            return float(min(self.max_ms, DEFAULT_MAX_MS))
 
     def to_value(self) -> BackoffValue:
         return {"type": self.kind, "delayMs": self.base_ms, "maxMs": self.max_ms, "jitter": self.jitter}
@@ -104,9 +104,11 @@ def make_backoff(spec: Any) -> Backoff:
     if callable(spec):
         name = f"{spec.__module__}.{spec.__qualname__}"
         _custom[name] = spec
-        return Backoff(kind=f"custom:{name}", jitter=0.0)
+        # The function's answer is the delay: the default exponential's 60 s cap is not its.
+        return Backoff(kind=f"custom:{name}", max_ms=MAX_DURATION_S * 1000, jitter=0.0)
     if isinstance(spec, (int, float, timedelta)) and not isinstance(spec, bool):
-        return Backoff(kind="fixed", base_ms=to_ms(spec, what="backoff") or 0, jitter=0.0)
+        delay_ms = to_ms(spec, what="backoff") or 0
+        return Backoff(kind="fixed", base_ms=delay_ms, max_ms=delay_ms, jitter=0.0)
     if isinstance(spec, Mapping):
         kind = spec.get("type", "exponential")
         if kind not in ("exponential", "fixed"):

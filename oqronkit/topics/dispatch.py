@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from ..backends.types import StoredRecord
@@ -58,6 +59,11 @@ class Dispatcher:
         self.idle_wait = idle_wait
         self._failing: set[str] = set()  # groups whose last pass failed (logged once until they recover)
         self._chains: dict[str, KeyChains] = {}  # ordered groups whose lock this process holds
+        #: Monotonic times of the last pass that handed messages over, and of the start of
+        #: the last that found nothing to do (None before the first): a burst worker stops
+        #: only once a quiet pass began after the last hand-over (:meth:`quiet_since_move`).
+        self.last_move = 0.0
+        self.last_quiet_pass: float | None = None
 
     def loop(self, stop: threading.Event) -> None:
         wakeup = Wakeup(self.engine.hot, (sub.topic for sub in self.subscriptions))
@@ -65,12 +71,21 @@ class Dispatcher:
             wakeup.wait_ready()
             while not stop.is_set():
                 wakeup.clear()  # a publish committed during the pass wakes the next wait
+                started = time.monotonic()
                 moved = sum(self._pass(sub) for sub in self.subscriptions)
-                if not moved:
+                if moved:
+                    self.last_move = time.monotonic()
+                else:
+                    self.last_quiet_pass = started
                     wakeup.wait(self.idle_wait, stop)
         finally:
             wakeup.close()
             self._release()
+
+    def quiet_since_move(self) -> bool:
+        """Whether a pass that found nothing to hand over began after the last hand-over."""
+        quiet = self.last_quiet_pass
+        return quiet is not None and quiet > self.last_move
 
     def _pass(self, sub: Subscription) -> int:
         try:

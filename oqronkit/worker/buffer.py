@@ -48,6 +48,7 @@ class QueueBuffer:
         self.room = threading.Condition(lock)  # the claim loop waits here for room
         self.room_waiters = 0  # claim loops waiting on room: take and settled notify only then
         self.idle = False  # the last claim found nothing and nothing is in flight
+        self.idle_at = 0.0  # monotonic time that claim was asked
         self._dispatched: list[float] = []  # monotonic start times inside the throttle window
 
     def free_slots(self) -> int:

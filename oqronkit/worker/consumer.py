@@ -4,6 +4,7 @@ read the claimed jobs, and hand them to the queue's buffer as held attempts."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from ..backends.hot_types import Lease, Signal
@@ -96,6 +97,7 @@ class Consumer:
                 return None
         if self._limit.waiting():
             return None
+        asked_at = time.monotonic()  # what the claim saw is as of its start
         try:
             leases = self._limit.claim(min(free, CLAIM_BATCH))
             state.hot_ok = True
@@ -109,7 +111,7 @@ class Consumer:
                 self._limit.waiting()
                 return None
             if not buffer.inflight:
-                buffer.idle = True
+                buffer.idle, buffer.idle_at = True, asked_at
             if state.burst:
                 state.stopping.wait(0.05)
             else:

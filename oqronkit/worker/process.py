@@ -84,6 +84,8 @@ class WorkerProcess:
                                    settle=self.settle, worker_info=self.worker_info)
         self.supervisor = Supervisor(on_fatal=self.fail)
         self.services: Services | None = None
+        self.dispatcher: Dispatcher | None = None
+        self.last_settled = 0.0  # monotonic time the last outcome was settled and forgotten
         # What run() ends with (the command line's exit status): 1 once a thread kept
         # failing or outcomes were left unrecorded in the durable plane at the stop.
         self.exit_code = 0
@@ -109,8 +111,9 @@ class WorkerProcess:
                     self._spawn(f"oqron-slot-{buffer.name}-{n}", self._slot_loop(buffer), buffer)
         subscriptions = [s for q in self.queues if (s := subscriptions_for(self.engine.registry).get(q.name))]
         if subscriptions:
-            dispatcher = Dispatcher(self.engine, subscriptions, self.worker_id, idle_wait=self.topic_poll_interval)
-            self._spawn("oqron-topics", dispatcher.loop, self.state.stopping)
+            self.dispatcher = Dispatcher(self.engine, subscriptions, self.worker_id,
+                                         idle_wait=self.topic_poll_interval)
+            self._spawn("oqron-topics", self.dispatcher.loop, self.state.stopping)
         if self.run_services:
             self.services = Services(self.engine, worker_id=self.worker_id)
             self.services.on_rescued = metrics.rescued if (metrics := self.state.metrics) is not None else None
@@ -137,10 +140,23 @@ class WorkerProcess:
         self.start()
         try:
             while not self.state.stopping.wait(0.1):
-                if self.burst and all(b.idle for b in self.buffers.values()) and not self.has_inflight():
+                if self.burst and self._burst_done():
                     break
         finally:
             self.stop()
+
+    def _burst_done(self) -> bool:
+        """No job ready or running, and none still to come from this process: every
+        queue's last empty claim came after the last settled outcome (which may have added
+        jobs elsewhere: a group's callback, a dependent, a retry) and after the topics'
+        dispatcher last handed messages over, and the dispatcher had a quiet pass since."""
+        if not all(b.idle for b in self.buffers.values()) or self.has_inflight():
+            return False
+        dispatcher = self.dispatcher
+        if dispatcher is not None and not dispatcher.quiet_since_move():
+            return False
+        latest = max(self.last_settled, dispatcher.last_move if dispatcher is not None else 0.0)
+        return all(b.idle_at > latest for b in self.buffers.values())
 
     def request_stop(self) -> None:
         self.state.stopping.set()
@@ -243,6 +259,7 @@ class WorkerProcess:
     def forget(self, inflight: Inflight) -> None:
         with self.state.lock:
             self.buffers[inflight.job.queue].forget(inflight)
+            self.last_settled = time.monotonic()
 
     def settled_batch(self) -> None:
         """The finisher wrote a batch: the settle backlog shrank, so claiming may resume."""

@@ -25,6 +25,8 @@ from oqronkit.legacy import (
 from oqronkit.legacy import mapping as rules
 from oqronkit.queues.jobs import Job
 from oqronkit.queues.runs import new_run
+from oqronkit.scheduler.control import update_control
+from oqronkit.scheduler.definition import Definition
 from tests.legacy_fixture import (
     CREATED_ISO,
     CREATED_MS,
@@ -367,18 +369,52 @@ def test_scheduler_records_split_into_definition_and_pointer(v1_namespace, defin
     }
     written = by_namespace(mapped(f"oqron:shop:production:{v1_namespace}", "nightly", v1))
     assert set(written) == {definition_ns, pointer_ns}
-    assert written[definition_ns] == {"name": "nightly", "expression": "0 3 * * *", "timezone": "UTC", "version": 2}
+    assert written[definition_ns] == {"kind": definition_ns, "name": "nightly", "expression": "0 3 * * *",
+                                      "timezone": "UTC", "version": 2}
     assert written[pointer_ns] == {
         "name": "nightly", "nextRunAt": NEXT_RUN_MS, "lastRunAt": LAST_RUN_MS, "paused": True,
         "pausedAt": CREATED_MS, "runCount": 10, "successCount": 9, "failCount": 1,
         "lastStatus": "failed", "lastError": "boom", "version": 2,
+        # the v2 control fields, the v1 counts carried over where v2 has them
+        "kind": definition_ns, "rev": 0, "done": False, "lastSlotAt": None, "lastFiredAt": LAST_RUN_MS,
+        "lastRunId": None, "counters": {"missed": 0, "skipped": 0, "run": 10, "manual": 0},
+        "backlog": [], "retries": [], "manual": [],
     }
     assert classify_namespace(definition_ns) == "definition" and classify_namespace(pointer_ns) == "control"
 
 
+@pytest.mark.parametrize(("v1_namespace", "v1"), [
+    ("cron_schedules", {"expression": "0 3 * * *", "timezone": "UTC", "type": "cron"}),
+    ("schedule_schedules", {"runAt": date(DUE_ISO), "timezone": "UTC"}),
+])
+def test_a_copied_definition_is_one_the_scheduler_reads(v1_namespace, v1):
+    """The scheduler (and a declaration's version rules) build a Definition from the
+    stored record: a copied v1 record must name its kind, or the copy never fires."""
+    definition_ns = rules._SCHEDULERS[v1_namespace][0]
+    written = by_namespace(mapped(v1_namespace, "nightly", v1))
+    read = Definition.from_record(written[definition_ns])
+    assert (read.kind, read.name) == (definition_ns, "nightly")
+
+
+def test_a_copied_control_record_takes_the_schedulers_writes():
+    """Every control write is a compare-and-set on ``rev``: a copy without it could never
+    be paused, advanced or adopted by a declaration (gave up after 100 tries)."""
+    store = MemoryDurableStore()
+    plane = DurablePlane(store, project="shop", environment="production")
+    plane.start()
+    for write in mapped("cron_schedules", "nightly", {"expression": "0 3 * * *"}).writes:
+        plane.insert(write.namespace, write.id, dict(write.value))
+    engine = type("EngineStub", (), {"durable": plane})()
+    stored = update_control(engine, "cron", "nightly", lambda value: value.update(paused=True), now=1)
+    assert stored is not None and stored["paused"] is True and stored["rev"] == 1
+
+
 def test_a_pointer_that_never_ran_says_so():
     written = by_namespace(mapped("cron_schedules", "c", {"name": "c", "expression": "* * * * *"}))
-    assert written["cron_durable"] == {"name": "c", "nextRunAt": None, "lastRunAt": None, "paused": False}
+    pointer = written["cron_durable"]
+    assert {k: pointer[k] for k in ("name", "nextRunAt", "lastRunAt", "paused")} == {
+        "name": "c", "nextRunAt": None, "lastRunAt": None, "paused": False}
+    assert pointer["counters"] == {"missed": 0, "skipped": 0, "run": 0, "manual": 0} and pointer["rev"] == 0
 
 
 @pytest.mark.parametrize(("v1_namespace", "v2_namespace"), sorted(rules._INSTANCES.items()))

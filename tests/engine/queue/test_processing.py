@@ -415,6 +415,21 @@ def test_fixed_and_custom_backoff():
     assert Backoff.from_value(custom.to_value()).delay_ms(2) == 1_000
 
 
+def test_a_fixed_or_custom_backoff_longer_than_a_minute_is_not_capped():
+    """A number is the delay, a function's answer is the delay: the 60 s cap is the default
+    exponential's (a dict's ``max``), not theirs."""
+    assert make_backoff(300).delay_ms(1) == 300_000
+    assert make_backoff(datetime.timedelta(hours=2)).delay_ms(5) == 7_200_000
+
+    def five_minutes_then_an_hour(attempt):
+        return 300 if attempt == 1 else 3600
+
+    custom = make_backoff(five_minutes_then_an_hour)
+    assert (custom.delay_ms(1), custom.delay_ms(2)) == (300_000, 3_600_000)
+    assert Backoff.from_value(custom.to_value()).delay_ms(2) == 3_600_000   # as a stored job reads it
+    assert make_backoff(lambda attempt: float("nan")).delay_ms(1) == 60_000    # a bad answer: the default cap
+
+
 @pytest.mark.parametrize("spec", ["soon", {"type": "fixed", "jitter": 3}])
 def test_bad_backoff_specs(spec):
     from oqronkit import InvalidJob
