@@ -82,7 +82,7 @@ class OperationRunner:
             return False
         try:
             return self._chunk(op)
-        except (BackendUnavailable, InvalidState):
+        except BackendUnavailable:
             raise
         except Exception as exc:  # a bug or an unreadable record must end the operation visibly
             logger.exception("operation %s failed", op_id, extra={"action": "operations.failed", "operation": op_id})
@@ -95,7 +95,10 @@ class OperationRunner:
     def _chunk(self, op: Operation) -> bool:
         progress = op.progress
         if progress.queue_index >= len(op.queues):
-            self.operations.transition(op.id, "finish", user=RUNNER)
+            try:
+                self.operations.transition(op.id, "finish", user=RUNNER)
+            except InvalidState:  # paused or cancelled just now: its walk is over either way
+                pass
             return False
         queue = op.queues[progress.queue_index]
         namespace = dlq_namespace(queue)

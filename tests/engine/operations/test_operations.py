@@ -166,3 +166,29 @@ def test_listing_and_refusals(engine: Engine) -> None:
         ops.get("nope")
     OperationRunner(engine, owner="w1").drain()
     assert ops.get(first.id).status == "done" and ops.get(first.id).progress.done == 0
+
+
+def test_an_unreadable_dead_letter_counts_as_failed_and_a_bug_fails_the_operation(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = make_dead(engine, "ops-x", 4)
+    bad = engine.durable.get(dlq_namespace("ops-x"), ids[0])
+    assert bad is not None
+    unreadable = {k: v for k, v in bad.value.items() if k != "queue"}  # not a job any more
+    engine.durable.put(dlq_namespace("ops-x"), ids[0], unreadable)
+    ops = Operations(engine)
+    op = ops.create("retry", user="ann", queue="ops-x")
+    OperationRunner(engine, owner="w1").drain()
+    done = ops.get(op.id)
+    assert (done.status, done.progress.done, done.progress.failed) == ("done", 3, 1)
+    assert done.progress.errors[0]["id"] == ids[0] and ids[0] in dead_ids(engine, "ops-x")
+
+    broken = ops.create("delete", user="ann", queue="ops-x")
+
+    def explode(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("a bug in the walk")
+
+    monkeypatch.setattr(engine.durable, "scan_statuses_page", explode)
+    OperationRunner(engine, owner="w1").drain()
+    failed = ops.get(broken.id)
+    assert failed.status == "failed" and failed.error == "RuntimeError: a bug in the walk"
+    assert failed.finished_at is not None and failed.history[-1]["by"] == "operations-runner"
