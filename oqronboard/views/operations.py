@@ -43,6 +43,7 @@ class OperationForm(forms.Form):
     q = TextFilter()
     rendered_at = forms.IntegerField(required=False, min_value=0, max_value=2**53)
     confirmed = forms.BooleanField(required=False)
+    name = TextFilter(max_length=200)  # optional: the engine names it from the filter otherwise
 
 
 class ListForm(forms.Form):
@@ -56,7 +57,7 @@ def create_operation(scope: BoardScope, user: str, data: dict[str, Any], *, sour
         raise BadFilter("Deleting is for good: confirm it (confirmed=true).")
     op = Operations(scope.engine).create(data["action"], user=user, source=source, queue=data["queue"],
                                          fingerprint=data["fingerprint"], search=data["q"],
-                                         died_to=data["rendered_at"])
+                                         died_to=data["rendered_at"], name=data["name"])
     message = f"Operation {op.id} started: {op.name}, {op.planned:,} dead letter(s) to look at."
     Action(scope, user, f"operation-{op.action}", source=source, queue=data["queue"] or None,
            extra={"operation": op.id, "filter": op.filter.to_value(), "target": op.name}).save(ok=True, result=message)
@@ -126,7 +127,7 @@ def operation_create(request: BoardRequest) -> HttpResponse:
     data = clean_or_400(OperationForm(request.POST))
     if data["action"] == "delete" and not data["confirmed"]:
         depths = dlq_depths(scope)
-        hidden = [(key, data[key]) for key in ("queue", "fingerprint", "q", "rendered_at")
+        hidden = [(key, data[key]) for key in ("queue", "fingerprint", "q", "rendered_at", "name")
                   if data[key] not in (None, "")]
         return render(request, "oqronboard/operation_confirm.html", {
             "data": data, "hidden": hidden,

@@ -31,6 +31,7 @@ def add_ops_command(command: Any, queue_name: Any, short_text: Any, limit: Any, 
     ops.add_argument("--queue", type=queue_name, help="create: one queue's dead letters (default: every queue)")
     ops.add_argument("--fingerprint", type=short_text("--fingerprint", 100), help="create: one failure group")
     ops.add_argument("--search", type=short_text("--search"), help="create: in the last error's message")
+    ops.add_argument("--name", type=short_text("--name"), help="create: a name (default: one from the filter)")
     ops.add_argument("--wait", action="store_true", help="show/create: until the operation finishes")
     ops.add_argument("--timeout", type=float, default=3600.0, help="--wait at most this many seconds")
     ops.add_argument("--limit", type=limit, default=default_limit, help="list: rows")
@@ -61,7 +62,8 @@ def _create(engine: Engine, operations: Operations, args: argparse.Namespace, co
         where = f" of queue {args.queue}" if args.queue else ""
         console.confirm(f"Delete every matching dead letter{where} that died by now, for good?", yes=args.yes)
     op = operations.create(args.target, user=console.user, source="cli", queue=args.queue or "",
-                           fingerprint=args.fingerprint or "", search=args.search or "", died_to=args.now)
+                           fingerprint=args.fingerprint or "", search=args.search or "", died_to=args.now,
+                           name=args.name or "")
     message = f"Operation {op.id} started: {op.name}, {op.planned:,} dead letter(s) to look at."
     audit = Audited(engine, console, f"operation-{op.action}", queue=args.queue,
                     extra={"operation": op.id, "filter": op.filter.to_value(), "target": op.name})

@@ -146,9 +146,11 @@ def test_the_json_api(board: Board):
     assert post_json(board.viewer, create, {"action": "retry"}).status_code == 403
     assert post_json(board.operator, create, {"action": "delete"}).status_code == 400  # not confirmed
     assert post_json(board.operator, create, {"action": "explode"}).status_code == 400
-    made = post_json(board.operator, create, {"action": "retry", "queue": "emails", "rendered_at": rendered})
+    made = post_json(board.operator, create, {"action": "retry", "queue": "emails", "rendered_at": rendered,
+                                              "name": "After the SMTP fix"})
     assert made.status_code == 201
     op = made.json()
+    assert op["name"] == "After the SMTP fix"
     assert (op["status"], op["counts"]["planned"], op["source"]) == ("running", 4, "api")
     listed = board.viewer.get(create).json()
     assert [o["id"] for o in listed["results"]] == [op["id"]] and listed["next_cursor"] is None

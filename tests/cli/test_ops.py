@@ -48,8 +48,9 @@ def test_delete_needs_yes_without_a_terminal(engine: Engine, seeded: Seeded):
     refused = cli(engine, "ops", "create", "delete", "--queue", "emails")
     assert refused.code == 2 and "add --yes" in refused.err
     assert Operations(engine).list()[0] == [] and audit_entries(engine) == []
-    done = cli(engine, "ops", "create", "delete", "--fingerprint", "f" * 16, "--yes", "--json")
+    done = cli(engine, "ops", "create", "delete", "--fingerprint", "f" * 16, "--name", "purge f", "--yes", "--json")
     assert done.code == 0 and json.loads(done.out)["filter"]["fingerprint"] == "f" * 16
+    assert json.loads(done.out)["name"] == "purge f"
 
 
 def test_pause_resume_cancel_and_refusals(engine: Engine, seeded: Seeded):
