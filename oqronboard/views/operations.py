@@ -101,7 +101,9 @@ def operations_page(request: BoardRequest) -> HttpResponse:
     context = {"operations": ops, "next_cursor": cursor, "status": request.GET.get("status", ""),
                "statuses": STATUSES, "polling": any(not op.finished for op in ops)}
     if request.htmx and request.GET.get("panel") == "list":
-        return render(request, "oqronboard/operations.html#list", context)
+        if context["polling"]:
+            return render(request, "oqronboard/operations.html#list", context)
+        return HttpResponseStopPolling(render_to_string("oqronboard/operations.html#list", context, request))
     return render(request, "oqronboard/operations.html", context)
 
 

@@ -123,8 +123,13 @@ def test_the_history_list_newest_first_and_by_status(board: Board):
     assert body.count('data-testid="operation-row"') == 2 and HOSTILE not in body and "&lt;script&gt;" in body
     assert body.index(second.id) < body.index(first.id)
     assert 'id="nav-operations"' in body and 'aria-current="page"' in body
+    live = board.viewer.get(reverse("oqronboard:operations") + "?panel=list", headers={"HX-Request": "true"})
+    assert live.status_code == 200 and live.content.decode().count('data-testid="operation-row"') == 2
+    ops.cancel(second.id, user="bob")
+    done = board.viewer.get(reverse("oqronboard:operations") + "?panel=list", headers={"HX-Request": "true"})
+    assert done.status_code == 286  # nothing runs any more: htmx stops polling
     only = board.viewer.get(reverse("oqronboard:operations") + "?status=cancelled").content.decode()
-    assert only.count('data-testid="operation-row"') == 1 and first.id in only
+    assert only.count('data-testid="operation-row"') == 2 and first.id in only
     assert board.viewer.get(reverse("oqronboard:operations") + "?status=nope").status_code == 400
 
 
