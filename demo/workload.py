@@ -32,6 +32,8 @@ def tick(data: dict[str, Any]) -> dict[str, Any]:
     counts.update(fire(events=random.randint(0, 2)))
     if n % 6 == 0:
         counts.update(album(n))
+    if n % 24 == 12:
+        counts.update(bulk_retry(n))
     if n + 1 < TICKS:
         ticker.add({"n": n + 1}, delay=TICK_SECONDS)
     return {"tick": n, **counts}
@@ -97,3 +99,14 @@ def album(n: int) -> dict[str, int]:
                    on_complete=oqronkit.job_spec(oqron.emails, {"to": "owner@example.com", "template": "album-ready"}),
                    on_failure=oqronkit.job_spec(oqron.emails, {"to": "ops@example.com", "template": "album-failed"}))
     return {"album-photos": len(photos)}
+
+
+def bulk_retry(n: int) -> dict[str, int]:
+    """Every two minutes a tracked bulk operation (the board's Operations page): the
+    thumbnails' dead letters retried, or the payments' gateway timeouts."""
+    from oqronkit import get_engine
+    from oqronkit.operations import Operations
+
+    queue, search = ("thumbnails", "") if n % 48 == 12 else ("payments", "gateway")
+    op = Operations(get_engine()).create("retry", user="demo", source="demo", queue=queue, search=search)
+    return {"operation_planned": op.planned}

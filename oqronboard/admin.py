@@ -282,7 +282,7 @@ class RunRecordAdmin(ReadOnlyRecordAdmin):
 
 
 class RecordAdmin(ReadOnlyRecordAdmin):
-    record_kinds = ("definition", "control", "log", "state", "record")
+    record_kinds = ("definition", "control", "log", "state", "operation", "record")
     actions = ("pause_queues", "resume_queues")
 
     def namespace_choices(self, scope: BoardScope) -> list[str]:

@@ -26,7 +26,6 @@ from .errors import InvalidNamespace, InvalidRecord, LegacyLayoutDetected
 from .namespaces import RecordKind, TableKey, classify_namespace, table_for_kind
 
 logger = logging.getLogger(__name__)
-
 LEGACY_TABLE = "oqron_kv"
 MAX_PAGE = 1000
 
@@ -226,14 +225,18 @@ class DurablePlane:
     def scan_statuses(self, namespace: str, statuses: Sequence[str], *, page: int = 1000) -> Iterator[tuple[str, str]]:
         """``(id, status)`` of every record of ``namespace`` whose status is one of
         ``statuses``, page by page, without reading values (an id may repeat)."""
-        table = self._namespace_table(namespace)
-        cursor: str | None = None
-        while True:
-            with self._timed("durable.scan_statuses"):
-                found, cursor = self.store.scan_statuses(self.scope, table, namespace, tuple(statuses), cursor, page)
+        found, cursor = self.scan_statuses_page(namespace, statuses, cursor=None, page=page)
+        yield from found
+        while cursor is not None:
+            found, cursor = self.scan_statuses_page(namespace, statuses, cursor=cursor, page=page)
             yield from found
-            if cursor is None:
-                return
+
+    def scan_statuses_page(self, namespace: str, statuses: Sequence[str], *, cursor: str | None,
+                           page: int) -> tuple[builtins.list[tuple[str, str]], str | None]:
+        """One page of :meth:`scan_statuses` after ``cursor`` (None: the first) and the next cursor."""
+        table = self._namespace_table(namespace)
+        with self._timed("durable.scan_statuses"):
+            return self.store.scan_statuses(self.scope, table, namespace, tuple(statuses), cursor, page)
 
     def list(
         self,
@@ -288,7 +291,6 @@ class DurablePlane:
             return self.store.count_by_namespace(self.scope, table_for_kind(kind), kind)
 
     # -- retention -------------------------------------------------------------------
-
     def prune_expired(self, *, now: int | None = None) -> int:
         """Delete every row of this scope whose ``expires_at`` has passed."""
         at = now_ms() if now is None else now

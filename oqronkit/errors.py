@@ -96,3 +96,7 @@ class InvalidSchedule(ConfigurationError):
 class UnknownSchedule(OqronError, LookupError):
     """No cron or schedule of that name is stored; declare it (``oqronkit.cron`` /
     ``oqronkit.schedule``) and let a worker start once, or check the name."""
+
+
+class UnknownOperation(OqronError, LookupError):
+    """No tracked bulk operation has this id in this project and environment."""

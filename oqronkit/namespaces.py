@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Final, Literal
 
 RecordKind = Literal[
-    "definition", "control", "job", "dlq", "run", "message", "log", "state", "record"
+    "definition", "control", "job", "dlq", "run", "message", "log", "state", "operation", "record"
 ]
 TableKey = Literal["records", "jobs", "runs"]
 
@@ -29,7 +29,7 @@ TABLE_NAMES: Final[dict[TableKey, str]] = {
 }
 """The three durable tables by key: ``records``, ``jobs`` and ``runs``."""
 RECORD_KINDS: Final[tuple[RecordKind, ...]] = (
-    "definition", "control", "job", "dlq", "run", "message", "log", "state", "record",
+    "definition", "control", "job", "dlq", "run", "message", "log", "state", "operation", "record",
 )
 """The kinds of record the storage model knows; :func:`table_for_kind` says which table holds each."""
 
@@ -52,6 +52,10 @@ AUDIT: Final = "audit"
 # Group records (oqronkit.groups.ledger); not in the spec's table: kind state, kept off the
 # definitions (definition and control kinds) the board lists.
 QUEUE_GROUPS: Final = "queue_groups"
+# Tracked bulk operations (oqronkit.operations); not in the spec's table: kind operation,
+# and each one's progress (cursor and counts, written with every chunk): kind state.
+OPERATIONS: Final = "operations"
+OPERATION_PROGRESS: Final = "operation_progress"
 # A schedule kind's definitions namespace -> its durable control (pointer) namespace.
 SCHEDULER_CONTROL: Final[dict[str, str]] = {CRON: CRON_DURABLE, SCHEDULE: SCHEDULE_DURABLE}
 
@@ -82,6 +86,8 @@ _EXACT: Final[dict[str, RecordKind]] = {
     CRON_DURABLE: "control",
     SCHEDULE_DURABLE: "control",
     QUEUE_GROUPS: "state",
+    OPERATIONS: "operation",
+    OPERATION_PROGRESS: "state",
     RUNS: "run",
     WEBHOOK_CB: "state",
 }

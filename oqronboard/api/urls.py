@@ -6,7 +6,7 @@ from django.http import Http404, HttpRequest
 from django.urls import path
 
 from ..base import urlsafe  # noqa: F401  (registers <seg:...>, used for every engine id)
-from . import actions, reads
+from . import actions, operations, reads
 from .base import api_view
 
 urlpatterns = [
@@ -24,6 +24,9 @@ urlpatterns = [
     path("definitions/", reads.definition_list, name="api-definitions"),
     path("schedules/", reads.schedule_list, name="api-schedules"),
     path("groups/<seg:group_id>/", reads.group_detail, name="api-group"),
+    path("operations/", operations.operation_list, name="api-operations"),
+    path("operations/<seg:op_id>/", operations.operation_detail, name="api-operation"),
+    path("operations/<seg:op_id>/<slug:verb>/", operations.operation_action, name="api-operation-action"),
 ]
 
 

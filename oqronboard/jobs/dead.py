@@ -86,7 +86,8 @@ def retry_selected(scope: BoardScope, user: str, data: dict, *, source: str = "b
         retried += len(scope.queue(queue).retry_many(ids))
     message = f"Retried {retried} of {len(pairs)} dead letter(s)."
     if data["mode"] == "matching" and len(pairs) >= ACTION_CAP:
-        message += f" This request acts on at most {ACTION_CAP}; more may match: run it again."
+        message += (f" This request acts on at most {ACTION_CAP}; more may match: run it again, or start "
+                    "a tracked operation (Operations) for all of them.")
     Action(scope, user, "retry", source=source, targets=pairs,
            extra={"mode": data["mode"], "renderedAt": data["rendered_at"]}).save(ok=retried > 0, result=message)
     return pairs, retried, message

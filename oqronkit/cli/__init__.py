@@ -2,7 +2,8 @@
 flags) and ``python manage.py oqron <command>`` (from Django's settings) share it.
 
 Commands: queues, runs, dead, schedules (reads); retry, delete, cancel, promote, pause,
-resume, purge (actions, audited). Human tables by default, ``--json`` for one JSON
+resume, purge (actions, audited); ops (tracked bulk operations: list, show, create,
+pause, resume, cancel). Human tables by default, ``--json`` for one JSON
 document. Exit status: 0 done, 1 an error or nothing done, 2 a usage error (including a
 destructive command without ``--yes`` where nobody can confirm it).
 """
@@ -22,6 +23,7 @@ from ..errors import BackendUnavailable, ConfigurationError, OqronError
 from . import actions, reads
 from .args import LIMIT_CAP, add_commands
 from .console import Console, NotConfirmed, UsageProblem
+from .operations import ops
 from .output import Result, render_human, render_json
 
 __all__ = ["COMMANDS", "Console", "add_commands", "build_parser", "execute", "main"]
@@ -33,7 +35,7 @@ COMMANDS: dict[str, Handler] = {
     "dead": lambda engine, args, _console: reads.dead(engine, args),
     "schedules": lambda engine, args, _console: reads.schedules(engine, args),
     "retry": actions.retry, "delete": actions.delete, "cancel": actions.cancel, "promote": actions.promote,
-    "pause": actions.pause, "resume": actions.resume, "purge": actions.purge,
+    "pause": actions.pause, "resume": actions.resume, "purge": actions.purge, "ops": ops,
 }
 
 

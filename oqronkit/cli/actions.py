@@ -88,7 +88,8 @@ def dead_selection(engine: Engine, args: argparse.Namespace) -> tuple[Pairs, str
 
 def capped_note(pairs: Pairs, mode: str) -> str:
     if mode == "matching" and len(pairs) >= ACTION_CAP:
-        return f" This command acts on at most {ACTION_CAP:,}; more may match: run it again."
+        return (f" This command acts on at most {ACTION_CAP:,}; more may match: run it again, or "
+                "`oqron ops create` for all of them.")
     return ""
 
 

@@ -14,6 +14,7 @@ from ..config import MODES
 from ..errors import ConfigurationError
 from ..queues.queue import check_queue_name
 from ..queues.runs import RUN_STATUSES
+from .operations import add_ops_command
 
 #: The most rows a listing prints (the board's pages and exports are bounded too).
 LIMIT_CAP = 1000
@@ -129,6 +130,8 @@ def add_commands(sub: Any, *, connection_options: bool) -> None:
                        ("resume", "undo pause")):
         command(name, help).add_argument("target", type=short_text("the target", 200),
                                          metavar="QUEUE|cron:NAME|schedule:NAME")
+
+    add_ops_command(command, queue_name, short_text, limit, DEFAULT_LIMIT)
 
     purge = command("purge", f"delete a queue's pending jobs for good (at most {LIMIT_CAP:,} per command)")
     purge.add_argument("queue_name", type=queue_name, metavar="QUEUE")

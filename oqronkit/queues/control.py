@@ -140,13 +140,7 @@ class QueueControl:
             raise JobNotFound(f"No dead-lettered job {job_id!r} in queue {self.name!r}.")
         job = Job.from_value(record.value)
         now = now_ms()
-        job.status, job.attempts, job.stalls, job.run_at = "waiting", 0, 0, None
-        job.dead_reason = job.died_at = job.error_fingerprint = job.lease_token = job.worker_id = job.run_id = None
-        job.cancel_requested = False
-        job.updated_at = now
-        job.status = "waiting-dependencies" if job.pending and not job.blocked_by else job.status
-        if job.blocked_by:
-            job.status = "blocked"
+        revive(job, now)
         engine.durable.apply(puts=[RecordWrite(self.namespace, job_id, job.to_value())],
                              deletes=[(self.dlq_namespace, job_id)])
         if job.status == "waiting":
@@ -195,3 +189,15 @@ class QueueControl:
                 engine.hot.remove(self.name, ids)
                 removed += engine.durable.delete_many(self.namespace, ids)
         return removed
+
+
+def revive(job: Job, now: int) -> None:
+    """Reset a dead-lettered job for a retry (a fresh set of attempts, its error history
+    kept): waiting, or held back by its dependencies as when it was first added."""
+    job.status, job.attempts, job.stalls, job.run_at = "waiting", 0, 0, None
+    job.dead_reason = job.died_at = job.error_fingerprint = job.lease_token = job.worker_id = job.run_id = None
+    job.cancel_requested = False
+    job.updated_at = now
+    job.status = "waiting-dependencies" if job.pending and not job.blocked_by else job.status
+    if job.blocked_by:
+        job.status = "blocked"

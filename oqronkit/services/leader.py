@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ..clock import now_ms
 from ..errors import BackendUnavailable, OqronError
 from ..namespaces import QUEUE
+from ..operations.runner import OperationRunner
 from ..scheduler import Scheduler
 from .hot_reset import ResetWatch
 from .reconciler import Reconciler
@@ -45,6 +46,7 @@ class Services:
         upkeep_every: float = 60.0,
         horizon_every: float = 1.0,
         scheduler_every: float = 0.2,
+        operations_every: float = 1.0,
     ) -> None:
         self.engine = engine
         self.worker_id = worker_id
@@ -52,13 +54,15 @@ class Services:
         # The scheduler comes first: its slots are time-critical, the other services are not.
         self.intervals = {"scheduler": scheduler_every, "scheduler-recovery": 1.0, "rescue": rescue_every,
                           "reconcile": reconcile_every, "sweep": sweep_every, "retention": retention_every,
-                          "upkeep": upkeep_every, "horizon": horizon_every}
+                          "upkeep": upkeep_every, "horizon": horizon_every, "operations": operations_every}
         self.is_leader = False
         self.reconciler = Reconciler(engine)
         self.scheduler = Scheduler(engine, worker_id=worker_id)
         self._last: dict[str, float] = {}
         self._upkeep: threading.Thread | None = None
         self._horizon: threading.Thread | None = None
+        self.operations = OperationRunner(engine, owner=worker_id)
+        self._operations: threading.Thread | None = None
         self.on_rescued: Callable[[int], None] | None = None  # the worker's metrics count the rescues
         # Monotonic time an outage this process saw last ended (None: none since it started):
         # its last failed call, then the first call answered after it.
@@ -141,6 +145,9 @@ class Services:
         if name == "horizon":
             self.start_horizon_upkeep()
             return
+        if name == "operations":
+            self.start_operations()
+            return
         try:
             self._run_service(name)
         except OqronError as exc:  # caught per service: a failing rescuer must not stop the reconciler
@@ -184,6 +191,23 @@ class Services:
         self._horizon = threading.Thread(target=horizon_upkeep, args=(self.engine,), name="oqron-horizon",
                                          daemon=True)
         self._horizon.start()
+
+    def start_operations(self) -> None:
+        """Tracked bulk operations on a thread of their own (a 200,000-item retry must not
+        hold up the scheduler), one at a time, chunk by chunk while this node leads."""
+        if self._operations is not None and self._operations.is_alive():
+            return
+        self._operations = threading.Thread(target=self._drain_operations, name="oqron-operations", daemon=True)
+        self._operations.start()
+
+    def _drain_operations(self) -> None:
+        try:
+            self.operations.drain(keep_going=lambda: self.is_leader)
+        except OqronError as exc:  # the next interval tries again
+            self.note_outage(exc)
+            logger.warning("operations: %s", exc, extra={"action": "services.error"})
+        except Exception:
+            logger.exception("operations failed", extra={"action": "services.failed"})
 
     def known_queues(self) -> list[str]:
         """Queues declared here plus every queue any worker recorded as control state."""

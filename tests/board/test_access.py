@@ -17,7 +17,8 @@ PUBLIC = {"login", "logout", "admin-login", "health-live", "health-ready", "favi
 SAMPLE = {"queue": "emails", "job_id": "job-1", "run_id": "run-1", "action": "retry", "app_label": "oqronboard",
           "object_id": "1", "content_type_id": "1", "url": "x", "model_name": "jobrecord", "id": "1",
           "topic": "orders", "group": "billing", "message_id": "m1", "webhook": "billing", "endpoint": "crm",
-          "delivery_id": "m1-crm", "cache": "users", "limiter": "api", "rest": "nope", "group_id": "g1"}
+          "delivery_id": "m1-crm", "cache": "users", "limiter": "api", "rest": "nope", "group_id": "g1",
+          "op_id": "op-1", "verb": "pause"}
 
 
 def walk(patterns, namespace: str = "", prefix: str = "") -> list[tuple[str, str, URLPattern]]:
@@ -55,7 +56,8 @@ def test_the_walk_covers_every_board_page():
     for name in ("/", "/runs/", "/runs/failed/", "/runs/run-1/", "/runs/run-1/live/", "/jobs/", "/jobs/emails/",
                  "/jobs/emails/job-1/", "/jobs/emails/job-1/retry/", "/dead/", "/dead/retry/", "/dead/delete/",
                  "/dead/export/", "/definitions/", "/definitions/queues/emails/pause/", "/audit/", "/go/",
-                 "/scope/", "/admin/", "/topics/", "/topics/orders/", "/topics/orders/messages/m1/",
+                 "/scope/", "/admin/", "/operations/", "/operations/op-1/pause/",
+                 "/topics/", "/topics/orders/", "/topics/orders/messages/m1/",
                  "/topics/orders/groups/billing/pause/", "/topics/orders/groups/billing/replay/",
                  "/topics/orders/groups/billing/retry-dead/", "/webhooks/", "/webhooks/deliveries/",
                  "/webhooks/deliveries/resend/", "/webhooks/billing/deliveries/m1-crm/",
@@ -101,6 +103,8 @@ OPERATOR_ACTIONS = [
     ("dead-delete", {}, {"ids": ["emails:d1"], "confirmed": "on"}),
     ("queue-pause", {"queue": "emails"}, {}),
     ("queue-resume", {"queue": "emails"}, {}),
+    ("operation-create", {}, {"action": "retry"}),
+    ("operation-action", {"op_id": "op-1", "verb": "cancel"}, {}),
 ]
 
 

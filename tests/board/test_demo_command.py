@@ -78,6 +78,12 @@ def test_enqueues_the_demo_workload_through_the_engine(sqlite_shared_db: SharedD
     assert set(endpoints) == {"warehouse", "crm", "legacy-erp"}
     assert all(e["url"].startswith("http://127.0.0.1:") for e in endpoints.values())
     assert plane.count("queue_job:webhook/shop-events") >= 12
+    # Every two minutes a tick starts a tracked bulk operation (the Operations page).
+    from demo import workload
+
+    workload.tick({"n": 12})
+    (operation,) = [r.value for r in plane.list("operations").records]
+    assert (operation["action"], operation["queues"], operation["createdBy"]) == ("retry", ["thumbnails"], "demo")
 
 
 def test_the_demo_app_is_installed_only_for_the_demo():

@@ -41,9 +41,11 @@ SPEC_ROWS = [
     ("webhook_cb", "state"),
     ("my_custom_namespace", "record"),
 ]
+# Ours, beyond the spec's table: tracked bulk operations and their progress.
+OUR_ROWS = [("operations", "operation"), ("operation_progress", "state")]
 
 
-@pytest.mark.parametrize(("namespace", "kind"), SPEC_ROWS)
+@pytest.mark.parametrize(("namespace", "kind"), SPEC_ROWS + OUR_ROWS)
 def test_spec_table(namespace, kind):
     assert classify_namespace(namespace) == kind
 
@@ -100,6 +102,7 @@ def test_an_empty_family_suffix_still_names_the_family():
         ("control", "records"),
         ("log", "records"),
         ("state", "records"),
+        ("operation", "records"),
         ("record", "records"),
         ("unheard-of", "records"),
         ("", "records"),
@@ -110,7 +113,7 @@ def test_table_for_kind(kind, table):
 
 
 def test_every_kind_is_exported_and_routed():
-    assert set(RECORD_KINDS) == {kind for _ns, kind in SPEC_ROWS}
+    assert set(RECORD_KINDS) == {kind for _ns, kind in SPEC_ROWS + OUR_ROWS}
     assert {table_for_kind(k) for k in RECORD_KINDS} == {"records", "jobs", "runs"}
 
 
@@ -145,7 +148,8 @@ def test_table_name_for_namespace(namespace, table):
 def test_sole_namespace_of_kind_names_the_only_namespace_a_kind_can_have(kind):
     # A kind filter may add this namespace (an index serves it): it must never drop a row.
     namespace = sole_namespace_of_kind(kind)
-    expected = {"run": "runs"}.get(kind)  # state: webhook_cb, queue_groups and the queue_unique/debounce families
+    # state spans webhook_cb, queue_groups, operation_progress and the queue_unique/debounce families
+    expected = {"run": "runs", "operation": "operations"}.get(kind)
     assert namespace == expected
     if namespace is not None:
         assert classify_namespace(namespace) == kind

@@ -1,0 +1,145 @@
+"""The public API of tracked bulk operations: create one over a filter, read and list
+them, pause, resume and cancel. The leader's runner (:mod:`.runner`) does the work in
+chunks; the board, its JSON API and the CLI call these methods, never the store.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..clock import now_ms
+from ..durable import Page, RecordWrite
+from ..errors import InvalidRecord, InvalidState, UnknownOperation
+from ..ids import new_id
+from ..namespaces import OPERATION_PROGRESS, OPERATIONS, queue_of
+from ..queues.queue import check_queue_name
+from .records import (
+    ACTIONS,
+    MAX_HISTORY,
+    TARGET_DEAD_LETTERS,
+    TRANSITIONS,
+    DeadLetterFilter,
+    Operation,
+    Progress,
+)
+
+if TYPE_CHECKING:
+    from ..planes import Planes
+
+logger = logging.getLogger(__name__)
+MAX_TEXT = 500  # a search text, a fingerprint, a name, a user
+
+
+class Operations:
+    """Tracked bulk operations of one engine's (project, environment)."""
+
+    def __init__(self, engine: Planes) -> None:
+        self.engine = engine
+
+    def create(self, action: str, *, user: str, source: str = "api", queue: str = "", fingerprint: str = "",
+               search: str = "", died_from: int | None = None, died_to: int | None = None,
+               name: str = "") -> Operation:
+        """Start retrying or deleting every dead letter that matches, in chunks, on the
+        leader. The window ends at ``died_to`` or now, whichever is earlier, frozen here:
+        a dead letter that dies later is never touched. Returns the new operation."""
+        if action not in ACTIONS:
+            raise InvalidRecord(f"Unknown bulk action {action!r}: use one of {', '.join(ACTIONS)}.")
+        for label, text in (("user", user), ("fingerprint", fingerprint), ("search", search), ("name", name)):
+            if not isinstance(text, str) or len(text) > MAX_TEXT or "\x00" in text:
+                raise InvalidRecord(f"The {label} must be text of at most {MAX_TEXT} characters, without NUL.")
+        if not user:
+            raise InvalidRecord("An operation needs the user who asked for it.")
+        if queue:
+            check_queue_name(queue)
+        now = now_ms()
+        window = DeadLetterFilter(queue=queue, fingerprint=fingerprint, search=search, died_from=died_from,
+                                  died_to=now if died_to is None else min(int(died_to), now))
+        depths = {queue_of(ns) or "": n for ns, n in self.engine.durable.count_by_namespace("dlq").items()}
+        queues = [queue] if queue else sorted(q for q in depths if q)
+        op_id = new_id()
+        value: dict[str, Any] = {
+            "id": op_id, "name": name or _default_name(action, window), "action": action,
+            "target": TARGET_DEAD_LETTERS, "filter": window.to_value(), "queues": queues,
+            "planned": sum(depths.get(q, 0) for q in queues), "status": "running", "createdBy": user,
+            "source": source, "createdAt": now, "finishedAt": None, "error": None,
+            "history": [{"at": now, "by": user, "status": "running", "note": "created"}],
+        }
+        self.engine.durable.apply(puts=[RecordWrite(OPERATIONS, op_id, value),
+                                        RecordWrite(OPERATION_PROGRESS, op_id, Progress(updated_at=now).to_value())])
+        logger.info("operation %s created by %s: %s", op_id, user, value["name"],
+                    extra={"action": "operations.create", "operation": op_id})
+        return Operation.from_values(value, None)
+
+    def get(self, op_id: str) -> Operation:
+        """The operation and its progress; :class:`UnknownOperation` if there is none."""
+        record = self.engine.durable.get(OPERATIONS, op_id)
+        if record is None:
+            raise UnknownOperation(f"No bulk operation {op_id!r} here: list them with `oqron ops list`.")
+        progress = self.engine.durable.get(OPERATION_PROGRESS, op_id)
+        return Operation.from_values(record.value, progress.value if progress else None)
+
+    def list(self, *, status: str | None = None, limit: int = 50, cursor: str | None = None
+             ) -> tuple[builtins.list[Operation], str | None]:
+        """A page of operations, newest first, and the next page's cursor."""
+        page: Page = self.engine.durable.list(OPERATIONS, status=status, order="inserted", descending=True,
+                                              limit=limit, cursor=cursor)
+        found = {r.id: r.value for r in self.engine.durable.get_many(OPERATION_PROGRESS,
+                                                                      [r.id for r in page.records])}
+        return [Operation.from_values(r.value, found.get(r.id)) for r in page.records], page.next_cursor
+
+    def running_ids(self, limit: int = 100) -> builtins.list[str]:
+        """Ids of the operations the runner has work for, oldest first."""
+        page = self.engine.durable.list(OPERATIONS, status="running", order="inserted", limit=limit)
+        return [r.id for r in page.records]
+
+    def pause(self, op_id: str, *, user: str) -> Operation:
+        """Stop after the chunk in flight; :meth:`resume` goes on where it stopped."""
+        return self.transition(op_id, "pause", user=user)
+
+    def resume(self, op_id: str, *, user: str) -> Operation:
+        return self.transition(op_id, "resume", user=user)
+
+    def cancel(self, op_id: str, *, user: str) -> Operation:
+        """Stop for good after the chunk in flight; what was done stays done."""
+        return self.transition(op_id, "cancel", user=user)
+
+    def transition(self, op_id: str, verb: str, *, user: str, error: str | None = None) -> Operation:
+        """Move the status by ``verb`` (pause, resume, cancel; finish and fail for the
+        runner), compare-and-set on the status read, so two writers never overwrite each
+        other; :class:`InvalidState` names the status that refused it."""
+        to, allowed = TRANSITIONS.get(verb) or _RUNNER_TRANSITIONS[verb]
+        for _ in range(5):
+            record = self.engine.durable.get(OPERATIONS, op_id)
+            if record is None:
+                raise UnknownOperation(f"No bulk operation {op_id!r} here: list them with `oqron ops list`.")
+            current = record.value.get("status")
+            if current not in allowed:
+                raise InvalidState(f"Operation {op_id} is {current}: it cannot {verb}.")
+            now = now_ms()
+            entry = {"at": now, "by": user, "status": to, "note": error or verb}
+            value = {**record.value, "status": to, "history": [*record.value.get("history", []), entry][-MAX_HISTORY:]}
+            if to in ("cancelled", "done", "failed"):
+                value["finishedAt"] = now
+            if error is not None:
+                value["error"] = error
+            if self.engine.durable.compare_and_set(OPERATIONS, op_id, expect={"status": current}, value=value):
+                logger.info("operation %s %s by %s", op_id, to, user, extra={"action": f"operations.{verb}",
+                                                                            "operation": op_id})
+                return self.get(op_id)
+        raise InvalidState(f"Operation {op_id} kept changing while it was asked to {verb}: try again.")
+
+
+_RUNNER_TRANSITIONS: dict[str, tuple[str, frozenset[str]]] = {
+    "finish": ("done", frozenset({"running"})),
+    "fail": ("failed", frozenset({"running", "paused"})),
+}
+
+
+def _default_name(action: str, window: DeadLetterFilter) -> str:
+    where = f"queue {window.queue}" if window.queue else "every queue"
+    extra = "".join(f", {label} {text!r}" for label, text in (("fingerprint", window.fingerprint),
+                                                               ("matching", window.search)) if text)
+    return f"{action.capitalize()} dead letters of {where}{extra}"
+
