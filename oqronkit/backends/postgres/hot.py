@@ -23,7 +23,7 @@ from psycopg import sql
 
 from ...clock import now_ms
 from ...errors import BackendUnavailable
-from ..hot_types import Lease, QueueDepths, Signal
+from ..hot_types import HotSample, Lease, QueueDepths, Signal
 from ..rate_step import ttl_ms as rate_ttl_ms
 from ..rate_types import RateAnswer, RateRequest
 from ..sqlfiles import load_queries, load_sql
@@ -207,6 +207,13 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
         if not job_ids:
             return set()
         return {job_id for (job_id,) in self._run("present", _keys(scope, queue, ids=TextArray(job_ids)))}
+
+    def sample(self, scope: Scope, queue: str, *, limit: int) -> HotSample:
+        if limit <= 0:
+            return HotSample((), ())
+        ids = [job_id for (job_id,) in self._run("sample_entries", _keys(scope, queue, limit=limit))]
+        leases = tuple(Lease(*row) for row in self._run("sample_leases", _keys(scope, queue, limit=limit)))
+        return HotSample(tuple(dict.fromkeys([*ids, *(lease.job_id for lease in leases)])), leases)
 
     def depths(self, scope: Scope, queue: str, now: int) -> QueueDepths:
         [(ready, delayed, active)] = self._run("depths", _keys(scope, queue, now=now))
