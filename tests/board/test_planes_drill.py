@@ -52,7 +52,7 @@ def flush_hot_plane(board: Board, redis: DedicatedRedis | None) -> None:
         return
     with connections[board.db.alias].cursor() as cursor:
         for table in HOT_TABLES[board.db.alias]:
-            cursor.execute(f"DELETE FROM {table} WHERE project = %s AND environment = %s",  # noqa: S608 (fixed names)
+            cursor.execute(f"DELETE FROM {table} WHERE project = %s AND environment = %s",
                            [board.db.project, board.db.environment])
 
 
