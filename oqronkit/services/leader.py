@@ -184,11 +184,13 @@ class Services:
                     self.on_rescued(rescued)
             else:
                 self.reconciler.run(queues, stall_queues=set(self.settled_queues(queues)), report=report)
+        except BackendUnavailable:
+            raise  # no record: writing one would wait out the same outage (logged by the caller)
         except Exception as exc:
             report.error = f"{type(exc).__name__}: {exc}"[:500]
-            raise
-        finally:
             record_pass(self.engine, report)
+            raise
+        record_pass(self.engine, report)
 
     def start_upkeep(self) -> None:
         """Table upkeep on a thread of its own: a VACUUM of a large table must not hold up

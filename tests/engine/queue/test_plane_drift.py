@@ -128,3 +128,25 @@ def test_the_leaders_passes_are_recorded(engine: Engine):
     assert last["rescue"].repaired == {"rescued": 1} and last["rescue"].jobs[0]["job"] == job.id
     assert last["reconcile"] is not None and last["reconcile"].checked >= 1
     assert [p.service for p in kept_passes(engine)] == ["rescue"]  # only passes that repaired are kept
+
+
+def test_a_failed_pass_is_kept_with_its_error_and_an_outage_writes_none(engine: Engine, monkeypatch):
+    from oqronkit.errors import BackendUnavailable
+
+    engine.queue("broken")
+    services = Services(engine, worker_id="leader-2")
+
+    def bug(*args, **kwargs):
+        raise RuntimeError("a bug in the rescuer")
+
+    monkeypatch.setattr(engine.hot.plane, "take_expired", bug)
+    services.run("rescue")  # logged, never raised: the leader loop goes on
+    [kept] = kept_passes(engine)
+    assert kept.service == "rescue" and kept.error == "RuntimeError: a bug in the rescuer"
+
+    def down(*args, **kwargs):
+        raise BackendUnavailable("the hot plane is down")
+
+    monkeypatch.setattr(engine.hot.plane, "take_expired", down)
+    services.run("rescue")
+    assert len(kept_passes(engine)) == 1
