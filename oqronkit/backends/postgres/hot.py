@@ -212,7 +212,8 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
         if limit <= 0:
             return HotSample((), ())
         ids = [job_id for (job_id,) in self._run("sample_entries", _keys(scope, queue, limit=limit))]
-        leases = tuple(Lease(*row) for row in self._run("sample_leases", _keys(scope, queue, limit=limit)))
+        rows = sorted(self._run("sample_leases", _keys(scope, queue, limit=limit)), key=lambda r: (r[2], r[0]))
+        leases = tuple(Lease(*row) for row in rows)
         return HotSample(tuple(dict.fromkeys([*ids, *(lease.job_id for lease in leases)])), leases)
 
     def depths(self, scope: Scope, queue: str, now: int) -> QueueDepths:

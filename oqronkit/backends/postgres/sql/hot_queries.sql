@@ -212,10 +212,11 @@ ORDER BY job_id
 LIMIT %(limit)s;
 
 -- name: sample_leases
--- sample(): the leases that lapse first, read off the lease index.
+-- sample(): the leases that lapse first, read off the lease index in its order (the
+-- caller breaks ties by id: a sort here would read every lease of the queue).
 SELECT job_id, token, expires_at FROM oqron_hot_jobs
 WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s AND token IS NOT NULL
-ORDER BY expires_at, job_id
+ORDER BY expires_at
 LIMIT %(limit)s;
 
 -- name: depths
