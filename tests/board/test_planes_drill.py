@@ -60,13 +60,14 @@ def planes(board: Board) -> dict:
     return json.loads(board.viewer.get(reverse("oqronboard:api-planes")).content)
 
 
-def wait_for(predicate, timeout: float, what: str):
+def wait_for(predicate, timeout: float, what: str, board: Board | None = None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if found := predicate():
             return found
         time.sleep(0.2)
-    raise AssertionError(f"not within {timeout} s: {what}")
+    last = planes(board) if board is not None else None
+    raise AssertionError(f"not within {timeout} s: {what}; the planes last: {last}")
 
 
 def test_flush_the_hot_plane_under_load_then_reconcile_from_the_board(board: Board, hot: DedicatedRedis | None):
@@ -80,7 +81,9 @@ def test_flush_the_hot_plane_under_load_then_reconcile_from_the_board(board: Boa
         return {"i": ctx.data["i"]}
 
     worker_engine = Engine(django_engine.get_config(), registry=Registry())
-    queue = worker_engine.queue("drill", handler=handler, lease=3, concurrency=2)
+    # A 10 s lease: renewed every 3.3 s, so a renewal late under this machine's load is
+    # not "lapsing" (within a heartbeat of its expiry) as a 3 s lease's would be.
+    queue = worker_engine.queue("drill", handler=handler, lease=10, concurrency=2)
     process = WorkerProcess(worker_engine, poll_interval=0.1)
     thread = threading.Thread(target=process.run, daemon=True)
     thread.start()
@@ -105,11 +108,12 @@ def test_flush_the_hot_plane_under_load_then_reconcile_from_the_board(board: Boa
         response = board.operator.post(reverse("oqronboard:planes-reconcile"), HTTP_HX_REQUEST="true")
         assert response.status_code == 200 and "Reconciler started" in response.content.decode()
         clean = wait_for(lambda: (d := planes(board)) and d["clean"] and not d["reconcile_running"] and d, 30,
-                         "the planes agree again")
+                         "the planes agree again", board)
         repair = clean["repairs"][0]
         assert repair["manual"] and repair["repaired"].get("signalled", 0) >= lost_before
-        page = board.viewer.get(reverse("oqronboard:planes")).content.decode()
-        assert 'data-testid="planes-clean"' in page
+        page_url = reverse("oqronboard:planes")
+        wait_for(lambda: 'data-testid="planes-clean"' in board.viewer.get(page_url).content.decode(), 10,
+                 "the page says clean", board)
 
         def all_ran() -> bool:
             with lock:
