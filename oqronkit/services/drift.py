@@ -160,19 +160,25 @@ def _queue_drift(engine: Engine, queue: str, sample: int, settled: int, live: se
     values = {r.id: r.value for r in durable.get_many(namespace, list(dict.fromkeys([*absent, *active])))}
     still_absent = set(absent) - hot.present(queue, absent)
     counter.calls += 2
-    for id in absent:
-        value = values.get(id)
-        if value is None or id not in still_absent or int(value.get("updatedAt") or 0) > settled:
-            continue  # finished, signalled or stored a moment ago meanwhile
-        if value.get("status") in PENDING:
+    suspects = [id for id in absent if id in still_absent and values.get(id) is not None
+                and int(values[id].get("updatedAt") or 0) <= settled]  # else finished, signalled or just stored
+    orphaned = [id for id in active if (value := values.get(id)) is not None and value.get("status") == "active"
+                and str(value.get("workerId") or "") not in live | {""}
+                and int(value.get("updatedAt") or 0) <= settled]
+    # Read once more: a worker acks the hot plane before it deletes the durable job, so a
+    # job finishing between the reads looks lost on both, then is gone or changed here.
+    checked = list(dict.fromkeys([*suspects, *orphaned]))
+    again = {r.id: r.value for r in durable.get_many(namespace, checked)} if checked else {}
+    counter.calls += 1 if checked else 0
+    confirmed = {id for id in checked
+                 if id in again and again[id].get("updatedAt") == values[id].get("updatedAt")}
+    for id in suspects:
+        if id in confirmed and again[id].get("status") in PENDING:
             drift.unsignalled.add(id)
-        elif value.get("status") == "active":
+        elif id in confirmed and again[id].get("status") == "active":
             drift.leaseless.add(id)
-    for id in active:
-        value = values.get(id)
-        worker = str((value or {}).get("workerId") or "")
-        if value is not None and value.get("status") == "active" and worker and worker not in live \
-                and int(value.get("updatedAt") or 0) <= settled:
+    for id in orphaned:
+        if id in confirmed:
             drift.workerless.add(id)
     for lease in held.leases:
         if lease.expires_at <= now:

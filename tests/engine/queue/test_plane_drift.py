@@ -150,3 +150,26 @@ def test_a_failed_pass_is_kept_with_its_error_and_an_outage_writes_none(engine: 
     monkeypatch.setattr(engine.hot.plane, "take_expired", down)
     services.run("rescue")
     assert len(kept_passes(engine)) == 1
+
+
+def test_a_job_finishing_between_the_reads_is_not_drift(engine: Engine, monkeypatch):
+    """A worker acks the hot plane, then deletes the durable job: finishing right after the
+    comparison's second presence check, the job looked leaseless twice; the last read sees
+    it gone."""
+    q = engine.queue("finishing")
+    job = q.add({"x": 1})
+    engine.hot.remove("finishing", [job.id])
+    age(engine, "finishing", job.id, status="active", workerId="w1", leaseToken=3)
+    plane = engine.hot.plane
+    real_present, calls = plane.present, []
+
+    def present(*args, **kwargs):
+        found = real_present(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == 2:  # the job's worker deletes it now
+            engine.durable.delete(job_namespace("finishing"), job.id)
+        return found
+
+    monkeypatch.setattr(plane, "present", present)
+    drift = queue_drift(engine, "finishing")
+    assert len(calls) >= 2 and drift.clean
