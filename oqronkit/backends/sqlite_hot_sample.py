@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 
 from .hot_types import HotSample, Lease
 from .sqlfiles import load_queries
+from .sqlite_qlimits import SQLiteQueueLimits
 from .types import Scope
 
 _Q = load_queries("oqronkit.backends", "sql/sqlite/hot_queries.sql")
@@ -28,3 +29,8 @@ class SQLiteHotSample:
             ids = [job_id for (job_id,) in conn.execute(_Q["sample_entries"], key)]
             leases = tuple(Lease(*row) for row in conn.execute(_Q["sample_leases"], key))
         return HotSample(tuple(dict.fromkeys([*ids, *(lease.job_id for lease in leases)])), leases)
+
+
+class SQLiteHotMixins(SQLiteQueueLimits, SQLiteHotSample):
+    """Every mixin of :class:`~oqronkit.backends.sqlite_hot.SQLiteHotPlane` (the limited
+    claim and start gate, the sample), one base for it."""

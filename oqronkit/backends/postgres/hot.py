@@ -23,7 +23,7 @@ from psycopg import sql
 
 from ...clock import now_ms
 from ...errors import BackendUnavailable
-from ..hot_types import HotSample, Lease, QueueDepths, Signal
+from ..hot_types import Lease, QueueDepths, Signal
 from ..rate_step import ttl_ms as rate_ttl_ms
 from ..rate_types import RateAnswer, RateRequest
 from ..sqlfiles import load_queries, load_sql
@@ -32,7 +32,7 @@ from .arrays import BigintArray, TextArray
 from .broadcast import PostgresBroadcast
 from .epoch import EpochWatch
 from .pool import LazyPool
-from .qlimits import PostgresQueueLimits
+from .sample import PostgresHotMixins
 from .upkeep import HorizonWatch, table_upkeep
 
 _PACKAGE = "oqronkit.backends.postgres"
@@ -62,7 +62,7 @@ HOT_TABLES = ("oqron_hot_jobs", "oqron_hot_kv", "oqron_hot_locks", "oqron_hot_co
               "oqron_hot_qlimits")
 
 
-class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
+class PostgresHotPlane(PostgresBroadcast, PostgresHotMixins):
     """Hot plane on PostgreSQL (``postgres`` mode).
 
     The pool opens on first use, so building a plane never touches the network. Pool
@@ -207,14 +207,6 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
         if not job_ids:
             return set()
         return {job_id for (job_id,) in self._run("present", _keys(scope, queue, ids=TextArray(job_ids)))}
-
-    def sample(self, scope: Scope, queue: str, *, limit: int) -> HotSample:
-        if limit <= 0:
-            return HotSample((), ())
-        ids = [job_id for (job_id,) in self._run("sample_entries", _keys(scope, queue, limit=limit))]
-        rows = sorted(self._run("sample_leases", _keys(scope, queue, limit=limit)), key=lambda r: (r[2], r[0]))
-        leases = tuple(Lease(*row) for row in rows)
-        return HotSample(tuple(dict.fromkeys([*ids, *(lease.job_id for lease in leases)])), leases)
 
     def depths(self, scope: Scope, queue: str, now: int) -> QueueDepths:
         [(ready, delayed, active)] = self._run("depths", _keys(scope, queue, now=now))
