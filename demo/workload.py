@@ -34,6 +34,8 @@ def tick(data: dict[str, Any]) -> dict[str, Any]:
         counts.update(album(n))
     if n % 24 == 12:
         counts.update(bulk_retry(n))
+    if n % 12 == 2:
+        counts.update(lose_hot_entries())
     if n + 1 < TICKS:
         ticker.add({"n": n + 1}, delay=TICK_SECONDS)
     return {"tick": n, **counts}
@@ -110,3 +112,14 @@ def bulk_retry(n: int) -> dict[str, int]:
     queue, search = ("thumbnails", "") if n % 48 == 12 else ("payments", "gateway")
     op = Operations(get_engine()).create("retry", user="demo", source="demo", queue=queue, search=search)
     return {"operation_planned": op.planned}
+
+
+def lose_hot_entries(n: int = 3) -> dict[str, int]:
+    """A few delayed thumbnails dropped from the hot plane only, as a Redis restart drops
+    them: the Plane drift page names them until the leader's reconciler signals them
+    again (two passes, about 10 s), and its repairs table keeps the pass."""
+    from . import oqron
+
+    jobs = [oqron.thumbnails.add({"image": f"lost/{random.randint(1, 999)}.jpg"}, delay=60) for _ in range(n)]
+    oqron.thumbnails.engine.hot.remove(oqron.thumbnails.name, [job.id for job in jobs])
+    return {"lost-from-hot-plane": n}

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from .backends.claim_limits import ClaimLimits, LimitedClaim, LimitedStart
-from .backends.hot_types import Lease, QueueDepths, Signal
+from .backends.hot_types import HotSample, Lease, QueueDepths, Signal
 from .backends.protocols import Broadcasting, BroadcastSubscription, HotPlane
 from .backends.rate_types import Ban, RateAnswer, RateCheck, RateRequest, Tier
 from .backends.types import Scope
@@ -105,6 +105,9 @@ class HotPlaneFacade:
         if not job_ids:
             return set()
         return self._call("hot.present", self.plane.present, queue, job_ids)
+
+    def sample(self, queue: str, *, limit: int) -> HotSample:
+        return self._call("hot.sample", self.plane.sample, queue, limit=limit)
 
     def depths(self, queue: str, now: int) -> QueueDepths:
         return self._call("hot.depths", self.plane.depths, queue, now)

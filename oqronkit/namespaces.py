@@ -49,6 +49,9 @@ WEBHOOK: Final = "webhook"
 WEBHOOK_CB: Final = "webhook_cb"
 # The board's operator actions, written through the engine; not in the spec's table.
 AUDIT: Final = "audit"
+# The reconciler's and rescuer's passes that repaired something (services/passes.py); not
+# in the spec's table: kind record, bounded to a few dozen rows.
+SERVICE_PASSES: Final = "service_passes"
 # Group records (oqronkit.groups.ledger); not in the spec's table: kind state, kept off the
 # definitions (definition and control kinds) the board lists.
 QUEUE_GROUPS: Final = "queue_groups"

@@ -6,7 +6,7 @@ from django.http import Http404, HttpRequest
 from django.urls import path
 
 from ..base import urlsafe  # noqa: F401  (registers <seg:...>, used for every engine id)
-from . import actions, operations, reads
+from . import actions, operations, planes, reads
 from .base import api_view
 
 urlpatterns = [
@@ -27,6 +27,8 @@ urlpatterns = [
     path("operations/", operations.operation_list, name="api-operations"),
     path("operations/<seg:op_id>/", operations.operation_detail, name="api-operation"),
     path("operations/<seg:op_id>/<slug:verb>/", operations.operation_action, name="api-operation-action"),
+    path("planes/", planes.planes, name="api-planes"),
+    path("planes/reconcile/", planes.reconcile, name="api-planes-reconcile"),
 ]
 
 

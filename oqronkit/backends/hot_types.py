@@ -42,3 +42,13 @@ class QueueDepths:
     ready: int
     delayed: int
     active: int
+
+
+@dataclass(frozen=True, slots=True)
+class HotSample:
+    """A bounded look at one queue's claim structures (``HotPlane.sample``): up to
+    ``limit`` job ids of each of ready, delayed and leased, and the ``limit`` leases
+    that lapse first, earliest first."""
+
+    entries: tuple[str, ...]
+    leases: tuple[Lease, ...]

@@ -7,10 +7,11 @@ import heapq
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 from .broadcast_local import LocalBroadcast
 from .claim_limits import ClaimLimits, LimitedClaim, LimitedStart, LimitState, admit, held_in_last_hour, record, room
-from .hot_types import Lease, QueueDepths, Signal
+from .hot_types import HotSample, Lease, QueueDepths, Signal
 from .memory_rates import MemoryRates
 from .rate_types import RateAnswer, RateRequest
 from .types import Scope
@@ -212,6 +213,16 @@ class MemoryHotPlane(LocalBroadcast):
         with self._lock:
             q = self._q(scope, queue)
             return {j for j in job_ids if j in q.ready or j in q.delayed or j in q.leases}
+
+    def sample(self, scope: Scope, queue: str, *, limit: int) -> HotSample:
+        with self._lock:
+            q = self._q(scope, queue)
+            if limit <= 0:
+                return HotSample((), ())
+            ids = [*islice(q.ready, limit), *islice(q.delayed, limit)]
+            first = sorted((expiry, job_id, token) for job_id, (token, expiry, _w) in q.leases.items())[:limit]
+            leases = tuple(Lease(job_id, token, expiry) for expiry, job_id, token in first)
+            return HotSample(tuple(dict.fromkeys([*ids, *(lease.job_id for lease in leases)])), leases)
 
     def depths(self, scope: Scope, queue: str, now: int) -> QueueDepths:
         with self._lock:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .claim_limits import ClaimLimits, LimitedClaim, LimitedStart
-from .hot_types import Lease, QueueDepths, Signal
+from .hot_types import HotSample, Lease, QueueDepths, Signal
 from .rate_types import RateAnswer, RateRequest
 from .types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
 
@@ -241,6 +241,11 @@ class HotPlane(Protocol):
 
     def present(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
         """The ids among ``job_ids`` that are ready, delayed or leased."""
+
+    def sample(self, scope: Scope, queue: str, *, limit: int) -> HotSample:
+        """Up to ``limit`` job ids of each of ready, delayed and leased, and the
+        ``limit`` leases that lapse first (earliest first): index reads, whatever the
+        queue's size (the board's plane drift)."""
 
     def depths(self, scope: Scope, queue: str, now: int) -> QueueDepths:
         """Ready (including due delayed), delayed (not yet due) and leased counts."""

@@ -31,7 +31,7 @@ from .hot_types import Lease, QueueDepths, Signal
 from .rate_types import RateAnswer, RateRequest
 from .sqlfiles import load_queries, load_sql
 from .sqlite_conn import BUSY_TIMEOUT_S, SQLiteConnections
-from .sqlite_qlimits import SQLiteQueueLimits
+from .sqlite_hot_sample import SQLiteHotMixins
 from .types import Scope
 
 POLL_INTERVAL_S = 0.01  # cross-process wake-up latency of wait(), at one PRAGMA per tick
@@ -41,7 +41,7 @@ _SCHEMA = load_sql("oqronkit.backends", "sql/sqlite/hot_schema.sql")
 _Q = load_queries("oqronkit.backends", "sql/sqlite/hot_queries.sql")
 
 
-class SQLiteHotPlane(SQLiteQueueLimits):
+class SQLiteHotPlane(SQLiteHotMixins):
     """The hot plane of the default ``sqlite`` mode (one machine, several processes).
 
     Safe to share between threads (each gets its own connection) and between processes

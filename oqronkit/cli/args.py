@@ -111,6 +111,10 @@ def add_commands(sub: Any, *, connection_options: bool) -> None:
     command("schedules", "crons and schedules with their pause state and next fire").add_argument(
         "--name", type=short_text("--name", 100), help="only this cron or schedule")
 
+    command("planes", "where the hot plane disagrees with the durable plane, per queue (exit 1 if it does)"
+            ).add_argument("--queue", type=queue_name, help="only this queue")
+    command("reconcile", "signal again every waiting or delayed job the hot plane lost")
+
     for name, help in (("retry", "bring dead letters back with fresh attempts"),
                        ("delete", "delete dead letters for good")):
         action = command(name, help)

@@ -14,6 +14,7 @@ from ..namespaces import QUEUE
 from ..operations.runner import OperationRunner
 from ..scheduler import Scheduler
 from .hot_reset import ResetWatch
+from .passes import ServicePass, record_pass
 from .reconciler import Reconciler
 from .rescuer import _lease_ms, rescue_expired
 from .retention import prune
@@ -159,13 +160,10 @@ class Services:
     def _run_service(self, name: str) -> None:
         queues = self.known_queues()
         self.answered()  # the durable plane too
-        if name == "rescue":
-            rescued = rescue_expired(self.engine, self.settled_queues(queues))
-            if self.on_rescued is not None:
-                self.on_rescued(rescued)
-        elif name == "reconcile":
-            self.resets.remember_workers()
-            self.reconciler.run(queues, stall_queues=set(self.settled_queues(queues)))
+        if name in ("rescue", "reconcile"):
+            if name == "reconcile":
+                self.resets.remember_workers()
+            self._run_recorded(name, queues)
         elif name == "sweep":
             from ..queues.dependencies import sweep_waiting
 
@@ -175,6 +173,24 @@ class Services:
             sweep_groups(self.engine.durable, self.engine.hot)
         elif name == "retention":
             prune(self.engine)
+
+    def _run_recorded(self, name: str, queues: list[str]) -> None:
+        """The rescuer or the reconciler, its pass recorded (services/passes.py)."""
+        report = ServicePass(name, started_at=now_ms(), by=self.worker_id)
+        try:
+            if name == "rescue":
+                rescued = rescue_expired(self.engine, self.settled_queues(queues), report)
+                if self.on_rescued is not None:
+                    self.on_rescued(rescued)
+            else:
+                self.reconciler.run(queues, stall_queues=set(self.settled_queues(queues)), report=report)
+        except BackendUnavailable:
+            raise  # no record: writing one would wait out the same outage (logged by the caller)
+        except Exception as exc:
+            report.error = f"{type(exc).__name__}: {exc}"[:500]
+            record_pass(self.engine, report)
+            raise
+        record_pass(self.engine, report)
 
     def start_upkeep(self) -> None:
         """Table upkeep on a thread of its own: a VACUUM of a large table must not hold up
@@ -210,10 +226,7 @@ class Services:
             logger.exception("operations failed", extra={"action": "services.failed"})
 
     def known_queues(self) -> list[str]:
-        """Queues declared here plus every queue any worker recorded as control state."""
-        names = set(self.engine.registry.queues)
-        names |= {r.id for r in self.engine.durable.list(QUEUE, limit=1000).records}
-        return sorted(names)
+        return known_queues(self.engine)
 
     def resign(self) -> None:
         self.scheduler.shutdown()
@@ -223,3 +236,10 @@ class Services:
             except OqronError:
                 pass
             self.is_leader = False
+
+
+def known_queues(engine: Engine) -> list[str]:
+    """Queues declared here plus every queue any worker recorded as control state."""
+    names = set(engine.registry.queues)
+    names |= {r.id for r in engine.durable.list(QUEUE, limit=1000).records}
+    return sorted(names)

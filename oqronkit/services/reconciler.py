@@ -29,6 +29,7 @@ from .rescuer import mark_stalled
 
 if TYPE_CHECKING:
     from ..engine import Engine
+    from .passes import ServicePass
 
 logger = logging.getLogger(__name__)
 PAGE = 1000
@@ -43,11 +44,14 @@ class Reconciler:
         self._suspects: dict[tuple[str, str], int | None] = {}
         self._missing: set[tuple[str, str]] = set()
         self._stall_queues: set[str] | None = None
+        self._report: ServicePass | None = None
 
-    def run(self, queues: list[str], *, stall_queues: set[str] | None = None) -> int:
+    def run(self, queues: list[str], *, stall_queues: set[str] | None = None,
+            report: ServicePass | None = None) -> int:
         """One pass over every queue; returns how many jobs were signalled again. Active
-        jobs count stalls only in ``stall_queues`` (default: all; see Services.settled_queues)."""
-        self._stall_queues = stall_queues
+        jobs count stalls only in ``stall_queues`` (default: all; see Services.settled_queues).
+        ``report`` is told what was checked and repaired."""
+        self._stall_queues, self._report = stall_queues, report
         signalled = 0
         suspects: dict[tuple[str, str], int | None] = {}
         missing: set[tuple[str, str]] = set()
@@ -72,6 +76,8 @@ class Reconciler:
         jobs were signalled again."""
         if not batch:
             return 0
+        if self._report is not None:
+            self._report.checked += len(batch)
         durable, hot = self.engine.durable, self.engine.hot
         present = hot.present(queue, list(dict.fromkeys(id for id, _ in batch)))
         again: list[str] = []
@@ -107,6 +113,8 @@ class Reconciler:
             if key in self._suspects and self._suspects[key] == job.lease_token and (
                     self._stall_queues is None or queue in self._stall_queues):
                 mark_stalled(self.engine, job, job.lease_token, "lease missing from the hot plane")
+                if self._report is not None:
+                    self._report.note(queue, job.id, "stalled")
             else:
                 suspects[key] = job.lease_token
         return None
@@ -117,11 +125,14 @@ class Reconciler:
         hot = self.engine.hot
         try:
             hot.signal(queue, lost, now_ms())
-            return len(lost)
+            done = lost
         except UNUSABLE:
-            pass
-        def one(signal: Signal) -> bool:
-            hot.signal(queue, [signal], now_ms())
-            return True
+            def one(signal: Signal) -> bool:
+                hot.signal(queue, [signal], now_ms())
+                return True
 
-        return sum(1 for s in lost if guarded("reconciler", job_namespace(queue), s.job_id, partial(one, s)))
+            done = [s for s in lost if guarded("reconciler", job_namespace(queue), s.job_id, partial(one, s))]
+        if self._report is not None:
+            for signal in done:
+                self._report.note(queue, signal.job_id, "signalled")
+        return len(done)

@@ -22,16 +22,20 @@ from ..skipped import guarded
 
 if TYPE_CHECKING:
     from ..engine import Engine
+    from .passes import ServicePass
 
 logger = logging.getLogger(__name__)
 BATCH = 200
 
 
-def rescue_expired(engine: Engine, queues: list[str]) -> int:
+def rescue_expired(engine: Engine, queues: list[str], report: ServicePass | None = None) -> int:
+    """Settle every lapsed lease of ``queues``; how many. ``report`` is told each one."""
     rescued = 0
     for queue in queues:
         while leases := engine.hot.take_expired(queue, now=now_ms(), limit=BATCH):
             alive = _alive(engine, leases)
+            if report is not None:
+                report.checked += len(leases)
             for i, lease in enumerate(leases):
                 rescue = partial(rescue_one, engine, queue, lease, holder_alive=lease.worker in alive)
                 try:
@@ -41,6 +45,8 @@ def rescue_expired(engine: Engine, queues: list[str]) -> int:
                     _put_back(engine, queue, leases[i:])
                     raise
                 rescued += 1
+                if report is not None:
+                    report.note(queue, lease.job_id, "rescued")
     return rescued
 
 

@@ -162,10 +162,14 @@ class Completions:
             if o.inflight.job.id in released:
                 self.writer.written_job(o.inflight.job)
         self.state.count("completed", len(released))
-        lost = [self.writer.lost_lease(o) for o in group if o.inflight.job.id not in released]
-        if lost:  # counted once their runs are recorded
-            self.writer.write([run for run in lost if run is not None], [],
-                              then=lambda: self.state.count("completed", len(lost)))
+        # Not released: held under another token, or gone from the hot plane entirely (its
+        # rows lost, a flush). The steps tell them apart: their renewal re-creates a lost
+        # lease under our token, so such a completion is kept, not run again.
+        rest = [(o, run) for o, run in zip(group, runs, strict=True) if o.inflight.job.id not in released]
+        for o, _run in rest:
+            o.inflight.lease_released = False
+        if rest:
+            released |= self._release_in_steps(queue, [o for o, _ in rest], [run for _, run in rest])
         return released
 
     def _release_in_steps(self, queue: str, group: list[Outcome], runs: Runs) -> set[str]:

@@ -30,6 +30,7 @@ def publish_queue_definitions(durable: DurablePlane, queues: dict[str, tuple[Que
         writes.append(RecordWrite(QUEUE, name, {
             **current, "name": name, "paused": bool(current.get("paused")),
             "strategy": queue.strategy, "concurrency": queue.concurrency, "retries": queue.retries,
+            "leaseMs": queue.lease_ms,
             "deadLetter": queue.dead_letter, "handler": handler, **limits_fields(queue.limits),
             "updatedAt": now_ms(),
             "batch": queue.batch.describe() if queue.batch else None,

@@ -126,3 +126,16 @@ def test_the_demo_receiver_answers_on_loopback_only():
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_demo_loses_hot_entries_for_the_plane_drift_page(sqlite_shared_db: SharedDatabase, own_registry):
+    from demo import workload
+    from oqronkit.contrib.django import engine
+    from oqronkit.services.drift import plane_drift
+
+    default_registry.queues.clear()
+    call_command(DemoCommand(), stdout=io.StringIO())
+    assert workload.lose_hot_entries() == {"lost-from-hot-plane": 3}
+    [thumbnails] = plane_drift(engine.get_engine(), ["thumbnails"], grace_ms=0).queues
+    assert thumbnails.unsignalled.count == 3 and thumbnails.delayed == 0

@@ -131,6 +131,8 @@ SHOTS = [
     Shot("logs", "The engine's module logs, newest first", nav("nav-logs")),
     Shot("limits", "Rate limiters: algorithm, tiers, a key's usage", nav("nav-limits")),
     Shot("caches", "Caches: TTL, tags, hits, misses and hit ratio", nav("nav-caches")),
+    Shot("planes", "Plane drift: where the hot plane disagrees with the durable plane, what the reconciler repaired",
+         nav("planes-link")),
     Shot("audit", "Audit log of operator actions", nav("nav-audit")),
 ]
 

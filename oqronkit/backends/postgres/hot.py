@@ -32,7 +32,7 @@ from .arrays import BigintArray, TextArray
 from .broadcast import PostgresBroadcast
 from .epoch import EpochWatch
 from .pool import LazyPool
-from .qlimits import PostgresQueueLimits
+from .sample import PostgresHotMixins
 from .upkeep import HorizonWatch, table_upkeep
 
 _PACKAGE = "oqronkit.backends.postgres"
@@ -62,7 +62,7 @@ HOT_TABLES = ("oqron_hot_jobs", "oqron_hot_kv", "oqron_hot_locks", "oqron_hot_co
               "oqron_hot_qlimits")
 
 
-class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
+class PostgresHotPlane(PostgresBroadcast, PostgresHotMixins):
     """Hot plane on PostgreSQL (``postgres`` mode).
 
     The pool opens on first use, so building a plane never touches the network. Pool

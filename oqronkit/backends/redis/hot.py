@@ -32,7 +32,7 @@ from redis.cluster import RedisCluster
 
 from ...config import redact_url
 from ...errors import BackendUnavailable
-from ..hot_types import MAX_PRIORITY, MIN_PRIORITY, Lease, QueueDepths, Signal
+from ..hot_types import MAX_PRIORITY, MIN_PRIORITY, HotSample, Lease, QueueDepths, Signal
 from ..types import Scope
 from .broadcast import RedisBroadcast
 from .connection import (
@@ -61,8 +61,8 @@ from .waker import Waker
 
 SCRIPTS = (
     "signal", "claim", "extend", "ack", "release", "take_expired", "leases_of", "remove", "promote", "present",
-    "depths", "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete", "kv_prune", "rate_hit",
-    "rate_drop", "rate_override", "claim_limited", "start_limited",
+    "depths", "sample", "lock_acquire", "lock_release", "kv_set", "kv_get", "kv_all", "kv_delete", "kv_prune",
+    "rate_hit", "rate_drop", "rate_override", "claim_limited", "start_limited",
 )
 #: Scripts whose effect must outlive a cluster failover before the caller acts on it.
 REPLICATED = frozenset({"claim", "claim_limited"})
@@ -222,6 +222,14 @@ class RedisHotPlane(RedisBroadcast, RedisQueueLimits, RedisRateLimits):
         k = queue_keys(scope, queue)
         ready, delayed, active = self._script("depths", [k.ready, k.delayed, k.leases], [now], retry=True)
         return QueueDepths(int(ready), int(delayed), int(active))
+
+    def sample(self, scope: Scope, queue: str, *, limit: int) -> HotSample:
+        if limit <= 0:
+            return HotSample((), ())
+        k = queue_keys(scope, queue)
+        ids, flat = json.loads(self._script("sample", [k.ready, k.delayed, k.leases, k.expiry], [limit], retry=True))
+        leases = tuple(Lease(flat[i], int(flat[i + 1]), int(float(flat[i + 2]))) for i in range(0, len(flat), 3))
+        return HotSample(tuple(dict.fromkeys(ids)), leases)
 
     def next_due(self, scope: Scope, queue: str) -> int | None:
         key = queue_keys(scope, queue).delayed

@@ -101,6 +101,20 @@ UNION
 SELECT job_id FROM oqron_hot_leases
 WHERE project = ?1 AND environment = ?2 AND queue = ?3 AND job_id IN (SELECT value FROM json_each(?4));
 
+-- name: sample_entries
+-- sample(): up to ?4 of the queue's ready and delayed job ids, a walk of the primary key.
+SELECT job_id FROM oqron_hot_jobs
+WHERE project = ?1 AND environment = ?2 AND queue = ?3
+ORDER BY job_id
+LIMIT ?4;
+
+-- name: sample_leases
+-- sample(): the ?4 leases that lapse first, read off the expiry index.
+SELECT job_id, token, expires_at FROM oqron_hot_leases
+WHERE project = ?1 AND environment = ?2 AND queue = ?3
+ORDER BY expires_at, job_id
+LIMIT ?4;
+
 -- name: depths
 -- Ready, due-but-not-promoted, not-yet-due and leased counts at ?4.
 SELECT
