@@ -27,6 +27,7 @@ urlpatterns = [
     path("operations/", operations.operation_list, name="api-operations"),
     path("operations/<seg:op_id>/", operations.operation_detail, name="api-operation"),
     path("operations/<seg:op_id>/<slug:verb>/", operations.operation_action, name="api-operation-action"),
+    path("trace/<seg:correlation_id>/", reads.trace_detail, name="api-trace"),
 ]
 
 
