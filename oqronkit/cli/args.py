@@ -15,6 +15,7 @@ from ..errors import ConfigurationError
 from ..queues.queue import check_queue_name
 from ..queues.runs import RUN_STATUSES
 from .operations import add_ops_command
+from .trace import add_command as add_trace
 
 #: The most rows a listing prints (the board's pages and exports are bounded too).
 LIMIT_CAP = 1000
@@ -110,6 +111,8 @@ def add_commands(sub: Any, *, connection_options: bool) -> None:
 
     command("schedules", "crons and schedules with their pause state and next fire").add_argument(
         "--name", type=short_text("--name", 100), help="only this cron or schedule")
+
+    add_trace(command("trace", "one correlation id's jobs, runs, messages, log lines and audit entries, nested"))
 
     for name, help in (("retry", "bring dead letters back with fresh attempts"),
                        ("delete", "delete dead letters for good")):
