@@ -16,6 +16,7 @@ def seed() -> dict[str, int]:
     counts = add_batch(emails=25, payments=15, reports=3, thumbnails=30)
     counts.update(publish(orders=24, signups=6))
     counts.update(fire(events=12))
+    counts.update(checkouts(4))
     ticker.drain()
     ticker.add({"n": 0}, delay=TICK_SECONDS)
     return counts
@@ -34,6 +35,8 @@ def tick(data: dict[str, Any]) -> dict[str, Any]:
         counts.update(album(n))
     if n % 24 == 12:
         counts.update(bulk_retry(n))
+    if n % 2 == 0:
+        counts.update(checkouts(1))
     if n + 1 < TICKS:
         ticker.add({"n": n + 1}, delay=TICK_SECONDS)
     return {"tick": n, **counts}
@@ -110,3 +113,18 @@ def bulk_retry(n: int) -> dict[str, int]:
     queue, search = ("thumbnails", "") if n % 48 == 12 else ("payments", "gateway")
     op = Operations(get_engine()).create("retry", user="demo", source="demo", queue=queue, search=search)
     return {"operation_planned": op.planned}
+
+
+def checkouts(count: int) -> dict[str, int]:
+    """Orders, each under a correlation id of its own: the board's trace page shows one
+    (``/trace/checkout-<order>/``: the checkout's run, the payment, email, order event,
+    its deliveries and the webhook deliveries it caused)."""
+    import oqronkit
+
+    from . import oqron
+
+    for _ in range(count):
+        order = random.randint(10_000, 99_999)
+        with oqronkit.correlate(f"checkout-{order}"):
+            oqron.checkout.add({"order": order, "customer": random.choice(["cus-ada", "cus-grace", "cus-ken"])})
+    return {"checkout": count}
