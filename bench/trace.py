@@ -87,7 +87,8 @@ FROM generate_series(1, %(jobs)s) AS k, unnest(ARRAY['a', 'b']) AS a;
 INSERT INTO oqron_runs (project, environment, namespace, record_kind, id, value, inserted_at)
 SELECT %(project)s::text, %(environment)s::text, 'topic_msg:orders', 'message', 'tm' || k,
        jsonb_build_object('id', 'tm' || k, 'topic', 'orders', 'partition', 0, 'offset', k,
-                          'publishedAt', %(base)s::bigint + 500 + k, 'correlationId', %(cid)s::text, 'causedBy', 'root'),
+                          'publishedAt', %(base)s::bigint + 500 + k, 'correlationId', %(cid)s::text,
+                          'causedBy', 'root'),
        %(base)s::bigint + 500 + k
 FROM generate_series(1, %(messages)s) AS k;
 INSERT INTO oqron_records (project, environment, namespace, record_kind, id, value, inserted_at)

@@ -134,11 +134,15 @@ def _run(id: str, value: Mapping[str, Any], inserted_at: int) -> TraceEntry:
     job_id = value.get("jobId")
     ended = value.get("endedAt")
     duration = value.get("durationMs")
+    data = value.get("input")
+    fallback = _run_key(value.get("causedBy"))
+    if fallback is None and isinstance(data, Mapping) and isinstance(data.get("messageId"), str) and "topic" in data:
+        fallback = f"message:{data['messageId']}"  # a topic delivery's attempt, its job gone
     return TraceEntry("run", f"run:{id}", id, _ms(value.get("startedAt"), inserted_at), name,
                       status=_text(value.get("status")), ended_at=ended if isinstance(ended, int) else None,
                       duration_ms=duration if isinstance(duration, int) else None,
                       parent=f"job:{name}/{job_id}" if isinstance(job_id, str) else None,
-                      ref={"module": str(value.get("module", ""))}, fallback=_run_key(value.get("causedBy")))
+                      ref={"module": str(value.get("module", ""))}, fallback=fallback)
 
 
 def _nested(entries: list[TraceEntry]) -> list[TraceEntry]:
