@@ -148,6 +148,7 @@ def trace_detail(request: BoardRequest, correlation_id: str) -> dict[str, Any]:
     if not found.entries:
         raise Http404(trace.NO_TRACE)
     body = found.to_json()
+    links = trace.Links()
     for entry, row in zip(found.entries, body["entries"], strict=True):
-        row["url"] = trace.entry_link(entry)
+        row["url"] = links.of(entry)
     return body
