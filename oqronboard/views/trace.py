@@ -5,12 +5,12 @@ indexes serve; ``?panel=live`` re-renders the table for htmx until nothing is pe
 
 from __future__ import annotations
 
+from html import escape  # the stdlib's: Django's lazy-aware wrapper cost ~10 us a call here
 from typing import Any
 from urllib.parse import urlencode
 
 from django.http import HttpResponse
 from django.urls import reverse
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django_htmx.http import HttpResponseStopPolling
 
