@@ -103,3 +103,20 @@ def _rows(body: str) -> list[tuple[str, str]]:
     import re
 
     return re.findall(r'data-testid="trace-row" data-kind="(\w+)" data-depth="(\d+)"', body)
+
+
+def test_an_operators_action_on_a_correlated_job_joins_its_trace(board: Board):
+    from oqronkit.clock import now_ms as now
+    from tests.board.seed import dead_job, queue_control
+
+    queue_control(board.plane, "emails")
+    job = dead_job("emails", "dead-1")
+    job.correlation_id = "order-audited"
+    put_jobs(board.plane, [job])
+    response = board.operator.post(reverse("oqronboard:api-job-action", args=["emails", "dead-1", "retry"]),
+                                   "{}", content_type="application/json")
+    assert response.status_code == 200, response.content
+    entries = board.viewer.get(reverse("oqronboard:api-trace", args=["order-audited"])).json()["entries"]
+    audit = [e for e in entries if e["kind"] == "audit"]
+    assert len(audit) == 1 and audit[0]["title"].startswith("retry by ") and audit[0]["at"] <= now()
+    assert audit[0]["parent"] == "job:emails/dead-1" and audit[0]["depth"] == 1
