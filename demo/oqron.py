@@ -8,6 +8,10 @@ this app; ``bin/demo`` sets it).
 - ``reports``: slow (about 20 s), reports progress and logs as it goes: the live
   progress bar.
 - ``thumbnails``: fast and almost always fine: throughput.
+- ``checkout``: one order each, added under a correlation id of its own
+  (``checkout-<order>``); its handler adds a payment and an email, publishes an order
+  event and fires a webhook, all of which inherit the id: the board's trace page
+  (``/trace/checkout-<order>/``) shows them nested under the checkout's run.
 - ``demo-ticker``: keeps the demo alive, adding a handful of jobs every few seconds for
   an hour (:func:`demo.workload.tick`).
 
@@ -51,6 +55,7 @@ payments = oqronkit.queue("payments", concurrency=3, retries=1, backoff=FAST_RET
 reports = oqronkit.queue("reports", concurrency=2, retries=1, backoff=FAST_RETRY, lease=60)
 thumbnails = oqronkit.queue("thumbnails", concurrency=4, retries=2, backoff=FAST_RETRY)
 ticker = oqronkit.queue("demo-ticker", concurrency=1, retries=0)
+checkout = oqronkit.queue("checkout", concurrency=2, retries=1, backoff=FAST_RETRY)
 
 # A demo secret, fixed so a receiver could verify; a real one comes from the environment.
 DEMO_WEBHOOK_SECRET = "whsec_ZGVtby1vbmx5LWRvLW5vdC11c2UtaW4tcHJvZHVjdGlvbg=="
@@ -159,6 +164,20 @@ def make_thumbnail(ctx: Any) -> dict[str, Any]:
     if random.random() < 0.03:
         raise OSError(f"cannot identify image file {ctx.data.get('image')!r}")
     return {"width": 160, "height": 120}
+
+
+@checkout.handler
+def place_order(ctx: Any) -> dict[str, Any]:
+    """Everything added, published or fired here carries the checkout's correlation id."""
+    order, customer = ctx.data.get("order", 0), ctx.data.get("customer", "cus-ada")
+    amount = random.choice([20, 35, 49, 99])
+    time.sleep(random.uniform(0.05, 0.3))
+    ctx.log("info", f"order {order} placed by {customer}")
+    payments.add({"amount": amount, "order": order, "card": f"4242 4242 4242 {random.randint(1000, 9999)}"})
+    emails.add({"to": f"{customer.removeprefix('cus-')}@example.com", "template": "order-confirmation"})
+    order_events.publish({"order": order, "event": "created", "amount": amount}, key=customer)
+    shop_events.fire("order.created", {"order": order, "amount": amount})
+    return {"order": order, "amount": amount}
 
 
 @ticker.handler

@@ -16,6 +16,7 @@ def seed() -> dict[str, int]:
     counts = add_batch(emails=25, payments=15, reports=3, thumbnails=30)
     counts.update(publish(orders=24, signups=6))
     counts.update(fire(events=12))
+    counts.update(checkouts(4))
     ticker.drain()
     ticker.add({"n": 0}, delay=TICK_SECONDS)
     return counts
@@ -36,6 +37,8 @@ def tick(data: dict[str, Any]) -> dict[str, Any]:
         counts.update(bulk_retry(n))
     if n % 12 == 2:
         counts.update(lose_hot_entries())
+    if n % 2 == 0:
+        counts.update(checkouts(1))
     if n + 1 < TICKS:
         ticker.add({"n": n + 1}, delay=TICK_SECONDS)
     return {"tick": n, **counts}
@@ -123,3 +126,16 @@ def lose_hot_entries(n: int = 3) -> dict[str, int]:
     jobs = [oqron.thumbnails.add({"image": f"lost/{random.randint(1, 999)}.jpg"}, delay=60) for _ in range(n)]
     oqron.thumbnails.engine.hot.remove(oqron.thumbnails.name, [job.id for job in jobs])
     return {"lost-from-hot-plane": n}
+def checkouts(count: int) -> dict[str, int]:
+    """Orders, each under a correlation id of its own: the board's trace page shows one
+    (``/trace/checkout-<order>/``: the checkout's run, the payment, email, order event,
+    its deliveries and the webhook deliveries it caused)."""
+    import oqronkit
+
+    from . import oqron
+
+    for _ in range(count):
+        order = random.randint(10_000, 99_999)
+        with oqronkit.correlate(f"checkout-{order}"):
+            oqron.checkout.add({"order": order, "customer": random.choice(["cus-ada", "cus-grace", "cus-ken"])})
+    return {"checkout": count}

@@ -37,6 +37,7 @@ from .views import (
     search,
     topic_actions,
     topics,
+    trace,
     webhook_actions,
     webhooks,
 )
@@ -63,6 +64,7 @@ urlpatterns = [
     path("operations/<seg:op_id>/<slug:verb>/", operations.operation_action, name="operation-action"),
     path("groups/", groups.groups_page, name="groups"),
     path("groups/<seg:group_id>/", groups.group_detail, name="group"),
+    path("trace/<seg:correlation_id>/", trace.trace_page, name="trace"),
     path("", include("oqronboard.runs.urls")),
     path("runs/<seg:run_id>/", runs.run_detail, name="run"),
     path("jobs/", jobs.queues, name="queues"),

@@ -9,6 +9,7 @@ from .backends import open_durable_store
 from .backends.types import ABSENT, StoredRecord
 from .caches import Cache, FetchTimeout, InvalidCacheKey, InvalidCacheValue, cache
 from .config import OqronConfig, config_from_env, config_from_mapping
+from .correlation import correlate
 from .declare import on, queue, worker
 from .durable import DurablePlane, Page, RecordWrite
 from .engine import Engine, configure, get_engine
@@ -53,6 +54,7 @@ from .ratelimit import Decision, RateLimiter, rate_limit
 from .scheduler import Cron, Schedule, cron, schedule
 from .topics.subscription import Message, TopicContext
 from .topics.topic import Topic, topic
+from .trace import Trace, TraceEntry
 from .webhooks.endpoints import Endpoint
 from .webhooks.webhook import Webhook, webhook
 
@@ -125,6 +127,8 @@ __all__ = [
     "StoredRecord",
     "Topic",
     "TopicContext",
+    "Trace",
+    "TraceEntry",
     "UnknownQueue",
     "UnknownSchedule",
     "Webhook",
@@ -134,6 +138,7 @@ __all__ = [
     "config_from_env",
     "config_from_mapping",
     "configure",
+    "correlate",
     "cron",
     "get_engine",
     "get_group",

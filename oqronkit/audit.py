@@ -16,13 +16,13 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .codec import text_problem
 from .durable import RecordWrite
 from .errors import OqronError
-from .namespaces import AUDIT, job_audit_namespace
+from .namespaces import AUDIT, dlq_namespace, job_audit_namespace, job_namespace
 from .planes import Planes
 
 logger = logging.getLogger(__name__)
@@ -49,21 +49,40 @@ def audit_entry(*, at: int, user: str, action: str, source: str, queue: str | No
     }
 
 
-def audit_writes(entry: dict[str, Any], targets: Sequence[tuple[str, str]]) -> list[RecordWrite]:
-    """The record and its per-job copies. A job whose id the engine no longer accepts in
-    a name (a newline, from an older version) gets no copy: one refused namespace would
-    fail the whole write."""
+def audit_writes(entry: dict[str, Any], targets: Sequence[tuple[str, str]],
+                 correlations: Mapping[tuple[str, str], str] | None = None) -> list[RecordWrite]:
+    """The record and its per-job copies; the copy of a job with a correlation id (in
+    ``correlations``) carries it and its target, so the job's trace shows the action. A
+    job whose id the engine no longer accepts in a name (a newline, from an older
+    version) gets no copy: one refused namespace would fail the whole write."""
     writes = [RecordWrite(AUDIT, entry["id"], entry)]
-    links = (job_audit_namespace(q, j) for q, j in targets[:MAX_JOB_LINKS])
-    writes += [RecordWrite(ns, entry["id"], entry) for ns in links if text_problem(ns) is None]
+    found = correlations or {}
+    for q, j in targets[:MAX_JOB_LINKS]:
+        ns = job_audit_namespace(q, j)
+        if text_problem(ns) is None:
+            cid = found.get((q, j))
+            value = entry if cid is None else {**entry, "correlationId": cid, "target": [q, j]}
+            writes.append(RecordWrite(ns, entry["id"], value))
     return writes
+
+
+def target_correlations(engine: Planes, targets: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The correlation ids of the targets still stored (waiting, delayed or dead)."""
+    found: dict[tuple[str, str], str] = {}
+    for queue, ids in by_queue(targets[:MAX_JOB_LINKS]).items():
+        for namespace in (job_namespace(queue), dlq_namespace(queue)):
+            for record in engine.durable.get_many(namespace, ids):
+                cid = record.value.get("correlationId")
+                if isinstance(cid, str):
+                    found[(queue, record.id)] = cid
+    return found
 
 
 def save_audit(engine: Planes, entry: dict[str, Any], targets: Sequence[tuple[str, str]]) -> bool:
     """Write ``entry``; never raises: an action already done must not be reported as
     failed because its audit write failed. False when the write failed (logged)."""
     try:
-        engine.durable.put_many(audit_writes(entry, targets))
+        engine.durable.put_many(audit_writes(entry, targets, target_correlations(engine, targets)))
     except OqronError as exc:
         logger.error("could not write the audit record of %s by %s: %s", entry["action"], entry["user"], exc,
                      extra={"action": "audit.write_failed"})

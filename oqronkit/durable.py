@@ -246,6 +246,8 @@ class DurablePlane:
         status: str | None = None,
         name: str | None = None,
         module: str | None = None,
+        correlation: str | None = None,
+        table: TableKey | None = None,
         started_from: int | None = None,
         started_to: int | None = None,
         order: Order = "inserted",
@@ -253,18 +255,19 @@ class DurablePlane:
         limit: int = 50,
         cursor: str | None = None,
     ) -> Page:
-        """One page of a namespace (or of every namespace of ``kind``), filtered on the
-        indexed run fields; pass the returned ``next_cursor`` to get the next page."""
-        if namespace is None and kind is None:
-            raise InvalidNamespace("list needs a namespace or a record kind.")
-        table = self._namespace_table(namespace) if namespace is not None else table_for_kind(kind or "")
+        """One page of a namespace (of every namespace of ``kind``; of a whole ``table``
+        with a ``correlation`` id), filtered on indexed fields; ``next_cursor`` pages on."""
+        if namespace is not None or kind is not None:
+            table = self._namespace_table(namespace) if namespace is not None else table_for_kind(kind or "")
+        elif table is None or correlation is None:
+            raise InvalidNamespace("list needs a namespace, a record kind, or a table and a correlation id.")
         if kind is not None and namespace is not None and classify_namespace(namespace) != kind:
             return Page([], None)
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidRecord(f"list limit must be between 1 and {MAX_PAGE}, got {limit}.")
         query = ListQuery(
             table=table, namespace=namespace, kind=kind, status=status, name=name,
-            module=module, started_from=started_from, started_to=started_to, order=order,
+            module=module, correlation=correlation, started_from=started_from, started_to=started_to, order=order,
             descending=descending, limit=limit + 1, after=decode_cursor(cursor, order),
         )
         with self._timed("durable.list"):

@@ -30,6 +30,8 @@ from .planes import commit_together
 from .queues.queue import Queue, Registry, default_registry, set_default_engine_lookup
 from .ratelimit import RateLimiter
 from .topics.topic import Topic
+from .trace import DEFAULT_LIMIT as DEFAULT_TRACE_LIMIT
+from .trace import Trace, read_trace
 from .transactions import TransactionLookup
 from .webhooks.webhook import Webhook
 
@@ -190,6 +192,10 @@ class Engine:
         if declared is not None:
             return declared
         return Queue(name, engine=self)
+
+    def trace(self, correlation_id: str, *, limit: int = DEFAULT_TRACE_LIMIT) -> Trace:
+        """The timeline of one correlation id in this engine's scope (:mod:`oqronkit.trace`)."""
+        return read_trace(self.durable, correlation_id, limit=limit)
 
     def scoped(self, *, project: str, environment: str) -> Engine:
         """This engine seen from another (project, environment): the same planes (opened

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .clock import now_ms
 from .codec import clean_text
+from .correlation import current as current_correlation
 from .durable import RecordWrite
 from .errors import OqronError
 from .ids import new_id
@@ -69,6 +70,11 @@ def entry_of(record: logging.LogRecord, module: str) -> dict[str, Any]:
         found = getattr(record, key, None)
         if isinstance(found, str):
             value[key] = clean_text(found[:200])
+    carried = current_correlation()  # logged inside a correlated handler: on that trace
+    if carried is not None:
+        value["correlationId"] = carried[0]
+        if carried[1] is not None:
+            value["runId"] = carried[1]
     if record.exc_info and record.exc_info[1] is not None:
         value["error"] = clean_text(f"{type(record.exc_info[1]).__name__}: {record.exc_info[1]}"[:MAX_MESSAGE])
     return value

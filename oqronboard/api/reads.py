@@ -23,7 +23,7 @@ from .. import overview, queues
 from ..base.cursors import decode_cursor
 from ..base.filters import clean_or_400
 from ..base.pages import BoardRequest, scope_of
-from ..views import groups
+from ..views import groups, trace
 from ..views.runs import run_detail_context
 from ..views.schedules import schedule_rows
 from .base import api_view
@@ -138,3 +138,17 @@ def group_detail(request: BoardRequest, group_id: str) -> dict[str, Any]:
     return {"group": asdict(context["group"]), "counts": context["counts"], "pending_now": dict(context["live"]),
             "callbacks": context["callbacks"], "members": groups.first_member_rows(scope, group_id),
             "more_members": context["hidden"]}
+
+
+@api_view("GET")
+def trace_detail(request: BoardRequest, correlation_id: str) -> dict[str, Any]:
+    """One correlation id's timeline (README "Traces"): entries depth first, each with
+    its cause (``parent``), nesting ``depth`` and the ``url`` of its board page."""
+    found = scope_of(request).engine.trace(correlation_id)
+    if not found.entries:
+        raise Http404(trace.NO_TRACE)
+    body = found.to_json()
+    links = trace.Links()
+    for entry, row in zip(found.entries, body["entries"], strict=True):
+        row["url"] = links.of(entry)
+    return body

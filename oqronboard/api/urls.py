@@ -29,6 +29,7 @@ urlpatterns = [
     path("operations/<seg:op_id>/<slug:verb>/", operations.operation_action, name="api-operation-action"),
     path("planes/", planes.planes, name="api-planes"),
     path("planes/reconcile/", planes.reconcile, name="api-planes-reconcile"),
+    path("trace/<seg:correlation_id>/", reads.trace_detail, name="api-trace"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""The id jump box: a run id or a job id takes you to its page."""
+"""The id jump box: a run id, a job id or a correlation id takes you to its page."""
 
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ class JumpForm(forms.Form):
 
 @board_view
 def jump(request: BoardRequest) -> HttpResponse:
-    """Redirect to the run, or the job, with this id; list the matches when a job id
-    exists in several queues; 404 with a message when nothing has it."""
+    """Redirect to the run, the job, or the trace of the correlation id, with this id;
+    list the matches when a job id exists in several queues; 404 with a message when
+    nothing has it."""
     wanted = clean_or_400(JumpForm(request.GET))["id"]
     if not wanted:
         return redirect("oqronboard:home")
@@ -34,6 +35,8 @@ def jump(request: BoardRequest) -> HttpResponse:
     jobs = find_jobs(scope, wanted, queues)
     if len(jobs) == 1:
         return redirect("oqronboard:job", queue=jobs[0].queue, job_id=wanted)
+    if not jobs and scope.engine.trace(wanted, limit=1).entries:
+        return redirect("oqronboard:trace", correlation_id=wanted)
     matches = [(j.queue, reverse("oqronboard:job", args=[j.queue, wanted])) for j in jobs]
     return render(request, "oqronboard/jump.html", {"wanted": wanted, "matches": matches},
                   status=200 if matches else 404)

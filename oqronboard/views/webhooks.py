@@ -88,5 +88,6 @@ def delivery_detail(request: BoardRequest, webhook: str, delivery_id: str) -> Ht
         "message_id": (data or {}).get("messageId") or newest.get("messageId"),
         "last_status": str(newest.get("status") or ""), "resendable": dead or (job is None and bool(runs)),
         "queue": delivery_queue_name(webhook),
+        "correlation_id": value.get("correlationId") or newest.get("correlationId"),
     }
     return render(request, "oqronboard/webhook_delivery.html", context)

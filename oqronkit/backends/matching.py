@@ -34,7 +34,8 @@ def matches_query(records: list[StoredRecord], query: ListQuery) -> list[StoredR
 
 def _matches(record: StoredRecord, query: ListQuery) -> bool:
     value = record.value
-    for field, wanted in (("status", query.status), ("name", query.name), ("module", query.module)):
+    for field, wanted in (("status", query.status), ("name", query.name), ("module", query.module),
+                          ("correlationId", query.correlation)):
         if wanted is not None and value.get(field) != wanted:
             return False
     needs_started = query.order == "started" or query.started_from is not None or query.started_to is not None

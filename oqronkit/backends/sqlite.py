@@ -253,7 +253,8 @@ def list_statement(scope: Scope, query: ListQuery) -> tuple[str, list[Any]]:
         parts.append(queries[fragment])
         params.extend(values)
 
-    run_fields = {"and_status": query.status, "and_name": query.name, "and_module": query.module}
+    run_fields = {"and_status": query.status, "and_name": query.name, "and_module": query.module,
+                  "and_correlation": query.correlation}
     # On oqron_runs a run-field filter should seek its own index (see and_namespace_unindexed).
     seek = query.table == "runs" and any(wanted is not None for wanted in run_fields.values())
     if query.namespace is not None:

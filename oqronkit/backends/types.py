@@ -79,6 +79,8 @@ class ListQuery:
     status: str | None = None
     name: str | None = None
     module: str | None = None
+    # A top-level correlationId: the trace of one correlation id (oqronkit.trace).
+    correlation: str | None = None
     started_from: int | None = None
     started_to: int | None = None
     order: Order = "inserted"

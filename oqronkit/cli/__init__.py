@@ -1,9 +1,9 @@
 """The operator CLI: ``python -m oqronkit <command>`` (from ``OQRON_*`` variables and
 flags) and ``python manage.py oqron <command>`` (from Django's settings) share it.
 
-Commands: queues, runs, dead, schedules, planes (reads); retry, delete, cancel, promote,
-pause, resume, purge, reconcile (actions, audited); ops (tracked bulk operations: list,
-show, create, pause, resume, cancel). Human tables by default, ``--json`` for one JSON
+Commands: queues, runs, dead, schedules, planes, trace (reads); retry, delete, cancel,
+promote, pause, resume, purge, reconcile (actions, audited); ops (tracked bulk operations:
+list, show, create, pause, resume, cancel). Human tables by default, ``--json`` for one JSON
 document. Exit status: 0 done, 1 an error or nothing done, 2 a usage error (including a
 destructive command without ``--yes`` where nobody can confirm it).
 """
@@ -20,7 +20,7 @@ from ..clock import now_ms
 from ..config import config_from_env, config_from_mapping
 from ..engine import Engine
 from ..errors import BackendUnavailable, ConfigurationError, OqronError
-from . import actions, planes, reads
+from . import actions, planes, reads, trace
 from .args import LIMIT_CAP, add_commands
 from .console import Console, NotConfirmed, UsageProblem
 from .operations import ops
@@ -34,6 +34,7 @@ COMMANDS: dict[str, Handler] = {
     "runs": lambda engine, args, _console: reads.runs(engine, args),
     "dead": lambda engine, args, _console: reads.dead(engine, args),
     "schedules": lambda engine, args, _console: reads.schedules(engine, args),
+    "trace": lambda engine, args, _console: trace.trace(engine, args),
     "retry": actions.retry, "delete": actions.delete, "cancel": actions.cancel, "promote": actions.promote,
     "pause": actions.pause, "resume": actions.resume, "purge": actions.purge, "ops": ops,
     "planes": lambda engine, args, _console: planes.planes(engine, args), "reconcile": planes.reconcile,

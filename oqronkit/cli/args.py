@@ -15,6 +15,7 @@ from ..errors import ConfigurationError
 from ..queues.queue import check_queue_name
 from ..queues.runs import RUN_STATUSES
 from .operations import add_ops_command
+from .trace import add_command as add_trace
 
 #: The most rows a listing prints (the board's pages and exports are bounded too).
 LIMIT_CAP = 1000
@@ -114,6 +115,7 @@ def add_commands(sub: Any, *, connection_options: bool) -> None:
     command("planes", "where the hot plane disagrees with the durable plane, per queue (exit 1 if it does)"
             ).add_argument("--queue", type=queue_name, help="only this queue")
     command("reconcile", "signal again every waiting or delayed job the hot plane lost")
+    add_trace(command("trace", "one correlation id's jobs, runs, messages, log lines and audit entries, nested"))
 
     for name, help in (("retry", "bring dead letters back with fresh attempts"),
                        ("delete", "delete dead letters for good")):

@@ -22,6 +22,7 @@ from ..codec import (
     text_problem,
     utf8_size,
 )
+from ..correlation import current as current_correlation
 from ..errors import InvalidJob
 from ..ids import new_id
 from ..telemetry.tracing import current_trace_context
@@ -125,7 +126,7 @@ def plain_job_rows(queue: Any, payloads: Sequence[Any], jobs: list[Job]) -> Iter
 
 # Job fields a plain job copies from the batch's first job (lists are made afresh).
 _PLAIN_FIELDS = ("queue", "status", "priority", "lifo", "max_attempts", "backoff", "run_at", "created_at",
-                 "updated_at", "parent_failure", "timeout_ms", "trace_context")
+                 "updated_at", "parent_failure", "timeout_ms", "trace_context", "correlation_id", "caused_by")
 
 
 def parent_ref(parent: Any, default_queue: str) -> list[str]:
@@ -181,8 +182,13 @@ def build_job(
     name = queue.name
     if job_id is not None:
         check_text(job_id, what="job_id")
+    carried, caused_by = current_correlation(), None
     if correlation_id is not None:
         check_text(correlation_id, what="correlation_id")
+        if carried is not None and carried[0] == correlation_id:
+            caused_by = carried[1]
+    elif carried is not None:
+        correlation_id, caused_by = carried
     if parent_failure not in PARENT_FAILURE_POLICIES:
         raise InvalidJob(f"parent_failure must be one of {PARENT_FAILURE_POLICIES}, got {parent_failure!r}.")
     max_attempts = check_attempts(attempts) if attempts is not None else queue.retries + 1
@@ -209,6 +215,7 @@ def build_job(
         pending=list(parents),
         parent_failure=parent_failure,
         correlation_id=correlation_id,
+        caused_by=caused_by,
         tags=sorted(set(queue.tags) | set(tags)),
         timeout_ms=check_timeout(timeout) if timeout is not None else queue.timeout_ms,
         trace_context=current_trace_context(),

@@ -168,7 +168,7 @@ def paused_add(queue: Any, items: list[tuple[Any, Any]]) -> list[Job] | None:
     for job in jobs:
         run = new_run(name=queue.name, module=queue.module, trigger=queue.trigger, input=job.data, attempts=0,
                       app=engine.config.project, environment=engine.config.environment, worker_id="",
-                      job_id=job.id, correlation_id=job.correlation_id, started_at=now)
+                      job_id=job.id, correlation_id=job.correlation_id, caused_by=job.caused_by, started_at=now)
         finish_run(run, "cancelled", reason=reason, limit=engine.config.run_timeline_limit, at=now)
         runs.append(RecordWrite(RUNS, run["id"], run))
         job.die(reason, now)

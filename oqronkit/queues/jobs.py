@@ -30,7 +30,7 @@ _CAMEL = {
     "timeout_ms": "timeoutMs", "cancel_requested": "cancelRequested", "dead_reason": "deadReason",
     "died_at": "diedAt", "run_id": "currentRunId", "error_fingerprint": "errorFingerprint",
     "started_at": "startedAt", "blocked_by": "blockedBy", "stalled_token": "stalledToken",
-    "group": "groupId", "trace_context": "traceContext",
+    "group": "groupId", "trace_context": "traceContext", "caused_by": "causedBy",
 }
 
 
@@ -72,6 +72,7 @@ class JobValue(TypedDict):
     errorFingerprint: str | None
     groupId: str | None
     traceContext: dict[str, str] | None
+    causedBy: str | None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -115,6 +116,8 @@ class Job:
     group: str | None = None
     # The W3C trace context the job was added in ({"traceparent": ...}): telemetry/tracing.py.
     trace_context: dict[str, str] | None = None
+    # The run whose handler added this job (with its correlation id): the trace's nesting.
+    caused_by: str | None = None
 
     @property
     def namespace(self) -> str:

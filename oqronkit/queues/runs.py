@@ -60,6 +60,7 @@ class RunValue(TypedDict):
     durationMs: int | None
     environment: str
     correlationId: NotRequired[str]
+    causedBy: NotRequired[str]
     progressPercent: float
     progressLabel: NotRequired[str | None]
     claimId: NotRequired[str]
@@ -93,6 +94,7 @@ def new_run(
     worker_id: str,
     job_id: str | None = None,
     correlation_id: str | None = None,
+    caused_by: str | None = None,
     started_at: int | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> RunValue:
@@ -111,6 +113,8 @@ def new_run(
     })
     if correlation_id is not None:
         run["correlationId"] = correlation_id
+        if caused_by is not None:  # its job's cause: the trace nests it there once the job is gone
+            run["causedBy"] = caused_by
     run["progressPercent"] = 0
     if extra:
         run.update(extra)

@@ -172,6 +172,7 @@ def _fail_run(engine: Engine, job: Job, why: str) -> None:
         run = new_run(name=job.queue, module="queue", trigger="queue", input=job.data, attempts=job.attempts,
                       app=engine.config.project, environment=engine.config.environment,
                       worker_id=job.worker_id or "", job_id=job.id, correlation_id=job.correlation_id,
+                      caused_by=job.caused_by,
                       started_at=job.started_at)
         run["id"] = job.run_id
     else:

@@ -34,6 +34,7 @@ class MessageValue(TypedDict):
     correlationId: str | None
     idempotencyKey: str | None
     runAt: NotRequired[int | None]  # a delayed message: delivered from this time (epoch ms)
+    causedBy: NotRequired[str]  # the run whose handler published it (oqronkit.correlation)
 
 
 class Draft(NamedTuple):
@@ -52,6 +53,8 @@ class Draft(NamedTuple):
     #: The payload's compact JSON, set by the publisher once it checked it and every
     #: other text of the draft: the record is then encoded around it, not checked again.
     payload_json: str | None = None
+    #: The run whose handler published it (oqronkit.correlation): the trace's nesting.
+    caused_by: str | None = None
 
 
 def counter_id(topic: str, partition: int) -> str:
@@ -66,6 +69,8 @@ def message_value(topic: str, partition: int, offset: int, draft: Draft) -> Mess
     }
     if draft.run_at is not None:
         value["runAt"] = draft.run_at
+    if draft.caused_by is not None:
+        value["causedBy"] = draft.caused_by
     return value
 
 
@@ -79,6 +84,8 @@ def message_json(topic: str, partition: int, offset: int, draft: Draft) -> str:
     }
     if draft.run_at is not None:
         value["runAt"] = draft.run_at
+    if draft.caused_by is not None:
+        value["causedBy"] = draft.caused_by
     return dumps_checked(value)
 
 

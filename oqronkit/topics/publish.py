@@ -17,6 +17,7 @@ from typing import Any
 
 from ..clock import now_ms
 from ..codec import MAX_JSON_DEPTH, dumps_compact, storage_problem, text_problem, utf8_size
+from ..correlation import current as current_correlation
 from ..errors import InvalidJob
 from ..ids import ascending_ids_at
 from ..queues.backoff import to_ms
@@ -48,6 +49,7 @@ class Drafter:
         self.topic, self.partitions, self.max_bytes = topic, partitions, max_bytes
         self.published = now_ms()
         self._new_id = ascending_ids_at(self.published)
+        self._carried = current_correlation()  # a handler's or a request's id, once per call
 
     def __call__(self, item: Any) -> tuple[int, Draft]:
         """The partition and draft of one item: a payload, or ``{"payload": ..., **options}``."""
@@ -59,6 +61,10 @@ class Drafter:
             payload = item
         text = self.payload_json(payload)
         partition = next(_round_robin) % self.partitions if self.partitions > 1 else 0
+        carried = self._carried
+        if carried is not None:
+            return partition, Draft(self._new_id(), None, payload, {}, carried[0], None, self.published, None, text,
+                                    carried[1])
         return partition, Draft(self._new_id(), None, payload, {}, None, None, self.published, None, text)
 
     def payload_json(self, payload: Any) -> str:
@@ -84,6 +90,9 @@ class Drafter:
         key = _optional_text(options.get("key"), "key")
         idempotency_key = _optional_text(options.get("idempotency_key"), "idempotency_key")
         correlation_id = _optional_text(options.get("correlation_id"), "correlation_id")
+        carried, caused_by = self._carried, None
+        if carried is not None and correlation_id in (None, carried[0]):
+            correlation_id, caused_by = carried
         headers = _headers(options.get("headers"))
         delay = to_ms(options.get("delay"), what="delay")
         text = self.payload_json(payload)
@@ -91,7 +100,7 @@ class Drafter:
         return partition_for(key, idempotency_key, self.partitions), Draft(
             id=id, key=key, payload=payload, headers=headers, correlation_id=correlation_id,
             idempotency_key=idempotency_key, published_at=self.published,
-            run_at=None if delay is None else self.published + delay, payload_json=text)
+            run_at=None if delay is None else self.published + delay, payload_json=text, caused_by=caused_by)
 
 
 def _optional_text(value: Any, what: str) -> str | None:

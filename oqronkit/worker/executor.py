@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..codec import NestingTooDeep, dumps_compact, storage_problem
+from ..correlation import enter_run, leave_run
 from ..errors import Discard, InvalidJob, Postpone, RetryAfter
 from ..queues.backoff import to_ms
 from ..queues.gates import Skip
@@ -116,12 +117,18 @@ class Executor:
         queue = inflight.queue
         # _handler inlined (once per job): a queue with a handler, as process._handled_queues checks
         handler = queue.lifecycle.handler(queue.fn) if queue.fn is not None else _handler(inflight)
+        # The job's correlation id in effect for what the handler adds (no call when it has none).
+        cid = inflight.job.correlation_id
+        carried = None if cid is None else enter_run(cid, inflight.run)
         try:
             output = handler(self._make_ctx(inflight))
         except BaseException as exc:
             outcome, error = classify(inflight, exc=exc), exc
         else:
             outcome = classify(inflight, output)
+        finally:
+            if carried is not None:
+                leave_run(carried)
         if span is not None:
             end_consumer(span, outcome.kind, outcome.error["message"] if outcome.error else None, error)
         self._on_outcome(outcome)
@@ -136,6 +143,7 @@ class Executor:
             task = asyncio.current_task()
             assert task is not None
             inflight.attach_task(asyncio.get_running_loop(), task)
+            enter_run(inflight.job.correlation_id, inflight.run)  # this task's own context
             output = await _handler(inflight)(self._make_ctx(inflight))
         except BaseException as exc:
             outcome, error = classify(inflight, exc=exc), exc

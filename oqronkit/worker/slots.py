@@ -127,7 +127,7 @@ class Slots:
         run = new_run(
             name=queue.name, module=queue.module, trigger=queue.trigger, input=job.data, attempts=job.attempts,
             app=config.project, environment=config.environment, worker_id=self.state.worker_id,
-            job_id=job.id, correlation_id=job.correlation_id, started_at=now,
+            job_id=job.id, correlation_id=job.correlation_id, caused_by=job.caused_by, started_at=now,
             extra=extra,
         )
         job.run_id = run["id"]

@@ -78,6 +78,11 @@ def test_enqueues_the_demo_workload_through_the_engine(sqlite_shared_db: SharedD
     assert set(endpoints) == {"warehouse", "crm", "legacy-erp"}
     assert all(e["url"].startswith("http://127.0.0.1:") for e in endpoints.values())
     assert plane.count("queue_job:webhook/shop-events") >= 12
+    # Checkouts, each under a correlation id of its own (the trace page's demo).
+    checkouts = plane.list("queue_job:checkout").records
+    assert len(checkouts) == 4
+    assert all(r.value["correlationId"] == f"checkout-{r.value['data']['order']}" for r in checkouts)
+    assert "/trace/checkout-" in out.getvalue()
     # Every two minutes a tick starts a tracked bulk operation (the Operations page).
     from demo import workload
 

@@ -71,3 +71,14 @@ def fire_webhooks(base_url: str, *, count: int = 3) -> list[str]:
         if oqron.hooks.endpoint(endpoint) is None:
             oqron.hooks.add_endpoint(f"{base_url}/{endpoint}", id=endpoint, events=["order.*"])
     return [i for n in range(count) for i in oqron.hooks.fire("order.paid", {"order": n})]
+
+
+def checkout(correlation_id: str) -> None:
+    """One ``checkout`` job under ``correlation_id`` (what its handler makes inherits it)."""
+    import oqronkit
+    from oqronkit.contrib.django import engine
+    from tests.browser.workload import oqron
+
+    engine.get_engine()
+    with oqronkit.correlate(correlation_id):
+        oqron.checkout.add({"order": 7001})

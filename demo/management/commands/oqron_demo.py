@@ -66,3 +66,6 @@ class Command(BaseCommand):
         counts = workload.seed()
         summary = ", ".join(f"{n} {queue}" for queue, n in counts.items())
         self.stdout.write(self.style.SUCCESS(f"Enqueued the demo workload ({summary}) and its ticker."))
+        sample = engine.get_engine().durable.list("queue_job:checkout", limit=1).records
+        if sample and isinstance(sample[0].value.get("correlationId"), str):
+            self.stdout.write(f"Follow one checkout on the board: /trace/{sample[0].value['correlationId']}/")

@@ -150,7 +150,7 @@ def list_plan(scope: Scope, query: ListQuery) -> tuple[tuple[str, ...], dict[str
         "project": scope.project, "environment": scope.environment, "limit": query.limit,
     }
     namespace = _namespace_for(query.namespace, query.kind)
-    for field in ("namespace", "kind", "status", "name", "module"):
+    for field in ("namespace", "kind", "status", "name", "module", "correlation"):
         value = namespace if field == "namespace" else getattr(query, field)
         if value is not None:
             parts.append(f"where_{field}")

@@ -307,7 +307,7 @@ class RedisDurableStore:
             field, value = wanted[0]
             index = filter_index(durable_base(scope), query.table, query.order, field, namespace, value)
         lo, hi = _bounds(query)
-        filtered = len(wanted) > 1 or (
+        filtered = len(wanted) > 1 or query.correlation is not None or (
             query.order == "inserted" and (query.started_from is not None or query.started_to is not None))
         page = SCAN_PAGE if filtered else min(query.limit, SCAN_PAGE)
         direction = "desc" if query.descending else "asc"

@@ -11,6 +11,9 @@ And a topic, ``events`` (2 partitions), with two groups: ``audit`` handles every
 message; ``mailer`` (no retries) dead-letters every message whose payload asks it to
 fail, so the topic pages have deliveries, lag and dead letters to show.
 
+And ``checkout``: its handler adds an ``emails`` job and publishes to ``events``, both
+inheriting the checkout's correlation id (the trace page's test).
+
 And a webhook, ``hooks`` (one attempt per delivery, so a refused one dies at once): its
 endpoints are added at run time by ``tests/browser/prepare.py`` and point at a receiver
 on 127.0.0.1 that the browser test runs.
@@ -33,6 +36,7 @@ flaky = oqronkit.queue("payments", concurrency=4, retries=0)
 steady = oqronkit.queue("emails", concurrency=4, retries=1)
 events = oqronkit.topic("events", partitions=2)
 # A test secret (the browser tests never verify it); loopback endpoints are allowed.
+checkout = oqronkit.queue("checkout", concurrency=2, retries=0)
 hooks = oqronkit.webhook("hooks", secret="whsec_YnJvd3Nlci10ZXN0LXNlY3JldC0wMTIzNDU2Nzg5", schedule=[0],
                          allow_private=True, timeout=5)
 
@@ -89,3 +93,11 @@ def mail(ctx: Any) -> dict[str, Any]:
     if isinstance(ctx.data, dict) and ctx.data.get("fail"):
         raise ValueError(f"cannot mail {ctx.data.get('note')!r}")
     return {"mailed": True}
+
+
+@checkout.handler
+def place_order(ctx: Any) -> dict[str, Any]:
+    """What it adds and publishes carries this job's correlation id, with this run as the cause."""
+    steady.add({"to": "buyer@example.com", "template": "order-confirmation"})
+    events.publish({"order": (ctx.data or {}).get("order"), "note": "order placed"})
+    return {"placed": (ctx.data or {}).get("order")}

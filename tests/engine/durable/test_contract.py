@@ -445,3 +445,21 @@ def test_apply_with_bad_value_changes_nothing(durable: DurablePlane):
     with pytest.raises(InvalidRecord):
         durable.apply(puts=[RecordWrite("queue_dlq:q", "j1", {"x": object()})], deletes=[("queue_job:q", "j1")])
     assert durable.get("queue_job:q", "j1") is not None
+
+
+def test_list_one_correlation_id_across_a_table_in_insert_order(durable: DurablePlane):
+    rows = [run(1), run(2), run(3), run(4)]
+    rows[0]["correlationId"], rows[2]["correlationId"], rows[3]["correlationId"] = "c-1", "c-1", "c-2"
+    durable.put_many(RecordWrite("runs", r["id"], r) for r in rows)
+    durable.put("topic_msg:orders", "m1", {"publishedAt": 1, "correlationId": "c-1"})
+    durable.put("topic_msg:orders", "m2", {"publishedAt": 2, "correlationId": {"not": "text"}})
+    durable.put("queue_job:emails", "j1", {"status": "waiting", "correlationId": "c-1"})
+    page = durable.list(table="runs", correlation="c-1", limit=2)
+    rest = durable.list(table="runs", correlation="c-1", limit=2, cursor=page.next_cursor)
+    found = [(r.inserted_at, r.id) for r in page.records + rest.records]
+    assert len(page.records) == 2 and rest.next_cursor is None
+    assert found == sorted(found) and {id for _, id in found} == {"r00001", "r00003", "m1"}
+    assert [r.id for r in durable.list(table="jobs", correlation="c-1").records] == ["j1"]
+    assert durable.list(table="records", correlation="c-1").records == []
+    with pytest.raises(InvalidNamespace):
+        durable.list(table="runs")

@@ -180,6 +180,10 @@ AND value->>'name' = %(name)s
 -- name: where_module
 AND value->>'module' = %(module)s
 
+-- name: where_correlation
+-- Served by the oqron_*_correlation_idx hash indexes (schema.sql): the same expression.
+AND value->>'correlationId' = %(correlation)s
+
 -- name: where_started_number
 -- Started order and started filters list only rows whose startedAt is a JSON number.
 -- IS NOT NULL is indexable, so an index scan skips rows without one. The only other

@@ -198,6 +198,16 @@ DROP INDEX IF EXISTS oqron_runs_other_kind_idx;
 -- a random leaf (3.5 us of server CPU per row with startedAt and id in the key, 1.8
 -- without); a hash bucket costs 0.8. Rows without a jobId (cron runs) are not in it.
 CREATE INDEX IF NOT EXISTS oqron_runs_job_idx ON oqron_runs USING hash ((value->>'jobId'));
+-- One correlation id's timeline (oqronkit.trace) in each table: a hash of correlationId
+-- (ids are random, so a B-tree would take each row to a random leaf, as jobId did),
+-- and the few rows it finds sorted. Partial: a row without one (the bulk of a plain
+-- workload) enters none of them, so carrying no id costs no write.
+CREATE INDEX IF NOT EXISTS oqron_runs_correlation_idx ON oqron_runs USING hash ((value->>'correlationId'))
+    WHERE (value->>'correlationId') IS NOT NULL;
+CREATE INDEX IF NOT EXISTS oqron_jobs_correlation_idx ON oqron_jobs USING hash ((value->>'correlationId'))
+    WHERE (value->>'correlationId') IS NOT NULL;
+CREATE INDEX IF NOT EXISTS oqron_records_correlation_idx ON oqron_records USING hash ((value->>'correlationId'))
+    WHERE (value->>'correlationId') IS NOT NULL;
 -- Runs of one worker, newest first.
 CREATE INDEX IF NOT EXISTS oqron_runs_run_worker_started_f8_idx
     ON oqron_runs (project, environment, (value->>'workerId'), ((value->>'startedAt')::float8), id COLLATE "C")

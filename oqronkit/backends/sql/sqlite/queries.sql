@@ -150,6 +150,10 @@ AND json_extract(value, '$.name') = ? AND json_type(value, '$.name') = 'text'
 -- name: and_module
 AND json_extract(value, '$.module') = ? AND json_type(value, '$.module') = 'text'
 
+-- name: and_correlation
+-- Served by the oqron_*_correlation_idx partial indexes (schema.sql).
+AND json_extract(value, '$.correlationId') = ? AND json_type(value, '$.correlationId') = 'text'
+
 -- name: and_has_started
 -- Rows without a numeric startedAt are never listed by start time (booleans are
 -- 'true'/'false' to json_type, so they are excluded as in Python).

@@ -78,6 +78,18 @@ CREATE INDEX IF NOT EXISTS oqron_runs_job_idx ON oqron_runs
     (project, environment, json_extract(value, '$.jobId'), json_extract(value, '$.startedAt'), id);
 CREATE INDEX IF NOT EXISTS oqron_runs_worker_idx ON oqron_runs
     (project, environment, json_extract(value, '$.workerId'), json_extract(value, '$.startedAt'), id);
+
+-- One correlation id's timeline (oqronkit.trace) in every table, in insert order.
+-- Partial: a row without a correlationId (the bulk of them) enters none of them.
+CREATE INDEX IF NOT EXISTS oqron_runs_correlation_idx ON oqron_runs
+    (project, environment, json_extract(value, '$.correlationId'), inserted_at, id)
+    WHERE json_extract(value, '$.correlationId') IS NOT NULL;
+CREATE INDEX IF NOT EXISTS oqron_jobs_correlation_idx ON oqron_jobs
+    (project, environment, json_extract(value, '$.correlationId'), inserted_at, id)
+    WHERE json_extract(value, '$.correlationId') IS NOT NULL;
+CREATE INDEX IF NOT EXISTS oqron_records_correlation_idx ON oqron_records
+    (project, environment, json_extract(value, '$.correlationId'), inserted_at, id)
+    WHERE json_extract(value, '$.correlationId') IS NOT NULL;
 -- Jobs of one queue and status by creation time (jobs page; oldest waiting job).
 CREATE INDEX IF NOT EXISTS oqron_jobs_status_created_idx ON oqron_jobs
     (project, environment, namespace, json_extract(value, '$.status'), json_extract(value, '$.createdAt'), id);
