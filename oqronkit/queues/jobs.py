@@ -30,7 +30,7 @@ _CAMEL = {
     "timeout_ms": "timeoutMs", "cancel_requested": "cancelRequested", "dead_reason": "deadReason",
     "died_at": "diedAt", "run_id": "currentRunId", "error_fingerprint": "errorFingerprint",
     "started_at": "startedAt", "blocked_by": "blockedBy", "stalled_token": "stalledToken",
-    "group": "groupId", "trace_context": "traceContext",
+    "group": "groupId", "trace_context": "traceContext", "replay_of": "replayOf", "replay_set": "replaySet",
 }
 
 
@@ -72,6 +72,8 @@ class JobValue(TypedDict):
     errorFingerprint: str | None
     groupId: str | None
     traceContext: dict[str, str] | None
+    replayOf: str | None
+    replaySet: str | None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -115,6 +117,9 @@ class Job:
     group: str | None = None
     # The W3C trace context the job was added in ({"traceparent": ...}): telemetry/tracing.py.
     trace_context: dict[str, str] | None = None
+    # A replay's original run and its replay set (oqronkit.replay): ctx.replay reads it.
+    replay_of: str | None = None
+    replay_set: str | None = None
 
     @property
     def namespace(self) -> str:

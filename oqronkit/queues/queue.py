@@ -131,6 +131,7 @@ class Queue(QueueControl, Observable):
         condition: Hook | None = None,
         before_run: Hook | None = None,
         on_pause: PausePolicy = "hold",
+        replayable: bool = False,
         engine: QueueHost | None = None,
     ) -> None:
         _check_limits(name, strategy=strategy, concurrency=concurrency, max_stalls=max_stalls, retries=retries,
@@ -153,6 +154,7 @@ class Queue(QueueControl, Observable):
         self.backoff = defaults.backoff
         self.timeout_ms = defaults.timeout_ms
         self.dead_letter = dead_letter
+        self.replayable = replayable is True  # safe to run again on a past run's input (oqronkit.replay)
         self.priority = defaults.priority
         self.tags = tuple(tags)
         self.completed_run_ttl_ms = defaults.completed_run_ttl_ms
