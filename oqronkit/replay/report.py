@@ -100,14 +100,17 @@ def read_replay_set(engine: Planes, set_id: str) -> ReplaySet | None:
     pairs_in = [p for p in record.get("pairs") or [] if isinstance(p, dict)]
     originals = {r.id: r.value for r in engine.durable.get_many(RUNS, [str(p.get("run")) for p in pairs_in])}
     queues = list(dict.fromkeys(str(p.get("queue")) for p in pairs_in))
-    replays: dict[str, dict[str, Any]] = {}
-    for queue in queues:
-        replays.update(_replay_runs(engine, queue, set_id, int(record.get("createdAt") or 0)))
+    # Jobs before runs: a worker writes a run and deletes its job in one write, so a job
+    # gone by now has its run stored by the time the runs are read.
     jobs: dict[str, str] = {}
     for queue in queues:
         ids = [str(p.get("job")) for p in pairs_in if p.get("queue") == queue]
-        jobs.update({r.id: "dead" for r in engine.durable.get_many(dlq_namespace(queue), ids)})
         jobs.update({r.id: str(r.value.get("status")) for r in engine.durable.get_many(job_namespace(queue), ids)})
+        live = [i for i in ids if i not in jobs]
+        jobs.update({r.id: "dead" for r in engine.durable.get_many(dlq_namespace(queue), live)})
+    replays: dict[str, dict[str, Any]] = {}
+    for queue in queues:
+        replays.update(_replay_runs(engine, queue, set_id, int(record.get("createdAt") or 0)))
     pairs = []
     for p in pairs_in:
         original, job_id = originals.get(str(p.get("run"))), str(p.get("job"))
