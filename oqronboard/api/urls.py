@@ -6,7 +6,7 @@ from django.http import Http404, HttpRequest
 from django.urls import path
 
 from ..base import urlsafe  # noqa: F401  (registers <seg:...>, used for every engine id)
-from . import actions, operations, reads
+from . import actions, operations, reads, replays
 from .base import api_view
 
 urlpatterns = [
@@ -27,6 +27,9 @@ urlpatterns = [
     path("operations/", operations.operation_list, name="api-operations"),
     path("operations/<seg:op_id>/", operations.operation_detail, name="api-operation"),
     path("operations/<seg:op_id>/<slug:verb>/", operations.operation_action, name="api-operation-action"),
+    path("replays/", replays.replay_list, name="api-replays"),
+    path("replays/new/", replays.replay_create, name="api-replay-create"),
+    path("replays/<seg:set_id>/", replays.replay_detail, name="api-replay"),
 ]
 
 
