@@ -9,7 +9,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -22,7 +22,7 @@ from oqronkit.replay.report import ReplaySet
 
 from ..base.audit import Action
 from ..base.filters import TextFilter, WindowField, clean_or_400, window_start
-from ..base.pages import BoardRequest, back, board_view, scope_of
+from ..base.pages import BoardRequest, board_view, scope_of
 from ..base.roles import operator_required
 from ..base.scope import BoardScope
 
@@ -100,7 +100,8 @@ def replay_create(request: BoardRequest) -> HttpResponse:
     except ReplayRefused as exc:
         audit.save(ok=False, result=str(exc))
         messages.warning(request, str(exc))
-        return back(request, reverse("oqronboard:replays"))
+        where = reverse("oqronboard:run", args=[data["run"]]) if data["run"] else reverse("oqronboard:replays")
+        return HttpResponseRedirect(where)
     found = read_replay_set(scope.engine, set_id)
     count = len(found.pairs) if found else 0
     audit.targets = [(p.queue, p.job_id) for p in found.pairs] if found else []

@@ -49,7 +49,8 @@ def select_runs(engine: Planes, *, run_ids: Sequence[str] = (), handler: str | N
                 last: int | None = None, status: str | None = "completed", started_from: int | None = None,
                 started_to: int | None = None) -> list[StoredRecord]:
     """The runs to replay: ``run_ids`` in order, or the ``last`` (newest first) runs of
-    ``handler`` with ``status`` (completed by default; None: any) in the time window."""
+    ``handler`` with ``status`` (completed by default; None: any) in the time window,
+    replays left out."""
     if run_ids:
         if len(run_ids) > MAX_REPLAYS:
             raise ReplayRefused(f"At most {MAX_REPLAYS:,} runs can be replayed at once, got {len(run_ids):,}.")
@@ -67,7 +68,8 @@ def select_runs(engine: Planes, *, run_ids: Sequence[str] = (), handler: str | N
         page = engine.durable.list(RUNS, name=handler, status=status, order="started", descending=True,
                                    started_from=started_from, started_to=started_to,
                                    limit=min(1000, wanted - len(runs)), cursor=cursor)
-        runs.extend(r for r in page.records if r.value.get("module") in QUEUE_MODULES)
+        # Earlier replays are no baseline: a changed output would become the next check's reference.
+        runs.extend(r for r in page.records if r.value.get("module") in QUEUE_MODULES and not r.value.get("replayOf"))
         if page.next_cursor is None:
             break
         cursor = page.next_cursor

@@ -84,6 +84,9 @@ def test_a_scope_without_the_handler_reads_replayable_from_the_workers_definitio
         [original] = completed_runs(engine, "echo")
         set_id = replay(board, run_ids=[original["id"]], user="ops", source="test")
         result = settled(board, set_id)
+        # The replay's own completed run is no baseline for the next check: only the original is chosen.
+        again = settled(board, replay(board, handler="echo", last=10))
+    assert [p.original_id for p in again.pairs] == [original["id"]]
     assert result.ok and result.summary["identical"] == 1
     assert result.record["selection"] == {"runIds": [original["id"]]} and result.record["createdBy"] == "ops"
     assert read_replay_set(board, "no-such-set") is None
