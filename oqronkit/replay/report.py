@@ -110,7 +110,8 @@ def read_replay_set(engine: Planes, set_id: str) -> ReplaySet | None:
         jobs.update({r.id: "dead" for r in engine.durable.get_many(dlq_namespace(queue), live)})
     replays: dict[str, dict[str, Any]] = {}
     for queue in queues:
-        replays.update(_replay_runs(engine, queue, set_id, int(record.get("createdAt") or 0)))
+        wanted = {str(p.get("job")) for p in pairs_in if p.get("queue") == queue}
+        replays.update(_replay_runs(engine, queue, set_id, int(record.get("createdAt") or 0), wanted))
     pairs = []
     for p in pairs_in:
         original, job_id = originals.get(str(p.get("run"))), str(p.get("job"))
@@ -137,11 +138,13 @@ def pair_state(original: dict[str, Any] | None, run: dict[str, Any] | None, job_
     return "identical" if not json_diff(original.get("output"), run.get("output"), limit=1) else "changed"
 
 
-def _replay_runs(engine: Planes, queue: str, set_id: str, created_at: int) -> dict[str, dict[str, Any]]:
-    """The newest run of each of the set's jobs in ``queue``, by job id."""
+def _replay_runs(engine: Planes, queue: str, set_id: str, created_at: int,
+                 wanted: set[str]) -> dict[str, dict[str, Any]]:
+    """The newest run of each of the set's jobs in ``queue``, by job id; the scan stops
+    once every wanted job has a finished run (one attempt each: no later run follows)."""
     newest: dict[str, dict[str, Any]] = {}
     cursor, seen = None, 0
-    while seen < SCAN_LIMIT:
+    while seen < SCAN_LIMIT and not _all_finished(newest, wanted):
         page = engine.durable.list(RUNS, name=queue, order="started", started_from=created_at - _CLOCK_SKEW_MS,
                                    limit=1000, cursor=cursor)
         for record in page.records:
@@ -151,6 +154,10 @@ def _replay_runs(engine: Planes, queue: str, set_id: str, created_at: int) -> di
             break
         cursor = page.next_cursor
     return newest
+
+
+def _all_finished(newest: dict[str, dict[str, Any]], wanted: set[str]) -> bool:
+    return all(newest.get(j, {}).get("status") not in (None, "running") for j in wanted)
 
 
 def _keep_newest(newest: dict[str, dict[str, Any]], record: StoredRecord, set_id: str) -> None:
