@@ -5,11 +5,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oqronkit.replay.diff import Change, format_path, json_diff
 
+# A loaded machine (the suite runs beside others) must not fail a law for slowness alone.
+PROPERTY = settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-1000, 1000) | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=5),
@@ -46,12 +48,13 @@ def same_json(a: Any, b: Any) -> bool:
     return not json_diff(a, b)
 
 
+@PROPERTY
 @given(json_values)
 def test_a_value_has_no_difference_with_itself(value):
     assert json_diff(value, copy.deepcopy(value)) == []
 
 
-@settings(max_examples=300)
+@PROPERTY
 @given(json_values, json_values)
 def test_applying_the_changes_rebuilds_the_second_value(before, after):
     changes = json_diff(before, after, limit=10_000)
@@ -59,6 +62,7 @@ def test_applying_the_changes_rebuilds_the_second_value(before, after):
     assert (changes == []) == same_json(before, after)
 
 
+@PROPERTY
 @given(json_values, json_values)
 def test_the_reverse_diff_swaps_added_and_removed(before, after):
     swap = {"added": "removed", "removed": "added", "changed": "changed"}
