@@ -31,6 +31,11 @@ A cron and a schedule (the board's Schedules page), run by the worker's leader:
 ``stock-digest`` every minute, and ``price-sync`` every 45 s, which fails about one
 time in five (a price feed timeout).
 
+A replayable queue (the board's Replays page): ``quotes`` prices an order from its input
+and the current price list, which changes every three minutes; every minute the ticker
+replays the last 20 quotes, so the replay sets show identical pairs and, when the price
+list has changed since, changed ones with their diff (:func:`demo.workload.replay_quotes`).
+
 A cache and a rate limiter (the board's Caches and Limits pages): ``thumbnails`` reads
 each image's metadata through the ``image-meta`` cache (hits, misses, fetches), and
 ``payments`` checks the ``card-charges`` limiter per card (5 a minute; a card refused
@@ -56,6 +61,8 @@ reports = oqronkit.queue("reports", concurrency=2, retries=1, backoff=FAST_RETRY
 thumbnails = oqronkit.queue("thumbnails", concurrency=4, retries=2, backoff=FAST_RETRY)
 ticker = oqronkit.queue("demo-ticker", concurrency=1, retries=0)
 checkout = oqronkit.queue("checkout", concurrency=2, retries=1, backoff=FAST_RETRY)
+# Safe to run again: a quote only computes (replayable=True is the author's promise of that).
+quotes = oqronkit.queue("quotes", concurrency=2, retries=0, replayable=True)
 
 # A demo secret, fixed so a receiver could verify; a real one comes from the environment.
 DEMO_WEBHOOK_SECRET = "whsec_ZGVtby1vbmx5LWRvLW5vdC11c2UtaW4tcHJvZHVjdGlvbg=="
@@ -178,6 +185,13 @@ def place_order(ctx: Any) -> dict[str, Any]:
     order_events.publish({"order": order, "event": "created", "amount": amount}, key=customer)
     shop_events.fire("order.created", {"order": order, "amount": amount})
     return {"order": order, "amount": amount}
+@quotes.handler
+def quote(ctx: Any) -> dict[str, Any]:
+    qty = max(1, min(int(ctx.data.get("qty") or 1), 1000))
+    # The price list of the demo changes every three minutes: a replay across it shows the diff.
+    bulk_discount = int(time.time() // 180) % 2 == 1 and qty >= 5
+    unit = 230 if bulk_discount else 250
+    return {"qty": qty, "net": qty * unit, "tax": round(qty * unit * 0.2), "discount": bulk_discount}
 
 
 @ticker.handler

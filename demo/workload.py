@@ -17,6 +17,7 @@ def seed() -> dict[str, int]:
     counts.update(publish(orders=24, signups=6))
     counts.update(fire(events=12))
     counts.update(checkouts(4))
+    counts.update(quotes(10))
     ticker.drain()
     ticker.add({"n": 0}, delay=TICK_SECONDS)
     return counts
@@ -39,6 +40,9 @@ def tick(data: dict[str, Any]) -> dict[str, Any]:
         counts.update(lose_hot_entries())
     if n % 2 == 0:
         counts.update(checkouts(1))
+    counts.update(quotes(random.randint(0, 2)))
+    if n % 12 == 11:
+        counts.update(replay_quotes())
     if n + 1 < TICKS:
         ticker.add({"n": n + 1}, delay=TICK_SECONDS)
     return {"tick": n, **counts}
@@ -139,3 +143,23 @@ def checkouts(count: int) -> dict[str, int]:
         with oqronkit.correlate(f"checkout-{order}"):
             oqron.checkout.add({"order": order, "customer": random.choice(["cus-ada", "cus-grace", "cus-ken"])})
     return {"checkout": count}
+def quotes(n: int) -> dict[str, int]:
+    from . import oqron
+
+    oqron.quotes.add_bulk([{"qty": random.randint(1, 9), "sku": f"SKU-{random.randint(100, 999)}"}
+                           for _ in range(n)])
+    return {"quotes": n}
+
+
+def replay_quotes() -> dict[str, int]:
+    """Replay the last 20 quotes (docs/how-to/replay-and-diff.md), as ``oqron replay`` would."""
+    import oqronkit
+    from oqronkit.replay import ReplayRefused, read_replay_set, replay
+
+    engine = oqronkit.get_engine()
+    try:
+        set_id = replay(engine, handler="quotes", last=20, user="demo-ticker", source="demo")
+    except ReplayRefused:  # no completed quote yet
+        return {"replayed": 0}
+    found = read_replay_set(engine, set_id)
+    return {"replayed": len(found.pairs) if found else 0}

@@ -239,21 +239,10 @@ class DurablePlane:
             return self.store.scan_statuses(self.scope, table, namespace, tuple(statuses), cursor, page)
 
     def list(
-        self,
-        namespace: str | None = None,
-        *,
-        kind: str | None = None,
-        status: str | None = None,
-        name: str | None = None,
-        module: str | None = None,
-        correlation: str | None = None,
-        table: TableKey | None = None,
-        started_from: int | None = None,
-        started_to: int | None = None,
-        order: Order = "inserted",
-        descending: bool = False,
-        limit: int = 50,
-        cursor: str | None = None,
+        self, namespace: str | None = None, *, kind: str | None = None, status: str | None = None,
+        name: str | None = None, module: str | None = None, correlation: str | None = None,
+        table: TableKey | None = None, started_from: int | None = None, started_to: int | None = None,
+        order: Order = "inserted", descending: bool = False, limit: int = 50, cursor: str | None = None,
     ) -> Page:
         """One page of a namespace (of every namespace of ``kind``; of a whole ``table``
         with a ``correlation`` id), filtered on indexed fields; ``next_cursor`` pages on."""

@@ -3,9 +3,10 @@ flags) and ``python manage.py oqron <command>`` (from Django's settings) share i
 
 Commands: queues, runs, dead, schedules, planes, trace (reads); retry, delete, cancel,
 promote, pause, resume, purge, reconcile (actions, audited); ops (tracked bulk operations:
-list, show, create, pause, resume, cancel). Human tables by default, ``--json`` for one JSON
-document. Exit status: 0 done, 1 an error or nothing done, 2 a usage error (including a
-destructive command without ``--yes`` where nobody can confirm it).
+list, show, create, pause, resume, cancel); replay (past runs again, their outputs diffed).
+Human tables by default, ``--json`` for one JSON document. Exit status: 0 done, 1 an error
+or nothing done, 2 a usage error (including a destructive command without ``--yes`` where
+nobody can confirm it).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .args import LIMIT_CAP, add_commands
 from .console import Console, NotConfirmed, UsageProblem
 from .operations import ops
 from .output import Result, render_human, render_json
+from .replay import replay_command
 
 __all__ = ["COMMANDS", "Console", "add_commands", "build_parser", "execute", "main"]
 
@@ -38,6 +40,7 @@ COMMANDS: dict[str, Handler] = {
     "retry": actions.retry, "delete": actions.delete, "cancel": actions.cancel, "promote": actions.promote,
     "pause": actions.pause, "resume": actions.resume, "purge": actions.purge, "ops": ops,
     "planes": lambda engine, args, _console: planes.planes(engine, args), "reconcile": planes.reconcile,
+    "replay": replay_command,
 }
 
 

@@ -16,6 +16,7 @@ from ..queues.queue import check_queue_name
 from ..queues.runs import RUN_STATUSES
 from .operations import add_ops_command
 from .trace import add_command as add_trace
+from .replay import add_replay_command
 
 #: The most rows a listing prints (the board's pages and exports are bounded too).
 LIMIT_CAP = 1000
@@ -138,6 +139,7 @@ def add_commands(sub: Any, *, connection_options: bool) -> None:
                                          metavar="QUEUE|cron:NAME|schedule:NAME")
 
     add_ops_command(command, queue_name, short_text, limit, DEFAULT_LIMIT)
+    add_replay_command(command)
 
     purge = command("purge", f"delete a queue's pending jobs for good (at most {LIMIT_CAP:,} per command)")
     purge.add_argument("queue_name", type=queue_name, metavar="QUEUE")

@@ -30,7 +30,8 @@ _CAMEL = {
     "timeout_ms": "timeoutMs", "cancel_requested": "cancelRequested", "dead_reason": "deadReason",
     "died_at": "diedAt", "run_id": "currentRunId", "error_fingerprint": "errorFingerprint",
     "started_at": "startedAt", "blocked_by": "blockedBy", "stalled_token": "stalledToken",
-    "group": "groupId", "trace_context": "traceContext", "caused_by": "causedBy",
+    "group": "groupId", "trace_context": "traceContext", "caused_by": "causedBy", "replay_of": "replayOf",
+    "replay_set": "replaySet",
 }
 
 
@@ -73,6 +74,8 @@ class JobValue(TypedDict):
     groupId: str | None
     traceContext: dict[str, str] | None
     causedBy: str | None
+    replayOf: str | None
+    replaySet: str | None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -118,6 +121,9 @@ class Job:
     trace_context: dict[str, str] | None = None
     # The run whose handler added this job (with its correlation id): the trace's nesting.
     caused_by: str | None = None
+    # A replay's original run and its replay set (oqronkit.replay): ctx.replay reads it.
+    replay_of: str | None = None
+    replay_set: str | None = None
 
     @property
     def namespace(self) -> str:

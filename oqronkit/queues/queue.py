@@ -130,7 +130,7 @@ class Queue(QueueControl, Observable):
         on: CallbackMap | None = None,
         condition: Hook | None = None,
         before_run: Hook | None = None,
-        on_pause: PausePolicy = "hold",
+        on_pause: PausePolicy = "hold", replayable: bool = False,
         engine: QueueHost | None = None,
     ) -> None:
         _check_limits(name, strategy=strategy, concurrency=concurrency, max_stalls=max_stalls, retries=retries,
@@ -152,7 +152,7 @@ class Queue(QueueControl, Observable):
         self.retries = retries
         self.backoff = defaults.backoff
         self.timeout_ms = defaults.timeout_ms
-        self.dead_letter = dead_letter
+        self.dead_letter, self.replayable = dead_letter, replayable is True  # replayable: safe to run again
         self.priority = defaults.priority
         self.tags = tuple(tags)
         self.completed_run_ttl_ms = defaults.completed_run_ttl_ms

@@ -74,6 +74,8 @@ class RunValue(TypedDict):
     webhook: NotRequired[str]  # a webhook delivery's run: its webhook, event and endpoint; the
     event: NotRequired[str]  # request and response are added by the delivery (ctx.annotate)
     endpointId: NotRequired[str]
+    replayOf: NotRequired[str]  # a replay's run: the original run and its replay set (oqronkit.replay)
+    replaySet: NotRequired[str]
     batch: NotRequired[dict[str, Any]]  # a batch queue's attempt: {"id", "size"} of its handler call
 
 

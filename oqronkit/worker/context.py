@@ -18,7 +18,7 @@ LEVELS = ("debug", "info", "warning", "error")
 RESERVED_RUN_KEYS = frozenset({
     "id", "app", "logs", "name", "error", "input", "jobId", "module", "output", "status", "endedAt", "trigger",
     "attempts", "timeline", "workerId", "startedAt", "durationMs", "environment", "correlationId",
-    "progressPercent", "progressLabel", "queue",
+    "progressPercent", "progressLabel", "queue", "replayOf", "replaySet",
 })
 
 
@@ -45,6 +45,8 @@ class JobContext:
         self.worker_id: str = state.worker_id  # the run's workerId (django.tasks reports it)
         #: The group this job belongs to (a callback reads its members with oqronkit.group_results).
         self.group_id: str | None = job.group
+        #: The original run's id when this job replays it (oqronkit.replay), else None.
+        self.replay: str | None = job.replay_of
 
     def __repr__(self) -> str:
         return f"<JobContext {self.queue}/{self.job_id} attempt {self.attempt}/{self.max_attempts}>"

@@ -33,7 +33,7 @@ def publish_queue_definitions(durable: DurablePlane, queues: dict[str, tuple[Que
             "leaseMs": queue.lease_ms,
             "deadLetter": queue.dead_letter, "handler": handler, **limits_fields(queue.limits),
             "updatedAt": now_ms(),
-            "batch": queue.batch.describe() if queue.batch else None,
+            "batch": queue.batch.describe() if queue.batch else None, "replayable": queue.replayable,
         }))
         if current and limits_from_record(current) != queue.limits:
             # Each process enforces the limits it declares: a mix means the cluster's limit is not one number.

@@ -124,6 +124,8 @@ class Slots:
         extra = queue.run_fields(job) if queue.run_fields is not None else None
         if job.group:  # the board links a group member's runs to its group page
             extra = {**(extra or {}), "groupId": job.group}
+        if job.replay_of:  # the replay set's page pairs this run with the original
+            extra = {**(extra or {}), "replayOf": job.replay_of, "replaySet": job.replay_set}
         run = new_run(
             name=queue.name, module=queue.module, trigger=queue.trigger, input=job.data, attempts=job.attempts,
             app=config.project, environment=config.environment, worker_id=self.state.worker_id,

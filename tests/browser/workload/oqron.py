@@ -13,6 +13,8 @@ fail, so the topic pages have deliveries, lag and dead letters to show.
 
 And ``checkout``: its handler adds an ``emails`` job and publishes to ``events``, both
 inheriting the checkout's correlation id (the trace page's test).
+And ``quotes`` (replayable): prices from the input and a price list kept in a file, so
+the replay test changes the output between runs by changing the file.
 
 And a webhook, ``hooks`` (one attempt per delivery, so a refused one dies at once): its
 endpoints are added at run time by ``tests/browser/prepare.py`` and point at a receiver
@@ -35,6 +37,7 @@ slow = oqronkit.queue("reports", concurrency=2, retries=0, lease=10)
 flaky = oqronkit.queue("payments", concurrency=4, retries=0)
 steady = oqronkit.queue("emails", concurrency=4, retries=1)
 events = oqronkit.topic("events", partitions=2)
+quotes = oqronkit.queue("quotes", concurrency=2, retries=0, replayable=True)
 # A test secret (the browser tests never verify it); loopback endpoints are allowed.
 checkout = oqronkit.queue("checkout", concurrency=2, retries=0)
 hooks = oqronkit.webhook("hooks", secret="whsec_YnJvd3Nlci10ZXN0LXNlY3JldC0wMTIzNDU2Nzg5", schedule=[0],
@@ -74,6 +77,14 @@ def charge(ctx: Any) -> dict[str, Any]:
             raise ValueError(f"card of customer '{(ctx.data or {}).get('customer')}' expired in 2024")
         raise ConnectionError(f"payment gateway refused order {order}: 503 Service Unavailable")
     return {"charged": True}
+
+
+@quotes.handler
+def quote(ctx: Any) -> dict[str, Any]:
+    """The unit price from the price list file (250 until a test writes another)."""
+    price_file = _seen_dir() / "unit-price"
+    unit = int(price_file.read_text()) if price_file.exists() else 250
+    return {"net": int(ctx.data["qty"]) * unit}
 
 
 @steady.handler

@@ -1,0 +1,69 @@
+"""The API's replays: create a replay set (operators, audited with source ``api``),
+list the scope's sets, and read one with its pairs, diffs and summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, JsonResponse
+
+from oqronkit.replay import MAX_REPLAYS, ReplayRefused, list_replay_sets, read_replay_set, replay
+
+from ..base.audit import Action
+from ..base.pages import BadFilter, BoardRequest, scope_of
+from ..views.replays import NO_SET
+from .base import SOURCE, api_view, body
+
+
+@api_view("GET")
+def replay_list(request: BoardRequest) -> dict[str, Any]:
+    """The scope's latest replay sets (their records, without pairs' outcomes)."""
+    sets = list_replay_sets(scope_of(request).engine, limit=50)
+    return {"results": [{k: v for k, v in s.items() if k != "pairs"} for s in sets]}
+
+
+@api_view("GET")
+def replay_detail(request: BoardRequest, set_id: str) -> dict[str, Any]:
+    """One replay set: ``summary``, ``done``, ``ok`` and each pair with its diff."""
+    found = read_replay_set(scope_of(request).engine, set_id)
+    if found is None:
+        raise Http404(NO_SET)
+    return found.describe()
+
+
+def _last(fields: Any) -> int:
+    raw = fields.get("last", 100)
+    try:
+        last = int(raw)
+    except (TypeError, ValueError):
+        raise BadFilter(f"last must be an integer from 1 to {MAX_REPLAYS:,}, got {raw!r}.") from None
+    if not 1 <= last <= MAX_REPLAYS:
+        raise BadFilter(f"last must be an integer from 1 to {MAX_REPLAYS:,}, got {last}.")
+    return last
+
+
+@api_view("POST", operator=True)
+def replay_create(request: BoardRequest) -> JsonResponse:
+    """Replay ``run_ids`` (repeated, or a list), or the ``last`` (default 100) runs of
+    ``handler`` with ``status`` (default completed). 201 with the set; 400 with the
+    refusal (naming the handler not declared replayable) otherwise."""
+    fields = body(request)
+    scope = scope_of(request)
+    user = request.user.get_username()
+    run_ids = [str(i) for i in fields.getlist("run_ids")]
+    handler = fields.get("handler") or None
+    status = fields.get("status", "completed") or None
+    selection: dict[str, Any] = {"runIds": run_ids} if run_ids else {"handler": handler, "status": status}
+    audit = Action(scope, user, "replay", source=SOURCE, queue=handler, extra={"selection": selection})
+    try:
+        set_id = replay(scope.engine, run_ids=run_ids, handler=handler, last=None if run_ids else _last(fields),
+                        status=status, user=user, source=SOURCE)
+    except ReplayRefused as exc:
+        audit.save(ok=False, result=str(exc))
+        raise
+    found = read_replay_set(scope.engine, set_id)
+    assert found is not None, "a replay set is readable once created"
+    audit.targets = [(p.queue, p.job_id) for p in found.pairs]
+    audit.extra["replaySet"] = set_id
+    audit.save(ok=True, result=f"Replay set {set_id}: {len(found.pairs)} run(s) replayed.")
+    return JsonResponse(found.describe(), status=201)

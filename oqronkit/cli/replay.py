@@ -1,0 +1,77 @@
+"""``replay``: run past runs' input again and diff the outputs, the regression check of a
+deploy pipeline. ``--wait`` exits 0 only when every replay completed with the original's
+output, 1 when any output differs or any replay failed (or the wait timed out)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from ..clock import now_ms
+from ..engine import Engine
+from ..replay import ReplaySet, read_replay_set, replay
+from .console import Console, UsageProblem
+from .output import Result
+
+COLUMNS = ("queue", "original", "replay", "state", "original_ms", "replay_ms", "changes")
+#: How often --wait reads the set again.
+POLL_SECONDS = 0.5
+
+
+def add_replay_command(command: Any) -> None:
+    """The ``replay`` command's parser (``command`` makes a subparser with the common options)."""
+    parser: argparse.ArgumentParser = command(
+        "replay", "replay past runs' input as new jobs and diff the outputs (exit 1 when any differs or fails)")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--handler", help="replay this handler's (queue's) last runs")
+    what.add_argument("--run", action="append", metavar="RUN_ID", help="replay this run (repeatable)")
+    what.add_argument("--set", metavar="SET_ID", help="read (or --wait for) an existing replay set")
+    parser.add_argument("--last", type=int, default=100, help="with --handler: how many completed runs (max 1,000)")
+    parser.add_argument("--wait", action="store_true", help="wait until every replay finished")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds --wait waits at most (default 600)")
+
+
+def replay_command(engine: Engine, args: argparse.Namespace, console: Console) -> Result:
+    from .actions import Audited  # actions imports the reads the other commands share
+
+    if args.set:
+        set_id, created = args.set, None
+    else:
+        if args.handler is not None and not 1 <= args.last <= 1000:
+            raise UsageProblem(f"--last must be from 1 to 1,000, got {args.last}.")
+        set_id = replay(engine, run_ids=args.run or (), handler=args.handler,
+                        last=args.last if args.handler else None, user=console.user, source="cli")
+        created = read_replay_set(engine, set_id)
+        assert created is not None, "a replay set is readable once created"
+        audit = Audited(engine, console, "replay", targets=[(p.queue, p.job_id) for p in created.pairs],
+                        extra={"replaySet": set_id, "handlers": created.record.get("handlers", [])})
+        audit.finish(ok=True, message=f"Replay set {set_id}: {len(created.pairs)} run(s) replayed.", now=args.now)
+    found = _wait(engine, set_id, args.timeout) if args.wait else read_replay_set(engine, set_id)
+    if found is None:
+        raise UsageProblem(f"No replay set {set_id!r} in this project and environment.")
+    return _result(found, waited=args.wait, created=created is not None)
+
+
+def _wait(engine: Engine, set_id: str, timeout: float) -> ReplaySet | None:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = read_replay_set(engine, set_id)
+        if found is None or found.done or time.monotonic() >= deadline:
+            return found
+        time.sleep(POLL_SECONDS)
+
+
+def _result(found: ReplaySet, *, waited: bool, created: bool) -> Result:
+    rows = [{"queue": p.queue, "original": p.original_id, "replay": (p.replay or {}).get("id"), "state": p.state,
+             "original_ms": (p.original or {}).get("durationMs"), "replay_ms": (p.replay or {}).get("durationMs"),
+             "changes": len(p.changes)} for p in found.pairs]
+    if found.done:
+        message, ok = f"Replay set {found.id}: {found.summary_text()}.", found.ok
+    elif waited:
+        message, ok = f"Replay set {found.id}: timed out waiting; {found.summary_text()}.", False
+    else:
+        message = f"Replay set {found.id}: {found.summary_text()} (pass --wait to wait for the outcome)."
+        ok = created  # started is success; reading an unfinished set is not a verdict
+    extra = {"replay_set": found.describe(), "at": now_ms()}
+    return Result("replay", rows, COLUMNS, message=message, ok=ok, extra=extra, shown=20)

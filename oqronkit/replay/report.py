@@ -1,0 +1,170 @@
+"""Reading a replay set: each original run beside its replay, and the set's summary.
+
+A replay's run is found by its ``replaySet`` among the runs of its handler started since
+the set was created (an index-served range read, newest runs of that handler only); a
+replay still waiting or running is read from its job, a dead one from its dead letter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..backends.types import StoredRecord
+from ..namespaces import RUNS, dlq_namespace, job_namespace
+from ..planes import Planes
+from .create import REPLAY_SETS
+from .diff import Change, json_diff
+
+#: How many runs of a handler a read looks through for the set's replays.
+SCAN_LIMIT = 50_000
+# Nodes' clocks may differ: a replay's run may start "before" its set was created.
+_CLOCK_SKEW_MS = 60_000
+#: A pair's state; every state but pending and running is final.
+STATES = ("pending", "running", "identical", "changed", "failed")
+
+
+@dataclass
+class ReplayPair:
+    """One original run and its replay."""
+
+    queue: str
+    job_id: str
+    original_id: str
+    original: dict[str, Any] | None
+    replay: dict[str, Any] | None
+    state: str
+    changes: list[Change] = field(default_factory=list)
+
+    def describe(self) -> dict[str, Any]:
+        def side(run: dict[str, Any] | None, run_id: str | None) -> dict[str, Any]:
+            run = run or {}
+            return {"run": run.get("id", run_id), "status": run.get("status"), "durationMs": run.get("durationMs"),
+                    "output": run.get("output"), "error": run.get("error")}
+
+        return {"queue": self.queue, "job": self.job_id, "state": self.state,
+                "original": side(self.original, self.original_id), "replay": side(self.replay, None),
+                "changes": [c.describe() for c in self.changes]}
+
+
+@dataclass
+class ReplaySet:
+    """A replay request as it stands: its record, its pairs and their summary."""
+
+    id: str
+    record: dict[str, Any]
+    pairs: list[ReplayPair]
+
+    @property
+    def summary(self) -> dict[str, int]:
+        counts = dict.fromkeys(STATES, 0)
+        for pair in self.pairs:
+            counts[pair.state] += 1
+        return counts
+
+    @property
+    def done(self) -> bool:
+        return not any(p.state in ("pending", "running") for p in self.pairs)
+
+    @property
+    def ok(self) -> bool:
+        """Done, and every replay completed with the original's output."""
+        return self.done and all(p.state == "identical" for p in self.pairs)
+
+    def summary_text(self) -> str:
+        s = self.summary
+        text = f"{s['identical']} identical, {s['changed']} changed, {s['failed']} failed"
+        waiting = s["pending"] + s["running"]
+        return text + (f", {waiting} still running" if waiting else "")
+
+    def describe(self) -> dict[str, Any]:
+        r = self.record
+        return {"id": self.id, "createdAt": r.get("createdAt"), "createdBy": r.get("createdBy"),
+                "source": r.get("source"), "handlers": r.get("handlers", []), "selection": r.get("selection", {}),
+                "count": len(self.pairs), "done": self.done, "ok": self.ok, "summary": self.summary,
+                "summaryText": self.summary_text(), "pairs": [p.describe() for p in self.pairs]}
+
+
+def list_replay_sets(engine: Planes, *, limit: int = 20) -> list[dict[str, Any]]:
+    """The newest replay sets' records (newest first)."""
+    page = engine.durable.list(REPLAY_SETS, order="inserted", descending=True, limit=limit)
+    return [r.value for r in page.records]
+
+
+def read_replay_set(engine: Planes, set_id: str) -> ReplaySet | None:
+    """The replay set ``set_id`` with each pair's state, or None."""
+    found = engine.durable.get(REPLAY_SETS, set_id)
+    if found is None:
+        return None
+    record = found.value
+    pairs_in = [p for p in record.get("pairs") or [] if isinstance(p, dict)]
+    originals = {r.id: r.value for r in engine.durable.get_many(RUNS, [str(p.get("run")) for p in pairs_in])}
+    queues = list(dict.fromkeys(str(p.get("queue")) for p in pairs_in))
+    # Jobs before runs: a worker writes a run and deletes its job in one write, so a job
+    # gone by now has its run stored by the time the runs are read.
+    jobs: dict[str, str] = {}
+    for queue in queues:
+        ids = [str(p.get("job")) for p in pairs_in if p.get("queue") == queue]
+        jobs.update({r.id: str(r.value.get("status")) for r in engine.durable.get_many(job_namespace(queue), ids)})
+        live = [i for i in ids if i not in jobs]
+        jobs.update({r.id: "dead" for r in engine.durable.get_many(dlq_namespace(queue), live)})
+    replays: dict[str, dict[str, Any]] = {}
+    for queue in queues:
+        wanted = {str(p.get("job")) for p in pairs_in if p.get("queue") == queue}
+        replays.update(_replay_runs(engine, queue, set_id, int(record.get("createdAt") or 0), wanted))
+    pairs = []
+    for p in pairs_in:
+        original, job_id = originals.get(str(p.get("run"))), str(p.get("job"))
+        run = replays.get(job_id)
+        state = pair_state(original, run, jobs.get(job_id))
+        changes = json_diff(original.get("output") if original else None, run.get("output")) \
+            if state in ("identical", "changed") and run is not None else []
+        pairs.append(ReplayPair(str(p.get("queue")), job_id, str(p.get("run")), original, run, state, changes))
+    return ReplaySet(set_id, record, pairs)
+
+
+def pair_state(original: dict[str, Any] | None, run: dict[str, Any] | None, job_status: str | None) -> str:
+    """pending or running while the replay's job is live; then identical, changed
+    (another output, or an original that had not completed) or failed (the replay failed,
+    died, or left neither job nor run)."""
+    if job_status == "dead":
+        return "failed"
+    if job_status is not None:
+        return "running" if job_status == "active" or (run and run.get("status") == "running") else "pending"
+    if run is None or run.get("status") != "completed":
+        return "failed"
+    if original is None or original.get("status") != "completed":
+        return "changed"
+    return "identical" if not json_diff(original.get("output"), run.get("output"), limit=1) else "changed"
+
+
+def _replay_runs(engine: Planes, queue: str, set_id: str, created_at: int,
+                 wanted: set[str]) -> dict[str, dict[str, Any]]:
+    """The newest run of each of the set's jobs in ``queue``, by job id; the scan stops
+    once every wanted job has a finished run (one attempt each: no later run follows)."""
+    newest: dict[str, dict[str, Any]] = {}
+    cursor, seen = None, 0
+    while seen < SCAN_LIMIT and not _all_finished(newest, wanted):
+        page = engine.durable.list(RUNS, name=queue, order="started", started_from=created_at - _CLOCK_SKEW_MS,
+                                   limit=1000, cursor=cursor)
+        for record in page.records:
+            _keep_newest(newest, record, set_id)
+        seen += len(page.records)
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    return newest
+
+
+def _all_finished(newest: dict[str, dict[str, Any]], wanted: set[str]) -> bool:
+    return all(newest.get(j, {}).get("status") not in (None, "running") for j in wanted)
+
+
+def _keep_newest(newest: dict[str, dict[str, Any]], record: StoredRecord, set_id: str) -> None:
+    value = record.value
+    job_id = value.get("jobId")
+    if value.get("replaySet") != set_id or not isinstance(job_id, str):
+        return
+    kept = newest.get(job_id)
+    if kept is None or int(value.get("startedAt") or 0) >= int(kept.get("startedAt") or 0):
+        newest[job_id] = value

@@ -1,0 +1,63 @@
+"""Replays in a real browser (issue 37 item 2): an operator replays a handler's last runs
+from the Replays page and watches the set's summary arrive live; after a "deploy" (the
+price list changes) a replay of the runs a runs-page filter shows lists every pair as
+changed, with the diff's path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.harness import LiveBoard, manage, wait_for
+from tests.browser.test_board import by_testid, open_nav
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+LIVE_TIMEOUT_MS = 40_000
+QUOTES = 4
+
+
+def seed() -> None:
+    """Run in the board's process environment (``manage shell``)."""
+    from oqronkit.contrib.django import engine
+
+    engine.get_engine()
+    from tests.browser.workload.oqron import quotes
+
+    quotes.add_bulk([{"qty": n} for n in range(1, QUOTES + 1)])
+
+
+def completed_quotes(board: LiveBoard) -> int:
+    plane = board.durable()
+    try:
+        page = plane.list("runs", name="quotes", status="completed", limit=100)
+        return sum(1 for r in page.records if not r.value.get("replayOf"))
+    finally:
+        plane.close()
+
+
+def test_replay_the_last_runs_then_a_filter_after_a_deploy(operator_page: Any, board: LiveBoard):
+    price_file = Path(board.env["BROWSER_FLAKY_DIR"]) / "unit-price"
+    price_file.parent.mkdir(parents=True, exist_ok=True)
+    price_file.unlink(missing_ok=True)
+    manage(board.env, "shell", "-c", "from tests.browser.test_replays import seed; seed()")
+    wait_for(lambda: completed_quotes(board) >= QUOTES, timeout=60, what="the quotes completed", board=board)
+    page = operator_page
+    page.goto("/")
+    open_nav(page, "replays")
+    page.fill('[data-testid="replay-handler"]', "quotes")
+    page.fill('[data-testid="replay-last"]', str(QUOTES))
+    by_testid(page, "replay-submit").click()
+    summary = by_testid(page, "replay-summary")
+    summary.filter(has_text=f"{QUOTES} identical, 0 changed, 0 failed").wait_for(timeout=LIVE_TIMEOUT_MS)
+    assert by_testid(page, "replay-verdict").inner_text() == "all identical"
+    price_file.write_text("260")  # the deploy: every quote now answers differently
+    page.goto("/runs/?name=quotes&status=completed")
+    by_testid(page, "replay-filter-form").locator('input[name="last"]').fill(str(QUOTES))
+    by_testid(page, "replay-filter").click()
+    summary.filter(has_text=f"0 identical, {QUOTES} changed, 0 failed").wait_for(timeout=LIVE_TIMEOUT_MS)
+    assert by_testid(page, "replay-verdict").inner_text() == "differences"
+    assert by_testid(page, "pair-diff").first.inner_text().startswith("changed $.net")
+    assert not page.errors

@@ -1,0 +1,51 @@
+"""``oqron replay``: the deploy pipeline's regression check, against a running worker."""
+
+from __future__ import annotations
+
+import json
+
+from oqronkit import Engine
+from oqronkit.namespaces import RUNS
+from tests.engine.queue.conftest import running, wait_until
+
+from .conftest import audit_entries, cli
+
+
+def completed(engine: Engine, queue: str) -> list[dict]:
+    return [r.value for r in engine.durable.list(RUNS, name=queue, status="completed", limit=100).records]
+
+
+def test_replay_exits_zero_when_identical_and_one_when_an_output_differs(engine: Engine):
+    factor = {"n": 2}
+    q = engine.queue("double", handler=lambda ctx: {"out": ctx.data * factor["n"]}, replayable=True)
+    q.add_bulk([1, 2, 3])
+    with running(engine):
+        wait_until(lambda: len(completed(engine, "double")) == 3)
+        same = cli(engine, "replay", "--handler", "double", "--last", "3", "--wait", "--json")
+        assert same.code == 0, same.err
+        doc = json.loads(same.out)
+        assert doc["ok"] and doc["replay_set"]["summary"]["identical"] == 3 and doc["count"] == 3
+        factor["n"] = 3
+        differs = cli(engine, "replay", "--handler", "double", "--last", "2", "--wait")
+        assert differs.code == 1
+        assert "0 identical, 2 changed, 0 failed" in differs.out
+        [original] = [r for r in completed(engine, "double") if r["input"] == 1 and "replayOf" not in r]
+        one = cli(engine, "replay", "--run", original["id"], "--wait", "--json")
+    assert one.code == 1 and json.loads(one.out)["replay_set"]["pairs"][0]["changes"] == [
+        {"kind": "changed", "path": "$.out", "before": 2, "after": 3}]
+    entry = audit_entries(engine, 1)[0]
+    assert entry["action"] == "replay" and entry["source"] == "cli" and entry["user"] == "alice"
+    assert entry["replaySet"] == json.loads(one.out)["replay_set"]["id"]
+    again = cli(engine, "replay", "--set", entry["replaySet"])
+    assert again.code == 1 and "0 identical, 1 changed, 0 failed" in again.out
+
+
+def test_replay_refuses_a_handler_not_declared_replayable_and_names_it(engine: Engine):
+    q = engine.queue("charge", handler=lambda ctx: {"charged": ctx.data})
+    q.add(5)
+    with running(engine):
+        wait_until(lambda: completed(engine, "charge"))
+    refused = cli(engine, "replay", "--handler", "charge", "--last", "10", "--wait")
+    assert refused.code == 1 and "'charge' is not declared replayable=True" in refused.err
+    assert cli(engine, "replay", "--handler", "charge", "--last", "0").code == 2
+    assert cli(engine, "replay", "--set", "missing").code == 2
