@@ -15,8 +15,8 @@ from ..errors import ConfigurationError
 from ..queues.queue import check_queue_name
 from ..queues.runs import RUN_STATUSES
 from .operations import add_ops_command
-from .trace import add_command as add_trace
 from .replay import add_replay_command
+from .trace import add_command as add_trace
 
 #: The most rows a listing prints (the board's pages and exports are bounded too).
 LIMIT_CAP = 1000
