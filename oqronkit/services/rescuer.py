@@ -12,7 +12,7 @@ from ..backends.types import ABSENT
 from ..clock import now_ms
 from ..errors import OqronError
 from ..lifecycle import fire_stalled
-from ..live import alive_workers
+from ..live import WORKER_TTL_MS, alive_workers
 from ..namespaces import RUNS, dlq_namespace, job_namespace
 from ..queues.backoff import Backoff
 from ..queues.dependencies import on_parent_done
@@ -32,8 +32,11 @@ def rescue_expired(engine: Engine, queues: list[str], report: ServicePass | None
     """Settle every lapsed lease of ``queues``; how many. ``report`` is told each one."""
     rescued = 0
     for queue in queues:
+        # A dead holder leaves the registry only WORKER_TTL_MS after its last heartbeat:
+        # trust "alive" only where a lease outlives that (renewed every third of it).
+        trust_registry = _lease_ms(engine, queue) * 2 // 3 > WORKER_TTL_MS
         while leases := engine.hot.take_expired(queue, now=now_ms(), limit=BATCH):
-            alive = _alive(engine, leases)
+            alive = _alive(engine, leases) if trust_registry else set()
             if report is not None:
                 report.checked += len(leases)
             for i, lease in enumerate(leases):
