@@ -31,6 +31,7 @@ from ..types import Scope
 from .arrays import BigintArray, TextArray
 from .broadcast import PostgresBroadcast
 from .epoch import EpochWatch
+from .heads import FloorRaiser, gated
 from .pool import LazyPool
 from .qlimits import PostgresQueueLimits
 from .upkeep import HorizonWatch, table_upkeep
@@ -59,7 +60,7 @@ def channel_for(scope: Scope, queue: str) -> str:
 
 #: The tables of hot_schema.sql, for table upkeep.
 HOT_TABLES = ("oqron_hot_jobs", "oqron_hot_kv", "oqron_hot_locks", "oqron_hot_counters", "oqron_hot_rates",
-              "oqron_hot_qlimits")
+              "oqron_hot_qlimits", "oqron_hot_heads")
 
 
 class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
@@ -83,6 +84,7 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
             url, "oqronkit-hot", label="hot plane", min_size=min_size, max_size=max_size,
             timeout=connect_timeout, autocommit=True, configure=self._configure,
         )
+        self._floors = FloorRaiser(self._pool)
         # One thread at a time owns the listener; the others poll (see wait).
         self._listen_lock = threading.Lock()
         self._listener: psycopg.Connection[Any] | None = None
@@ -142,8 +144,9 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
 
         def claim(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
             # A sibling CTE could not see rows promoted in the same statement, so these
-            # are two statements, pipelined: still one round trip.
-            with conn.pipeline():
+            # are two statements, pipelined in one transaction: still one round trip.
+            with conn.pipeline(), conn.transaction():
+                conn.execute(QUERIES["heads_share"], keys)  # promote_due makes jobs ready (heads.py)
                 conn.execute(QUERIES["promote_due"], keys)
                 cursor = conn.execute(QUERIES["claim"], {**keys, **lease})
             return cursor.fetchall()
@@ -151,8 +154,9 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
         # A dead connection (a restart) must not pause claiming: one more try on a new
         # one. Leases a lost first try took lapse to the rescuer under their own tokens.
         rows = self._pool.once_more_if_lost(claim)
+        self._floors.after_claim(keys, rows)
         rows.sort(key=lambda r: r[1])  # tokens were drawn in claim order
-        return [Lease(job_id, token, expires_at) for job_id, token, expires_at in rows]
+        return [Lease(job_id, token, expires_at) for job_id, token, expires_at, *_ in rows]
 
     def extend(
         self, scope: Scope, queue: str, leases: Sequence[Lease], *, lease_ms: int, now: int
@@ -177,7 +181,7 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
     def release(self, scope: Scope, queue: str, lease: Lease, signal: Signal, now: int) -> bool:
         if signal.job_id != lease.job_id:
             raise ValueError(f"release() puts back the leased job {lease.job_id!r}, not {signal.job_id!r}.")
-        rows = self._run("release", _keys(
+        rows = self._gated("release", _keys(
             scope, queue, job_id=lease.job_id, token=lease.token, now=now, channel=channel_for(scope, queue),
             priority=signal.priority, lifo=signal.lifo, run_at=signal.run_at,
         ))
@@ -201,7 +205,7 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
 
     def promote(self, scope: Scope, queue: str, job_id: str, now: int) -> bool:
         params = _keys(scope, queue, job_id=job_id, channel=channel_for(scope, queue))
-        return bool(self._run("promote", params))
+        return bool(self._gated("promote", params))
 
     def present(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
         if not job_ids:
@@ -254,7 +258,7 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
             # follows; anything committed after it notifies the connection anew.
             for _note in conn.notifies(timeout=0):
                 pass
-            if _scalar(conn.execute(QUERIES["any_ready"], ready)):
+            if conn.execute(QUERIES["any_ready"], ready).fetchone() == (True,):
                 return True
             while not self._pool.closed:
                 remaining = deadline - time.monotonic()
@@ -368,6 +372,10 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
     def _connection(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         return self._pool.connection()
 
+    def _gated(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        with self._pool.connection() as conn:  # a statement that makes jobs ready (heads.py)
+            return gated(conn, name, params)
+
     def _run(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """One named statement, autocommitted; its rows (none for a bare write)."""
         with self._pool.connection() as conn:
@@ -394,7 +402,3 @@ def _keys(scope: Scope, queue: str, **more: Any) -> dict[str, Any]:
 def _scoped(scope: Scope, **more: Any) -> dict[str, Any]:
     return {"project": scope.project, "environment": scope.environment, **more}
 
-
-def _scalar(cursor: psycopg.Cursor[Any]) -> Any:
-    found = cursor.fetchone()
-    return None if found is None else found[0]
