@@ -3,10 +3,11 @@
 A transaction holding the xmin horizon keeps the ready index's entry of every job claimed
 since it began, and a claim reading from the queue's head met them all (issue 38). Claims
 read from the queue's floor instead, a position at or before every ready job:
-whatever makes a job ready below it lowers it in the same statement (hot_queries.sql),
-after :data:`SHARE` (:func:`gated`); :class:`FloorRaiser` raises it after a claim whose
-first job lay far past it, only while no such statement runs, so no job in flight ends
-up below it and none is ever skipped.
+whatever makes a job ready below it lowers it in the same statement
+(``oqron_heads_lower_v1`` in hot_schema.sql, under the queue's advisory lock, shared);
+:class:`FloorRaiser` raises it after a claim whose first job lay far past it, only
+while no such statement runs (the lock, exclusive), so no job in flight ends up below
+it and none is ever skipped.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ import threading
 import time
 from collections.abc import Sequence
 from typing import Any
-
-import psycopg
 
 from ...errors import BackendUnavailable
 from ..sqlfiles import load_queries
@@ -29,15 +28,6 @@ _Q = load_queries("oqronkit.backends.postgres", "sql/hot_queries.sql")
 RAISE_GAP = 64
 #: Seconds between one process's raises of one queue's floor, for the same reason.
 RAISE_EVERY = 0.05
-
-
-def gated(conn: psycopg.Connection[Any], name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """Statement ``name``, which makes jobs ready, in one transaction after the queue's
-    shared advisory lock (one round trip): its snapshot follows any raise of the floor."""
-    with conn.pipeline(), conn.transaction():
-        conn.execute(_Q["heads_share"], params)
-        cursor = conn.execute(_Q[name], params)
-    return cursor.fetchall() if cursor.description is not None else []
 
 
 class FloorRaiser:

@@ -31,7 +31,7 @@ from ..types import Scope
 from .arrays import BigintArray, TextArray
 from .broadcast import PostgresBroadcast
 from .epoch import EpochWatch
-from .heads import FloorRaiser, gated
+from .heads import FloorRaiser
 from .pool import LazyPool
 from .qlimits import PostgresQueueLimits
 from .upkeep import HorizonWatch, table_upkeep
@@ -144,9 +144,8 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
 
         def claim(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
             # A sibling CTE could not see rows promoted in the same statement, so these
-            # are two statements, pipelined in one transaction: still one round trip.
-            with conn.pipeline(), conn.transaction():
-                conn.execute(QUERIES["heads_share"], keys)  # promote_due makes jobs ready (heads.py)
+            # are two statements, pipelined: still one round trip.
+            with conn.pipeline():
                 conn.execute(QUERIES["promote_due"], keys)
                 cursor = conn.execute(QUERIES["claim"], {**keys, **lease})
             return cursor.fetchall()
@@ -181,7 +180,7 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
     def release(self, scope: Scope, queue: str, lease: Lease, signal: Signal, now: int) -> bool:
         if signal.job_id != lease.job_id:
             raise ValueError(f"release() puts back the leased job {lease.job_id!r}, not {signal.job_id!r}.")
-        rows = self._gated("release", _keys(
+        rows = self._run("release", _keys(
             scope, queue, job_id=lease.job_id, token=lease.token, now=now, channel=channel_for(scope, queue),
             priority=signal.priority, lifo=signal.lifo, run_at=signal.run_at,
         ))
@@ -205,7 +204,7 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
 
     def promote(self, scope: Scope, queue: str, job_id: str, now: int) -> bool:
         params = _keys(scope, queue, job_id=job_id, channel=channel_for(scope, queue))
-        return bool(self._gated("promote", params))
+        return bool(self._run("promote", params))
 
     def present(self, scope: Scope, queue: str, job_ids: Sequence[str]) -> set[str]:
         if not job_ids:
@@ -371,10 +370,6 @@ class PostgresHotPlane(PostgresBroadcast, PostgresQueueLimits):
 
     def _connection(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         return self._pool.connection()
-
-    def _gated(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        with self._pool.connection() as conn:  # a statement that makes jobs ready (heads.py)
-            return gated(conn, name, params)
 
     def _run(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """One named statement, autocommitted; its rows (none for a bare write)."""

@@ -80,7 +80,6 @@ def _claim(conn: psycopg.Connection[Any], keys: dict[str, Any], worker_id: str, 
     conn.execute(_TRANSACTION["begin"])
     conn.execute(QUERIES["qlimit_ensure"], keys)
     locked = conn.execute(QUERIES["qlimit_lock"], keys)
-    conn.execute(QUERIES["heads_share"], keys)  # promote_due makes jobs ready (heads.py)
     conn.execute(QUERIES["promote_due"], keys)
     counted = conn.execute(QUERIES["live_leases"], keys)
     before = _first(locked)

@@ -106,7 +106,6 @@ def test_a_signal_in_flight_keeps_the_floor_from_passing_its_job(hot, scope, pg_
         params = {"project": scope.project, "environment": scope.environment, "queue": Q, "now": NOW,
                   "channel": channel_for(scope, Q), "ids": ["slow"], "priorities": [0], "run_ats": [None],
                   "lifos": [False]}
-        writer.execute(QUERIES["heads_share"], params)
         writer.execute(QUERIES["signal"], params)  # its ord comes before the jobs signalled next
         hot.signal(scope, Q, [Signal(f"f{i:04d}") for i in range(200)], NOW)
         assert claim(hot, scope, 150)[0] == "first"

@@ -44,13 +44,11 @@ WITH input AS (
     ON CONFLICT DO NOTHING
     RETURNING priority, ord, run_at
 ), lowered AS (
-    -- a job made ready below the queue's floor lowers it (schema: oqron_hot_heads)
-    UPDATE oqron_hot_heads AS h SET lo_rank = m.rank, lo_ord = m.ord
+    -- the queue's floor goes below the first job made ready (schema: oqron_hot_heads)
+    SELECT oqron_heads_lower_v1(%(project)s, %(environment)s, %(queue)s, m.rank, m.ord) AS moved
     FROM (SELECT -(priority::bigint) AS rank, ord FROM inserted WHERE run_at IS NULL ORDER BY 1, 2 LIMIT 1) AS m
-    WHERE h.project = %(project)s AND h.environment = %(environment)s AND h.queue = %(queue)s
-      AND (m.rank, m.ord) < (h.lo_rank, h.lo_ord)
 )
-SELECT pg_notify(%(channel)s, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS changed;
+SELECT pg_notify(%(channel)s, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS changed, (SELECT count(*) FROM lowered) AS l;
 
 -- name: promote_due
 -- First half of claim: due delayed jobs become ready behind the jobs already ready,
@@ -76,13 +74,11 @@ WITH due AS (
     WHERE j.ctid = ANY(ARRAY(SELECT row_id FROM numbered)) AND j.ctid = numbered.row_id
     RETURNING j.priority, j.ord, j.run_at
 ), lowered AS (
-    -- a job made ready below the queue's floor lowers it (schema: oqron_hot_heads)
-    UPDATE oqron_hot_heads AS h SET lo_rank = m.rank, lo_ord = m.ord
+    -- the queue's floor goes below the first job made ready (schema: oqron_hot_heads)
+    SELECT oqron_heads_lower_v1(%(project)s, %(environment)s, %(queue)s, m.rank, m.ord) AS moved
     FROM (SELECT -(priority::bigint) AS rank, ord FROM promoted WHERE run_at IS NULL ORDER BY 1, 2 LIMIT 1) AS m
-    WHERE h.project = %(project)s AND h.environment = %(environment)s AND h.queue = %(queue)s
-      AND (m.rank, m.ord) < (h.lo_rank, h.lo_ord)
 )
-SELECT count(*) FROM promoted;
+SELECT (SELECT count(*) FROM promoted), (SELECT count(*) FROM lowered);
 
 -- name: claim
 -- Second half of claim: lease the next ready jobs. SKIP LOCKED keeps concurrent
@@ -179,13 +175,11 @@ WITH released AS (
       AND job_id = %(job_id)s AND token = %(token)s
     RETURNING priority, ord, run_at
 ), lowered AS (
-    -- a job made ready below the queue's floor lowers it (schema: oqron_hot_heads)
-    UPDATE oqron_hot_heads AS h SET lo_rank = m.rank, lo_ord = m.ord
+    -- the queue's floor goes below the first job made ready (schema: oqron_hot_heads)
+    SELECT oqron_heads_lower_v1(%(project)s, %(environment)s, %(queue)s, m.rank, m.ord) AS moved
     FROM (SELECT -(priority::bigint) AS rank, ord FROM released WHERE run_at IS NULL ORDER BY 1, 2 LIMIT 1) AS m
-    WHERE h.project = %(project)s AND h.environment = %(environment)s AND h.queue = %(queue)s
-      AND (m.rank, m.ord) < (h.lo_rank, h.lo_ord)
 )
-SELECT pg_notify(%(channel)s, '') FROM released;
+SELECT pg_notify(%(channel)s, '') FROM released, (SELECT count(*) FROM lowered) AS l;
 
 -- name: take_expired
 -- Each lapsed lease goes to exactly one caller: rows another rescuer holds are skipped.
@@ -225,13 +219,11 @@ WITH promoted AS (
       AND job_id = %(job_id)s AND token IS NULL AND run_at IS NOT NULL
     RETURNING priority, ord, run_at
 ), lowered AS (
-    -- a job made ready below the queue's floor lowers it (schema: oqron_hot_heads)
-    UPDATE oqron_hot_heads AS h SET lo_rank = m.rank, lo_ord = m.ord
+    -- the queue's floor goes below the first job made ready (schema: oqron_hot_heads)
+    SELECT oqron_heads_lower_v1(%(project)s, %(environment)s, %(queue)s, m.rank, m.ord) AS moved
     FROM (SELECT -(priority::bigint) AS rank, ord FROM promoted WHERE run_at IS NULL ORDER BY 1, 2 LIMIT 1) AS m
-    WHERE h.project = %(project)s AND h.environment = %(environment)s AND h.queue = %(queue)s
-      AND (m.rank, m.ord) < (h.lo_rank, h.lo_ord)
 )
-SELECT pg_notify(%(channel)s, '') FROM promoted;
+SELECT pg_notify(%(channel)s, '') FROM promoted, (SELECT count(*) FROM lowered) AS l;
 
 -- name: present
 SELECT job_id FROM oqron_hot_jobs
@@ -435,12 +427,6 @@ SELECT EXISTS (
           coalesce((SELECT lo_ord FROM oqron_hot_heads WHERE project = %(project)s
                     AND environment = %(environment)s AND queue = %(queue)s), -9223372036854775807))
 );
-
--- name: heads_share
--- Taken by every statement that makes jobs ready, before it (its snapshot must follow
--- any raise of the floor): heads_raise waits for none of them and skips while one runs.
-SELECT pg_advisory_xact_lock_shared(hashtext('oqron_heads'),
-                                    hashtext(%(project)s || chr(1) || %(environment)s || chr(1) || %(queue)s));
 
 -- name: heads_try
 SELECT pg_try_advisory_xact_lock(hashtext('oqron_heads'),
