@@ -25,9 +25,9 @@ _Q = load_queries("oqronkit.backends.postgres", "sql/hot_queries.sql")
 
 #: Ords between the floor and a claim's first job that make raising the floor worth a
 #: write (each one a dead version of the heads row while the horizon is held).
-RAISE_GAP = 64
+RAISE_GAP = 256
 #: Seconds between one process's raises of one queue's floor, for the same reason.
-RAISE_EVERY = 0.05
+RAISE_EVERY = 0.2
 
 
 class FloorRaiser:
