@@ -31,6 +31,7 @@ from ..types import Scope
 from .arrays import BigintArray, TextArray
 from .broadcast import PostgresBroadcast
 from .epoch import EpochWatch
+from .heads import FloorRaiser
 from .pool import LazyPool
 from .sample import PostgresHotMixins
 from .upkeep import HorizonWatch, table_upkeep
@@ -59,7 +60,7 @@ def channel_for(scope: Scope, queue: str) -> str:
 
 #: The tables of hot_schema.sql, for table upkeep.
 HOT_TABLES = ("oqron_hot_jobs", "oqron_hot_kv", "oqron_hot_locks", "oqron_hot_counters", "oqron_hot_rates",
-              "oqron_hot_qlimits")
+              "oqron_hot_qlimits", "oqron_hot_heads")
 
 
 class PostgresHotPlane(PostgresBroadcast, PostgresHotMixins):
@@ -83,6 +84,7 @@ class PostgresHotPlane(PostgresBroadcast, PostgresHotMixins):
             url, "oqronkit-hot", label="hot plane", min_size=min_size, max_size=max_size,
             timeout=connect_timeout, autocommit=True, configure=self._configure,
         )
+        self._floors = FloorRaiser(self._pool)
         # One thread at a time owns the listener; the others poll (see wait).
         self._listen_lock = threading.Lock()
         self._listener: psycopg.Connection[Any] | None = None
@@ -151,8 +153,9 @@ class PostgresHotPlane(PostgresBroadcast, PostgresHotMixins):
         # A dead connection (a restart) must not pause claiming: one more try on a new
         # one. Leases a lost first try took lapse to the rescuer under their own tokens.
         rows = self._pool.once_more_if_lost(claim)
+        self._floors.after_claim(keys, rows)
         rows.sort(key=lambda r: r[1])  # tokens were drawn in claim order
-        return [Lease(job_id, token, expires_at) for job_id, token, expires_at in rows]
+        return [Lease(job_id, token, expires_at) for job_id, token, expires_at, *_ in rows]
 
     def extend(
         self, scope: Scope, queue: str, leases: Sequence[Lease], *, lease_ms: int, now: int
@@ -254,7 +257,7 @@ class PostgresHotPlane(PostgresBroadcast, PostgresHotMixins):
             # follows; anything committed after it notifies the connection anew.
             for _note in conn.notifies(timeout=0):
                 pass
-            if _scalar(conn.execute(QUERIES["any_ready"], ready)):
+            if conn.execute(QUERIES["any_ready"], ready).fetchone() == (True,):
                 return True
             while not self._pool.closed:
                 remaining = deadline - time.monotonic()
@@ -394,7 +397,3 @@ def _keys(scope: Scope, queue: str, **more: Any) -> dict[str, Any]:
 def _scoped(scope: Scope, **more: Any) -> dict[str, Any]:
     return {"project": scope.project, "environment": scope.environment, **more}
 
-
-def _scalar(cursor: psycopg.Cursor[Any]) -> Any:
-    found = cursor.fetchone()
-    return None if found is None else found[0]

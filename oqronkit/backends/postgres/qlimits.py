@@ -23,6 +23,7 @@ from ..claim_limits import ClaimLimits, LimitedClaim, LimitedStart, LimitState, 
 from ..hot_types import Lease
 from ..sqlfiles import load_queries
 from ..types import Scope
+from .heads import FloorRaiser
 
 QUERIES = load_queries("oqronkit.backends.postgres", "sql/hot_queries.sql")
 _TRANSACTION = load_queries("oqronkit.backends.postgres", "sql/queries.sql")
@@ -31,7 +32,9 @@ T = TypeVar("T")
 
 class PostgresQueueLimits:
     """Mixed into :class:`~oqronkit.backends.postgres.hot.PostgresHotPlane`, which
-    supplies the pooled connection."""
+    supplies the pooled connection and the queues' floors (heads.py)."""
+
+    _floors: FloorRaiser
 
     def _connection(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         raise NotImplementedError
@@ -42,8 +45,9 @@ class PostgresQueueLimits:
     ) -> LimitedClaim:
         keys = {"project": scope.project, "environment": scope.environment, "queue": queue, "now": now}
         rows, held, retry_at = self._pipelined(lambda conn: _claim(conn, keys, worker_id, limit, lease_ms, limits))
+        self._floors.after_claim(keys, rows)
         rows.sort(key=lambda r: r[1])  # tokens were drawn in claim order
-        leases = [Lease(job_id, token, expires_at) for job_id, token, expires_at in rows]
+        leases = [Lease(job_id, token, expires_at) for job_id, token, expires_at, *_ in rows]
         return LimitedClaim(leases, held, retry_at if held else None)
 
     def start_limited(self, scope: Scope, queue: str, *, tokens: Sequence[int], now: int,

@@ -109,7 +109,7 @@ def test_hot_tables_are_unlogged_with_byte_order_keys(hot, pg_schema_url):
         ).fetchall()
     keys = {"oqron_hot_jobs": ("queue", "job_id"), "oqron_hot_locks": ("name",),
             "oqron_hot_counters": ("name",), "oqron_hot_kv": ("grp", "key"), "oqron_hot_rates": ("name", "key"),
-            "oqron_hot_qlimits": ("queue",)}
+            "oqron_hot_qlimits": ("queue",), "oqron_hot_heads": ("queue",)}
     assert {name for name, *_ in rows} == set(keys) | {"oqron_hot_epoch"}  # the epoch: one row, no key text
     assert {persistence for _, persistence, *_ in rows} == {"u"}
     assert sorted((t, column) for t, _, column, collation in rows if collation == "C") == sorted(

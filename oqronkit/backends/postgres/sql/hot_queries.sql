@@ -42,9 +42,13 @@ WITH input AS (
     FROM numbered
     ORDER BY job_id
     ON CONFLICT DO NOTHING
-    RETURNING 1
+    RETURNING priority, ord, run_at
+), lowered AS (
+    -- the queue's floor goes below the first job made ready (schema: oqron_hot_heads)
+    SELECT oqron_heads_lower_v1(%(project)s, %(environment)s, %(queue)s, m.rank, m.ord) AS moved
+    FROM (SELECT -(priority::bigint) AS rank, ord FROM inserted WHERE run_at IS NULL ORDER BY 1, 2 LIMIT 1) AS m
 )
-SELECT pg_notify(%(channel)s, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS changed;
+SELECT pg_notify(%(channel)s, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS changed, (SELECT count(*) FROM lowered) AS l;
 
 -- name: promote_due
 -- First half of claim: due delayed jobs become ready behind the jobs already ready,
@@ -63,21 +67,35 @@ WITH due AS (
     FOR UPDATE SKIP LOCKED
 ), numbered AS (
     SELECT row_id, lifo, nextval('oqron_hot_ord_seq') AS n FROM due
+), promoted AS (
+    UPDATE oqron_hot_jobs AS j
+    SET run_at = NULL, ord = CASE WHEN numbered.lifo THEN -numbered.n ELSE numbered.n END
+    FROM numbered
+    WHERE j.ctid = ANY(ARRAY(SELECT row_id FROM numbered)) AND j.ctid = numbered.row_id
+    RETURNING j.priority, j.ord, j.run_at
+), lowered AS (
+    -- the queue's floor goes below the first job made ready (schema: oqron_hot_heads)
+    SELECT oqron_heads_lower_v1(%(project)s, %(environment)s, %(queue)s, m.rank, m.ord) AS moved
+    FROM (SELECT -(priority::bigint) AS rank, ord FROM promoted WHERE run_at IS NULL ORDER BY 1, 2 LIMIT 1) AS m
 )
-UPDATE oqron_hot_jobs AS j
-SET run_at = NULL, ord = CASE WHEN numbered.lifo THEN -numbered.n ELSE numbered.n END
-FROM numbered
-WHERE j.ctid = ANY(ARRAY(SELECT row_id FROM numbered)) AND j.ctid = numbered.row_id;
+SELECT (SELECT count(*) FROM promoted), (SELECT count(*) FROM lowered);
 
 -- name: claim
 -- Second half of claim: lease the next ready jobs. SKIP LOCKED keeps concurrent
 -- claimers disjoint without waiting on each other; tokens are drawn in claim order.
-WITH picked AS (
+-- Read from the queue's floor; the rows' ranks, ords and the floor go back to
+-- heads.py, which decides whether to raise the floor.
+WITH floor AS (
+    SELECT coalesce(max(lo_rank), -9223372036854775807) AS rank, coalesce(max(lo_ord), -9223372036854775807) AS ord
+    FROM oqron_hot_heads
+    WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+), picked AS (
     SELECT ctid AS row_id
     FROM oqron_hot_jobs
     WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
       AND token IS NULL AND run_at IS NULL
-    ORDER BY priority DESC, ord
+      AND (-(priority::bigint), ord) >= ((SELECT rank FROM floor), (SELECT ord FROM floor))
+    ORDER BY -(priority::bigint), ord
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ), numbered AS (
@@ -87,7 +105,8 @@ UPDATE oqron_hot_jobs AS j
 SET token = numbered.token, expires_at = %(expires_at)s, worker = %(worker)s
 FROM numbered
 WHERE j.ctid = ANY(ARRAY(SELECT row_id FROM numbered)) AND j.ctid = numbered.row_id
-RETURNING j.job_id, j.token, j.expires_at;
+RETURNING j.job_id, j.token, j.expires_at, -(j.priority::bigint), j.ord,
+          (SELECT rank FROM floor), (SELECT ord FROM floor);
 
 -- name: extend
 -- Renew leases held with their token; an id absent in every state (the plane lost
@@ -154,9 +173,13 @@ WITH released AS (
         ord = CASE WHEN %(lifo)s THEN -nextval('oqron_hot_ord_seq') ELSE nextval('oqron_hot_ord_seq') END
     WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
       AND job_id = %(job_id)s AND token = %(token)s
-    RETURNING 1
+    RETURNING priority, ord, run_at
+), lowered AS (
+    -- the queue's floor goes below the first job made ready (schema: oqron_hot_heads)
+    SELECT oqron_heads_lower_v1(%(project)s, %(environment)s, %(queue)s, m.rank, m.ord) AS moved
+    FROM (SELECT -(priority::bigint) AS rank, ord FROM released WHERE run_at IS NULL ORDER BY 1, 2 LIMIT 1) AS m
 )
-SELECT pg_notify(%(channel)s, '') FROM released;
+SELECT pg_notify(%(channel)s, '') FROM released, (SELECT count(*) FROM lowered) AS l;
 
 -- name: take_expired
 -- Each lapsed lease goes to exactly one caller: rows another rescuer holds are skipped.
@@ -194,9 +217,13 @@ WITH promoted AS (
         ord = CASE WHEN lifo THEN -nextval('oqron_hot_ord_seq') ELSE nextval('oqron_hot_ord_seq') END
     WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
       AND job_id = %(job_id)s AND token IS NULL AND run_at IS NOT NULL
-    RETURNING 1
+    RETURNING priority, ord, run_at
+), lowered AS (
+    -- the queue's floor goes below the first job made ready (schema: oqron_hot_heads)
+    SELECT oqron_heads_lower_v1(%(project)s, %(environment)s, %(queue)s, m.rank, m.ord) AS moved
+    FROM (SELECT -(priority::bigint) AS rank, ord FROM promoted WHERE run_at IS NULL ORDER BY 1, 2 LIMIT 1) AS m
 )
-SELECT pg_notify(%(channel)s, '') FROM promoted;
+SELECT pg_notify(%(channel)s, '') FROM promoted, (SELECT count(*) FROM lowered) AS l;
 
 -- name: present
 SELECT job_id FROM oqron_hot_jobs
@@ -244,10 +271,20 @@ WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queu
 
 -- name: any_ready
 -- wait(): is there already something to claim in one of these queues?
+-- Each queue from its floor (schema: oqron_hot_heads), not from its head.
 SELECT EXISTS (
-    SELECT 1 FROM oqron_hot_jobs
-    WHERE project = %(project)s AND environment = %(environment)s AND queue = ANY(%(queues)s::text[])
-      AND token IS NULL AND run_at IS NULL
+    SELECT 1
+    FROM unnest(%(queues)s::text[]) AS q(queue)
+    LEFT JOIN oqron_hot_heads AS h
+      ON h.project = %(project)s AND h.environment = %(environment)s AND h.queue = q.queue COLLATE "C"
+    CROSS JOIN LATERAL (
+        SELECT 1 FROM oqron_hot_jobs AS j
+        WHERE j.project = %(project)s AND j.environment = %(environment)s AND j.queue = q.queue COLLATE "C"
+          AND j.token IS NULL AND j.run_at IS NULL
+          AND (-(j.priority::bigint), j.ord)
+              >= (coalesce(h.lo_rank, -9223372036854775807), coalesce(h.lo_ord, -9223372036854775807))
+        LIMIT 1
+    ) AS r
 );
 
 -- name: acquire_lock
@@ -394,8 +431,41 @@ WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queu
   AND token IS NOT NULL AND expires_at > %(now)s;
 
 -- name: queue_has_ready
+-- From the queue's floor (schema: oqron_hot_heads), not from its head.
 SELECT EXISTS (
     SELECT 1 FROM oqron_hot_jobs
     WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
       AND token IS NULL AND run_at IS NULL
+      AND (-(priority::bigint), ord) >= (
+          coalesce((SELECT lo_rank FROM oqron_hot_heads WHERE project = %(project)s
+                    AND environment = %(environment)s AND queue = %(queue)s), -9223372036854775807),
+          coalesce((SELECT lo_ord FROM oqron_hot_heads WHERE project = %(project)s
+                    AND environment = %(environment)s AND queue = %(queue)s), -9223372036854775807))
 );
+
+-- name: heads_try
+SELECT pg_try_advisory_xact_lock(hashtext('oqron_heads'),
+                                 hashtext(%(project)s || chr(1) || %(environment)s || chr(1) || %(queue)s));
+
+-- name: heads_raise
+-- Under heads_try's lock, in the same transaction: no job is being made ready, so the
+-- first ready job at or after the floor is the lowest ready job; with none, the last
+-- position the caller claimed (whatever comes ready below it lowers the floor again).
+INSERT INTO oqron_hot_heads AS h (project, environment, queue, lo_rank, lo_ord)
+SELECT %(project)s, %(environment)s, %(queue)s, coalesce(n.rank, %(rank)s), coalesce(n.ord, %(ord)s)
+FROM (SELECT 1) AS one
+LEFT JOIN LATERAL (
+    SELECT -(priority::bigint) AS rank, ord FROM oqron_hot_jobs
+    WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+      AND token IS NULL AND run_at IS NULL
+      AND (-(priority::bigint), ord) >= (
+          coalesce((SELECT lo_rank FROM oqron_hot_heads WHERE project = %(project)s
+                    AND environment = %(environment)s AND queue = %(queue)s), -9223372036854775807),
+          coalesce((SELECT lo_ord FROM oqron_hot_heads WHERE project = %(project)s
+                    AND environment = %(environment)s AND queue = %(queue)s), -9223372036854775807))
+    ORDER BY 1, 2
+    LIMIT 1
+) AS n ON true
+ON CONFLICT (project, environment, queue) DO UPDATE
+SET lo_rank = EXCLUDED.lo_rank, lo_ord = EXCLUDED.lo_ord
+WHERE (EXCLUDED.lo_rank, EXCLUDED.lo_ord) > (h.lo_rank, h.lo_ord);

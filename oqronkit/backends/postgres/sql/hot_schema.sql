@@ -44,10 +44,42 @@ CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_jobs (
     PRIMARY KEY (project, environment, queue, job_id)
 );
 
--- claim: the next ready jobs in order, read straight off the index under LIMIT.
-CREATE INDEX IF NOT EXISTS oqron_hot_jobs_ready_idx
-    ON oqron_hot_jobs (project, environment, queue, priority DESC, ord)
+-- claim: the next ready jobs in order, read straight off the index under LIMIT, from
+-- the queue's floor (oqron_hot_heads) on: the rank -priority ascends where priority
+-- descends, so "at or after the floor" is one row comparison the index answers.
+CREATE INDEX IF NOT EXISTS oqron_hot_jobs_rank_idx
+    ON oqron_hot_jobs (project, environment, queue, (-(priority::bigint)), ord)
     WHERE token IS NULL AND run_at IS NULL;
+DROP INDEX IF EXISTS oqron_hot_jobs_ready_idx;
+-- Per queue, a position (rank, ord) at or before every ready job. A held xmin horizon
+-- keeps the index entry of every job claimed since, so a claim reading from the queue's
+-- head met them all; from the floor it meets those claimed since the floor last moved.
+-- Whatever makes a job ready lowers it below that job in the same statement
+-- (oqron_heads_lower_v1); a claimer raises it (heads.py) only under the queue's advisory
+-- lock, taken exclusively, which oqron_heads_lower_v1 takes shared: no job in flight can
+-- end up below it. No row: no floor.
+CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_heads (
+    project     text   COLLATE "C" NOT NULL,
+    environment text   COLLATE "C" NOT NULL,
+    queue       text   COLLATE "C" NOT NULL,
+    lo_rank     bigint NOT NULL,
+    lo_ord      bigint NOT NULL,
+    PRIMARY KEY (project, environment, queue)
+) WITH (fillfactor = 50);
+-- Lower a queue's floor to (p_rank, p_ord) if it lies above. VOLATILE: after the lock, the
+-- UPDATE reads with a new snapshot, so it compares with a raise committed while this
+-- statement waited for the lock (the calling statement's snapshot predates that raise).
+CREATE OR REPLACE FUNCTION oqron_heads_lower_v1(p_project text, p_environment text, p_queue text,
+                                                p_rank bigint, p_ord bigint)
+RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(hashtext('oqron_heads'),
+        hashtext(p_project || chr(1) || p_environment || chr(1) || p_queue));
+    UPDATE oqron_hot_heads AS h SET lo_rank = p_rank, lo_ord = p_ord
+    WHERE h.project = p_project AND h.environment = p_environment AND h.queue = p_queue
+      AND (p_rank, p_ord) < (h.lo_rank, h.lo_ord);
+    RETURN FOUND;
+END $$;
 -- claim (promotion of due jobs) and next_due.
 CREATE INDEX IF NOT EXISTS oqron_hot_jobs_due_idx
     ON oqron_hot_jobs (project, environment, queue, run_at)
