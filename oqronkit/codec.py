@@ -7,7 +7,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .errors import InvalidRecord, RecordTooLarge
+from .bounds import MAX_ID_LENGTH
+from .errors import InvalidJob, InvalidRecord, RecordTooLarge
 
 try:
     import orjson
@@ -269,4 +270,16 @@ def decode_json(data: str | bytes | bytearray | memoryview) -> Any:
 def decode_value(text: str | bytes) -> dict[str, Any]:
     """Decode stored JSON text."""
     value: dict[str, Any] = decode_json(text)
+    return value
+
+
+def check_text(value: Any, *, what: str) -> str:
+    """A job id, correlation id, tag or dependency reference: a non-empty string of at
+    most :data:`~oqronkit.bounds.MAX_ID_LENGTH` characters that every plane stores
+    alike (no control character, no lone surrogate)."""
+    if not isinstance(value, str) or not value or len(value) > MAX_ID_LENGTH:
+        raise InvalidJob(f"{what} must be a non-empty string of at most {MAX_ID_LENGTH} characters, got {value!r}.")
+    problem = text_problem(value)
+    if problem is not None:
+        raise InvalidJob(f"{what} {value!r} cannot be used: {problem}.")
     return value

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
 
+from .codec import check_text
 from .ids import new_id
 
 #: (correlation id, id of the run that caused what is made now, or None).
@@ -37,8 +38,6 @@ def current_id() -> str | None:
 def correlate(correlation_id: str | None = None) -> Iterator[str]:
     """Every job, message and webhook made inside carries ``correlation_id`` (a new
     id when None); yields the id."""
-    from .queues.enqueue import check_text  # the one rule for ids, applied here too
-
     carried = check_text(correlation_id, what="correlation_id") if correlation_id is not None else new_id()
     token = _current.set((carried, None))
     try:

@@ -30,6 +30,7 @@ from typing import Any, Literal, NamedTuple
 
 from ..backends.hot_types import Signal
 from ..clock import now_ms
+from ..codec import check_text
 from ..durable import DurablePlane, RecordWrite
 from ..errors import BackendUnavailable, InvalidJob, RecordTooLarge
 from ..hot import HotPlaneFacade
@@ -37,7 +38,7 @@ from ..ids import new_id
 from ..lifecycle import emit_many
 from ..namespaces import QUEUE_GROUPS, dlq_namespace, group_members_namespace, job_namespace
 from ..queues.completed_runs import find_completed_run
-from ..queues.enqueue import BULK_OPTIONS, build_job, check_text
+from ..queues.enqueue import BULK_OPTIONS, build_job
 from ..queues.jobs import Job
 from ..skipped import guarded
 

@@ -11,15 +11,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..backends.hot_types import MAX_PRIORITY, MIN_PRIORITY
-from ..bounds import MAX_ATTEMPTS, MAX_EPOCH_MS, MAX_ID_LENGTH
+from ..bounds import MAX_ATTEMPTS, MAX_EPOCH_MS
 from ..clock import now_ms
 from ..codec import (
     MAX_JSON_DEPTH,
     NestingTooDeep,
+    check_text,
     dumps_compact,
     encode_value,
     storage_problem,
-    text_problem,
     utf8_size,
 )
 from ..correlation import current as current_correlation
@@ -68,18 +68,6 @@ def encode_payload(data: Any, *, limit: int, queue: str) -> tuple[str, Any]:
             "limit (OQRON max_record_bytes). Store large data elsewhere and pass a reference."
         )
     return text, json.loads(text)  # the job holds exactly what a worker will read back
-
-
-def check_text(value: Any, *, what: str) -> str:
-    """A job id, correlation id, tag or dependency reference: a non-empty string of at
-    most :data:`~oqronkit.bounds.MAX_ID_LENGTH` characters that every plane stores
-    alike (no control character, no lone surrogate)."""
-    if not isinstance(value, str) or not value or len(value) > MAX_ID_LENGTH:
-        raise InvalidJob(f"{what} must be a non-empty string of at most {MAX_ID_LENGTH} characters, got {value!r}.")
-    problem = text_problem(value)
-    if problem is not None:
-        raise InvalidJob(f"{what} {value!r} cannot be used: {problem}.")
-    return value
 
 
 def check_attempts(attempts: Any) -> int:

@@ -22,7 +22,7 @@ from typing import Any, Literal, NamedTuple, Protocol
 from ..backends.hot_types import Signal
 from ..bounds import MAX_ATTEMPTS, MAX_CONCURRENCY
 from ..clock import now_ms
-from ..codec import text_problem
+from ..codec import check_text, text_problem
 from ..config import OqronConfig
 from ..durable import RecordWrite
 from ..errors import BackendUnavailable, ConfigurationError, DuplicateRecord, InvalidJob
@@ -33,7 +33,7 @@ from ..transactions import joining, signal_when_committed, to_join, when_committ
 from .backoff import Backoff, make_backoff, to_ms
 from .batch import Batch, check_batch
 from .control import QueueControl
-from .enqueue import build_job, check_priority, check_text, check_timeout, options_from, plain_job_rows, reject_cycles
+from .enqueue import build_job, check_priority, check_timeout, options_from, plain_job_rows, reject_cycles
 from .gates import PausePolicy, QueueHooks, paused_add
 from .jobs import Job
 from .limits import check_queue_limits

@@ -20,12 +20,13 @@ from datetime import timedelta
 from typing import Any, Literal, NamedTuple, cast
 
 from ..clock import now_ms
+from ..codec import check_text
 from ..durable import RecordWrite
 from ..errors import BackendUnavailable, InvalidJob
 from ..lifecycle import emit_now
 from ..namespaces import dlq_namespace, job_namespace, unique_namespace
 from .backoff import to_ms
-from .enqueue import build_job, check_text, encode_payload
+from .enqueue import build_job, encode_payload
 from .jobs import Job, JobStatus
 
 WINDOW_OPTIONS = frozenset({"unique_for", "unique_key", "debounce"})
