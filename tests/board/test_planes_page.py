@@ -13,8 +13,8 @@ from django.urls import reverse
 
 from oqronboard.base.scope import BoardScope
 from oqronkit.clock import now_ms
-from oqronkit.namespaces import job_namespace
 from tests.board.seed import Board
+from tests.lost_jobs import lose_from_hot
 
 HOSTILE = "<b>q</b>"
 
@@ -25,15 +25,7 @@ def lose_jobs(scope: BoardScope, queue: str, n: int) -> list[str]:
     engine = scope.engine
     engine.durable.put("queue", queue, {"name": queue, "paused": False, "concurrency": 1, "strategy": "fifo",
                                         "leaseMs": 30_000, "updatedAt": now_ms()})
-    ids = []
-    for i in range(n):
-        job = engine.queue(queue).add({"i": i})
-        record = engine.durable.get(job_namespace(queue), job.id)
-        assert record is not None
-        engine.durable.put(job_namespace(queue), job.id, {**record.value, "updatedAt": now_ms() - 60_000})
-        ids.append(job.id)
-    engine.hot.remove(queue, ids)
-    return ids
+    return lose_from_hot(engine, queue, n)
 
 
 def audit_entries(board: Board) -> list[dict]:

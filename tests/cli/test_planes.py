@@ -7,21 +7,13 @@ import json
 
 from oqronkit import Engine
 from oqronkit.clock import now_ms
-from oqronkit.namespaces import job_namespace
 from tests.cli.conftest import audit_entries, cli
+from tests.lost_jobs import lose_from_hot
 
 
 def lose(engine: Engine, queue: str, n: int) -> list[str]:
     engine.durable.put("queue", queue, {"name": queue, "paused": False, "updatedAt": now_ms()})
-    ids = []
-    for i in range(n):
-        job = engine.queue(queue).add({"i": i})
-        record = engine.durable.get(job_namespace(queue), job.id)
-        assert record is not None
-        engine.durable.put(job_namespace(queue), job.id, {**record.value, "updatedAt": now_ms() - 60_000})
-        ids.append(job.id)
-    engine.hot.remove(queue, ids)
-    return ids
+    return lose_from_hot(engine, queue, n)
 
 
 def test_planes_reports_the_drift_and_reconcile_repairs_it(engine: Engine):
