@@ -17,9 +17,8 @@ from typing import Any
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.http.response import HttpResponseBase
-from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import trigger_client_event
 from django_htmx.middleware import HtmxDetails
@@ -119,4 +118,5 @@ def safe_next(request: HttpRequest, fallback: str) -> str:
 
 def back(request: HttpRequest, fallback: str) -> HttpResponse:
     """Redirect to the form's ``next`` when it is a safe local URL, else ``fallback``."""
-    return redirect(safe_next(request, fallback))
+    # A URL, never a view name: redirect() would try to reverse a `next` such as "NaN".
+    return HttpResponseRedirect(safe_next(request, fallback))

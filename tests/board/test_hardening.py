@@ -203,3 +203,11 @@ def test_a_cron_name_with_a_slash_links_to_its_history(board: Board):
     history = reverse("oqronboard:cron-history", args=["team/nightly"])
     assert f'href="{history}"' in board.viewer.get(reverse("oqronboard:schedules")).content.decode()
     assert board.viewer.get(history).status_code == 200
+
+
+def test_a_next_that_looks_like_a_view_name_redirects_instead_of_failing(board: Board):
+    """A fuzzed ``next`` ("NaN") is a relative URL, never reversed as a view name (a 500)."""
+    queue_control(board.plane, "nan-q")
+    response = board.operator.post(reverse("oqronboard:queue-pause", args=["nan-q"]), {"next": "NaN"})
+    assert response.status_code == 302 and response["Location"] == "NaN"
+    assert board.plane.get("queue", "nan-q").value["paused"] is True
