@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 
 from django.template import Context, Template
+from django.urls import reverse
 
 from oqronboard.charts import stacked_bars
+from tests.board.seed import Board, dead_job, put_jobs, queue_control
 
 # _chart.html as it was, a template loop (the chart's markup now comes from Chart.svg).
 CHART_TEMPLATE = """<svg class="chart" viewBox="0 0 {{ chart.width }} {{ chart.height }}" width="{{ chart.width }}" \
@@ -31,3 +33,52 @@ def test_a_chart_draws_the_markup_the_template_loop_drew():
 
 def _squash(html: str) -> str:
     return re.sub(r"\s+", " ", html).replace("&#x27;", "&#39;").strip()
+
+
+def live_panel(board: Board) -> str:
+    return board.viewer.get(reverse("oqronboard:home"), {"panel": "live"}, HTTP_HX_REQUEST="true").content.decode()
+
+
+def waiting(body: str, queue: str) -> str:
+    return body.split(f'data-testid="waiting-{queue}">')[1].split("<")[0]
+
+
+def test_the_overview_shares_the_hot_planes_depths_and_says_when_it_read_them(board: Board, settings):
+    queue_control(board.plane, "emails")
+    board.scope.queue("emails").add({"n": 1})
+    assert 'data-testid="read-at"' not in live_panel(board)  # nothing shared: nothing to say
+    settings.OQRON_BOARD_CACHE_SECONDS = 30
+    body = live_panel(board)
+    assert waiting(body, "emails") == "1"
+    assert re.search(r'data-testid="read-at">Read at <time datetime="[^"]+">[^<]+</time>: every viewer shares '
+                     r"these figures for up to 30 s\.", body)
+    board.scope.queue("emails").add({"n": 2})
+    assert waiting(live_panel(board), "emails") == "1"  # shared, as the page says
+    assert board.operator.post(reverse("oqronboard:queue-pause", args=["emails"])).status_code in (200, 302)
+    assert waiting(live_panel(board), "emails") == "2"  # an action: read afresh
+    settings.OQRON_BOARD_CACHE_SECONDS = 0
+    board.scope.queue("emails").add({"n": 3})
+    assert waiting(live_panel(board), "emails") == "3"
+
+
+def dead_panel(board: Board, panel: str) -> str:
+    return board.viewer.get(reverse("oqronboard:dead-letters"), {"panel": panel},
+                            HTTP_HX_REQUEST="true").content.decode()
+
+
+def test_the_dead_letter_depth_and_groups_are_shared_and_labelled(board: Board, settings):
+    settings.OQRON_BOARD_CACHE_SECONDS = 30
+    put_jobs(board.plane, [dead_job("emails", "d1", message="boom 1")])
+    depth, groups = dead_panel(board, "depth"), dead_panel(board, "groups")
+    assert 'data-testid="dlq-depth-emails">1<' in depth and 'data-testid="read-at"' in depth
+    assert re.search(r'<td class="num">1</td>', groups) and 'data-testid="read-at"' in groups
+    put_jobs(board.plane, [dead_job("emails", "d2", message="lost", kind="KeyError")])
+    assert 'data-testid="dlq-depth-emails">1<' in dead_panel(board, "depth")  # shared
+    assert "KeyError" not in dead_panel(board, "groups")
+    page = board.viewer.get(reverse("oqronboard:dead-letters")).content.decode()
+    assert "d2" in page and 'data-testid="dlq-depth-emails">1<' in page  # the list itself is never shared
+    assert board.operator.post(reverse("oqronboard:dead-retry"), {"mode": "ids", "ids": ["emails:d1"]}).status_code \
+        in (200, 302)
+    assert 'data-testid="dlq-depth-emails">1<' in dead_panel(board, "depth")  # d1 retried, d2 counted: afresh
+    groups = dead_panel(board, "groups")
+    assert "KeyError" in groups and "ValueError" not in groups
