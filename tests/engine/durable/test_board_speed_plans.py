@@ -73,3 +73,74 @@ def test_the_overviews_last_hour_reads_the_started_index(runs_table: str):
         conn.execute("ANALYZE oqron_runs")
         guessed = max(n["Plan Rows"] for n in plan_nodes(last_hour_plan(conn)))
         assert guessed > RUNS // 5
+
+
+DEAD = 30_000
+# One dead letter in 20 a declined card, the rest two other errors; 'cus_00042' is on one.
+SEED_DEAD = f"""
+INSERT INTO oqron_jobs (project, environment, namespace, record_kind, id, value, inserted_at)
+SELECT 'shop', 'production', 'queue_dlq:billing', 'dlq', 'd' || n,
+       jsonb_build_object('id', 'd' || n, 'status', 'dead', 'diedAt', {BASE} + n,
+                          'lastError', jsonb_build_object('type', 'E', 'message',
+                              CASE WHEN n % 20 = 0 THEN 'card declined for customer cus_' || lpad(n::text, 5, '0')
+                                   WHEN n % 2 = 0 THEN 'gateway timed out after ' || n || ' ms'
+                                   ELSE 'connection refused by 10.0.' || n % 250 || '.7:443' END)),
+       {BASE} + n
+FROM generate_series(1, {DEAD}) AS n
+"""
+# oqronboard.jobs.queries.dead_queryset with a search, as Django renders it.
+DEAD_SEARCH = """
+SELECT id, value->'lastError'->>'message' FROM oqron_jobs
+WHERE environment = 'production' AND project = 'shop' AND record_kind = 'dlq'
+  AND (CASE WHEN jsonb_typeof(value->'diedAt') = 'number' THEN (value->>'diedAt')::numeric END) IS NOT NULL
+  AND UPPER((value->'lastError'->>'message')::text) LIKE UPPER(%(pattern)s)
+ORDER BY (CASE WHEN jsonb_typeof(value->'diedAt') = 'number' THEN (value->>'diedAt')::numeric END) DESC,
+         (id COLLATE "C") DESC
+LIMIT 51
+"""
+
+
+def seed_dead(url: str) -> PostgresDurableStore:
+    store = PostgresDurableStore(url)
+    store.ensure_schema()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(SEED_DEAD)
+        conn.execute("VACUUM ANALYZE oqron_jobs")
+    return store
+
+
+@pytest.mark.slow
+def test_the_dead_letter_search_reads_the_trigram_index(fresh_schema_url: str):
+    store = seed_dead(fresh_schema_url)
+    try:
+        assert store.text_search_indexed
+        with psycopg.connect(fresh_schema_url, autocommit=True) as conn:
+            for pattern in ("%CUS_00040%", "%declined%"):
+                nodes = list(plan_nodes(explain(conn, DEAD_SEARCH, {"pattern": pattern})))
+                assert "oqron_jobs_dlq_message_trgm_idx" in {n.get("Index Name") for n in nodes}, nodes
+                assert "Seq Scan" not in {n["Node Type"] for n in nodes}, nodes
+            found = conn.execute(DEAD_SEARCH, {"pattern": "%cus_00040%"}).fetchall()
+            assert found == [("d40", "card declined for customer cus_00040")]
+            declined = conn.execute(DEAD_SEARCH, {"pattern": "%DECLINED%"}).fetchall()
+            assert [r[0] for r in declined] == [f"d{n}" for n in range(DEAD, DEAD - 51 * 20, -20)]
+    finally:
+        store.close()
+
+
+def test_without_pg_trgm_the_search_scans_and_answers_the_same(fresh_schema_url: str, monkeypatch):
+    from oqronkit.backends.postgres import search
+
+    # What a server without the contrib package answers (the extension's control file is missing).
+    monkeypatch.setitem(search.SEARCH_SCHEMA, "search_extension", "CREATE EXTENSION IF NOT EXISTS oqron_not_there")
+    store = PostgresDurableStore(fresh_schema_url)
+    try:
+        store.ensure_schema()  # no error: the rest of the schema is there
+        assert not store.text_search_indexed
+        with psycopg.connect(fresh_schema_url, autocommit=True) as conn:
+            assert conn.execute("SELECT to_regclass('oqron_jobs_dlq_message_trgm_idx')").fetchone()[0] is None
+            assert conn.execute("SELECT to_regclass('oqron_jobs_dlq_died_idx')").fetchone()[0] is not None
+            conn.execute(SEED_DEAD.replace(f"{DEAD})", "100)"))
+            found = conn.execute(DEAD_SEARCH, {"pattern": "%cus_00040%"}).fetchall()
+        assert found == [("d40", "card declined for customer cus_00040")]
+    finally:
+        store.close()
