@@ -11,7 +11,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import connections
@@ -123,9 +124,23 @@ def dead_targets(scope: BoardScope, filters: DeadFilters, *, limit: int) -> list
     return [(queue_of(namespace) or "", job_id) for namespace, job_id in rows]
 
 
-def dead_export_rows(scope: BoardScope, filters: DeadFilters, *, limit: int) -> Any:
-    """The dead letters to export, streamed from the database in chunks."""
-    return dead_queryset(scope, filters).values("id", "namespace", **_dead_fields())[:limit].iterator(chunk_size=500)
+EXPORT_CHUNK = 500
+
+
+def dead_export_rows(scope: BoardScope, filters: DeadFilters, *, limit: int,
+                     chunk: int = EXPORT_CHUNK) -> Iterator[dict[str, Any]]:
+    """The dead letters to export, newest death first, in keyset pages of ``chunk``: the
+    first rows leave before the rest are read. (A server-side cursor does not: outside
+    a transaction Django declares it WITH HOLD, which reads every row at the start.)"""
+    sent, cursor = 0, filters.cursor
+    while sent < limit:
+        page = list(dead_queryset(scope, replace(filters, cursor=cursor))
+                    .values("id", "namespace", key=JsonNumber("diedAt"), **_dead_fields())[:min(chunk, limit - sent)])
+        yield from page
+        sent += len(page)
+        if len(page) < chunk:
+            return
+        cursor = (page[-1]["key"], page[-1]["id"])
 
 
 def dlq_depths(scope: BoardScope) -> dict[str, int]:

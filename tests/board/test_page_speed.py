@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import re
 
+from django.db import connections
 from django.template import Context, Template
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from oqronboard.charts import stacked_bars
+from oqronboard.jobs.queries import DeadFilters, dead_export_rows, dead_queryset
+from oqronkit.clock import now_ms
 from tests.board.seed import Board, dead_job, put_jobs, queue_control
 
 # _chart.html as it was, a template loop (the chart's markup now comes from Chart.svg).
@@ -82,3 +86,23 @@ def test_the_dead_letter_depth_and_groups_are_shared_and_labelled(board: Board, 
     assert 'data-testid="dlq-depth-emails">1<' in dead_panel(board, "depth")  # d1 retried, d2 counted: afresh
     groups = dead_panel(board, "groups")
     assert "KeyError" in groups and "ValueError" not in groups
+
+
+def test_the_export_reads_keyset_pages_the_first_before_the_rest(board: Board):
+    # 11 dead letters, three of them dying at the same millisecond (the id breaks the tie).
+    now = now_ms()
+    died = [now - i * 1000 for i in range(8)] + [now - 50_000] * 3
+    put_jobs(board.plane, [dead_job("emails" if i % 2 else "sms", f"d{i:02d}", died=at, message=f"boom {i}")
+                           for i, at in enumerate(died)])
+    scope = board.scope
+    whole = [row["id"] for row in dead_queryset(scope, DeadFilters()).values("id")]
+    assert len(whole) == 11
+    for chunk in (1, 3, 11, 500):
+        assert [row["id"] for row in dead_export_rows(scope, DeadFilters(), limit=100, chunk=chunk)] == whole
+    assert [row["id"] for row in dead_export_rows(scope, DeadFilters(), limit=7, chunk=3)] == whole[:7]
+    emails = [row["id"] for row in dead_queryset(scope, DeadFilters(queue="emails")).values("id")]
+    assert [row["id"] for row in dead_export_rows(scope, DeadFilters(queue="emails"), limit=100, chunk=2)] == emails
+    rows = dead_export_rows(scope, DeadFilters(), limit=100, chunk=3)
+    with CaptureQueriesContext(connections[board.db.alias]) as queries:
+        next(rows)
+    assert len(queries.captured_queries) == 1 and "LIMIT 3" in queries.captured_queries[0]["sql"]
