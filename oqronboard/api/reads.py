@@ -11,7 +11,7 @@ from django.http import Http404
 from oqronboard.definitions.queries import audit_entries, definitions, queue_control
 from oqronboard.jobs.forms import JobListForm, check_queue, dead_filters
 from oqronboard.jobs.queries import dead_groups, dead_list, dlq_depths, queue_jobs
-from oqronboard.jobs.views import job_context, job_or_404, queue_counts
+from oqronboard.jobs.views import job_context, job_or_404, read_queue_counts
 from oqronboard.runs.forms import run_filters
 from oqronboard.runs.queries import job_runs
 from oqronboard.runs.queries import run_list as query_runs
@@ -61,7 +61,7 @@ def queue_detail(request: BoardRequest, queue: str) -> dict[str, Any]:
     data = clean_or_400(JobListForm(request.GET))
     status = data["status"] or "waiting"
     rows, next_cursor = queue_jobs(scope, queue, status, cursor=decode_cursor(data["cursor"]))
-    return _page(rows, next_cursor, queue=queue, status=status, **queue_counts(request, queue),
+    return _page(rows, next_cursor, queue=queue, status=status, **read_queue_counts(scope, queue),
                  control=queue_control(scope, queue) or {"paused": False})
 
 

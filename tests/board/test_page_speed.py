@@ -106,3 +106,18 @@ def test_the_export_reads_keyset_pages_the_first_before_the_rest(board: Board):
     with CaptureQueriesContext(connections[board.db.alias]) as queries:
         next(rows)
     assert len(queries.captured_queries) == 1 and "LIMIT 3" in queries.captured_queries[0]["sql"]
+
+
+def test_a_queues_counts_are_shared_and_labelled_its_jobs_are_not(board: Board, settings):
+    settings.OQRON_BOARD_CACHE_SECONDS = 30
+    queue_control(board.plane, "emails")
+    board.scope.queue("emails").add({"n": 1})
+    url = reverse("oqronboard:queue-jobs", args=["emails"])
+    body = board.viewer.get(url, {"status": "waiting"}).content.decode()
+    assert 'data-testid="count-waiting">1<' in body and 'data-testid="read-at"' in body
+    board.scope.queue("emails").add({"n": 2})
+    body = board.viewer.get(url, {"status": "waiting"}).content.decode()
+    assert 'data-testid="count-waiting">1<' in body  # the counts: shared, as the page says
+    assert body.count('data-testid="job-row"') == 2  # the list: read afresh
+    api = board.viewer.get(reverse("oqronboard:api-queue", args=["emails"])).json()
+    assert api["counts"]["waiting"] == 2 and "counts_at" not in api  # the API: fresh, its shape unchanged
