@@ -14,6 +14,8 @@ from oqronboard.charts import stacked_bars
 from oqronboard.jobs.queries import DeadFilters, dead_export_rows, dead_queryset
 from oqronkit.clock import now_ms
 from tests.board.seed import Board, dead_job, put_jobs, queue_control
+from tests.board.test_topics_pages import cell, message_ids
+from tests.board.topic_seed import publish
 
 # _chart.html as it was, a template loop (the chart's markup now comes from Chart.svg).
 CHART_TEMPLATE = """<svg class="chart" viewBox="0 0 {{ chart.width }} {{ chart.height }}" width="{{ chart.width }}" \
@@ -121,3 +123,18 @@ def test_a_queues_counts_are_shared_and_labelled_its_jobs_are_not(board: Board, 
     assert body.count('data-testid="job-row"') == 2  # the list: read afresh
     api = board.viewer.get(reverse("oqronboard:api-queue", args=["emails"])).json()
     assert api["counts"]["waiting"] == 2 and "counts_at" not in api  # the API: fresh, its shape unchanged
+
+
+def test_the_topics_figures_are_shared_and_labelled_the_log_is_not(board: Board, settings):
+    settings.OQRON_BOARD_CACHE_SECONDS = 30
+    orders = publish(board, count=3)
+    body = board.viewer.get(reverse("oqronboard:topics")).content.decode()
+    assert cell(body, "retained-orders") == "3" and 'data-testid="read-at"' in body
+    publish(board, count=2)
+    body = board.viewer.get(reverse("oqronboard:topics")).content.decode()
+    assert cell(body, "retained-orders") == "3"  # shared, as the page says
+    log = board.viewer.get(reverse("oqronboard:topic-log", args=["orders"])).content.decode()
+    assert len(message_ids(log)) == 5 and 'data-testid="read-at"' in log  # the log itself: read afresh
+    assert orders.ids[0] in log
+    settings.OQRON_BOARD_CACHE_SECONDS = 0
+    assert cell(board.viewer.get(reverse("oqronboard:topics")).content.decode(), "retained-orders") == "5"
