@@ -14,6 +14,7 @@ from oqronboard.charts import stacked_bars
 from oqronboard.jobs.queries import DeadFilters, dead_export_rows, dead_queryset
 from oqronkit.clock import now_ms
 from tests.board.seed import Board, dead_job, put_jobs, queue_control
+from tests.board.test_planes_page import lose_jobs
 from tests.board.test_topics_pages import cell, message_ids
 from tests.board.topic_seed import publish
 
@@ -138,3 +139,16 @@ def test_the_topics_figures_are_shared_and_labelled_the_log_is_not(board: Board,
     assert orders.ids[0] in log
     settings.OQRON_BOARD_CACHE_SECONDS = 0
     assert cell(board.viewer.get(reverse("oqronboard:topics")).content.decode(), "retained-orders") == "5"
+
+
+def test_the_plane_drift_is_shared_and_labelled_and_afresh_after_the_reconciler(board: Board, settings):
+    settings.OQRON_BOARD_CACHE_SECONDS = 30
+    lose_jobs(board.scope, "mail", 3)
+    body = board.viewer.get(reverse("oqronboard:planes")).content.decode()
+    assert 'data-testid="unsignalled-mail">3' in body and 'data-testid="read-at"' in body
+    first = board.viewer.get(reverse("oqronboard:api-planes")).json()
+    lose_jobs(board.scope, "mail", 2)
+    assert board.viewer.get(reverse("oqronboard:api-planes")).json()["at"] == first["at"]  # shared
+    assert 'data-testid="unsignalled-mail">3' in board.viewer.get(reverse("oqronboard:planes")).content.decode()
+    board.operator.post(reverse("oqronboard:planes-reconcile"))
+    assert board.viewer.get(reverse("oqronboard:api-planes")).json()["at"] > first["at"]  # the action: afresh
