@@ -159,7 +159,7 @@ WITH RECURSIVE fps(fp) AS (
     UNION ALL
     SELECT (SELECT {fp} FROM oqron_jobs WHERE {where} AND {fp} > fps.fp ORDER BY {fp} LIMIT 1)
     FROM fps WHERE fps.fp IS NOT NULL
-), groups AS (
+), groups AS MATERIALIZED (  -- else the stats subquery ran twice a group: for the filter below and the output
     SELECT fps.fp AS fp,
         (SELECT count(*) || ',' || count(DISTINCT namespace) || ',' || max(namespace)
          FROM oqron_jobs WHERE {where} AND {fp} = fps.fp) AS stats,

@@ -80,7 +80,7 @@ DEAD = 30_000
 SEED_DEAD = f"""
 INSERT INTO oqron_jobs (project, environment, namespace, record_kind, id, value, inserted_at)
 SELECT 'shop', 'production', 'queue_dlq:billing', 'dlq', 'd' || n,
-       jsonb_build_object('id', 'd' || n, 'status', 'dead', 'diedAt', {BASE} + n,
+       jsonb_build_object('id', 'd' || n, 'status', 'dead', 'diedAt', {BASE} + n, 'errorFingerprint', 'f' || n % 3,
                           'lastError', jsonb_build_object('type', 'E', 'message',
                               CASE WHEN n % 20 = 0 THEN 'card declined for customer cus_' || lpad(n::text, 5, '0')
                                    WHEN n % 2 = 0 THEN 'gateway timed out after ' || n || ' ms'
@@ -142,5 +142,25 @@ def test_without_pg_trgm_the_search_scans_and_answers_the_same(fresh_schema_url:
             conn.execute(SEED_DEAD.replace(f"{DEAD})", "100)"))
             found = conn.execute(DEAD_SEARCH, {"pattern": "%cus_00040%"}).fetchall()
         assert found == [("d40", "card declined for customer cus_00040")]
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_the_groups_count_each_groups_dead_letters_once(fresh_schema_url: str):
+    from oqronboard.jobs.queries import _GROUP_EXPRESSIONS, _GROUPS_SQL
+
+    store = seed_dead(fresh_schema_url)
+    where = "project = %(p)s AND environment = %(e)s AND record_kind = 'dlq'"
+    sql = _GROUPS_SQL.format(where=where, limit=50, **_GROUP_EXPRESSIONS["postgresql"])
+    try:
+        with psycopg.connect(fresh_schema_url, autocommit=True) as conn:
+            params = {"p": "shop", "e": "production"}
+            counts = [n for n in plan_nodes(explain(conn, sql, params)) if n["Node Type"] == "Aggregate"]
+            assert len(counts) == 1, counts  # one count(*) subplan, run once per group
+            rows = conn.execute(sql, params).fetchall()
+        assert sorted((fp, stats) for fp, stats, *_ in rows) == [
+            ("f0", f"{DEAD // 3},1,queue_dlq:billing"), ("f1", f"{DEAD // 3},1,queue_dlq:billing"),
+            ("f2", f"{DEAD // 3},1,queue_dlq:billing")]
     finally:
         store.close()
