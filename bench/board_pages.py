@@ -27,8 +27,10 @@
    and the engine's own (its psycopg connections are wrapped for the run), with the
    indexes each plan uses.
 
-Re-run one page on a noisy minute: ``--only 'dead-export|trace'`` (a regex over the URL
-name and path). Exit status 0 when every timed URL passes, 1 otherwise. Not part of the
+Figures several pages share between viewers for ``OQRON_BOARD_CACHE_SECONDS`` (2 s by
+default; each page says when it read them) are shared between the timed requests too;
+``--cold`` times every request reading afresh. Re-run one page on a noisy minute:
+``--only 'dead-export|trace'`` (a regex over the URL name and path). Exit status 0 when every timed URL passes, 1 otherwise. Not part of the
 test suite; bench/README.md ("Issue 37 item 6") has the last table.
 """
 
@@ -342,7 +344,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--explain", type=int, default=6, help="how many slow statements to EXPLAIN")
     parser.add_argument("--messages", type=int, default=1_000_000, help="retained messages (0: no topics)")
     parser.add_argument("--topics", type=int, default=20)
+    parser.add_argument("--cold", action="store_true",
+                        help="OQRON_BOARD_CACHE_SECONDS=0: nothing shared between requests (each one reads afresh)")
     args = parser.parse_args(argv)
+    if args.cold:
+        os.environ["OQRON_BOARD_CACHE_SECONDS"] = "0"
 
     sample = seed.ensure_seeded(args.database_url, seed.SeedPlan(runs=args.runs, jobs=args.jobs), reseed=args.reseed)
     topics = topic_seed.ensure_topics_seeded(args.database_url, topic_seed.TopicPlan(args.messages, args.topics),

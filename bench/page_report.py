@@ -10,6 +10,8 @@ from typing import Any
 
 #: Issue 37 item 6: every page and fragment, median server time.
 TARGET_MEDIAN_MS = 50.0
+#: URLs that are no page and keep a target of their own: URL name -> (median ms, whose).
+OWN_TARGETS = {"oqronboard:metrics": (200.0, "the Prometheus scrape: issue 23's target, bench/metrics_scrape.py")}
 INDEX_NODE = re.compile(r"(Index Only Scan|Index Scan|Bitmap Index Scan)(?: Backward)? (?:using|on) (\S+)")
 SEQ_NODE = re.compile(r"Seq Scan on (\S+)")
 
@@ -37,6 +39,10 @@ class Endpoint:
         return statistics.median(self.timings) if self.timings else float("nan")
 
     @property
+    def budget(self) -> float:
+        return OWN_TARGETS.get(self.name, (TARGET_MEDIAN_MS, ""))[0]
+
+    @property
     def p95(self) -> float:
         return percentile(self.timings, 0.95)
 
@@ -56,7 +62,7 @@ def print_table(endpoints: list[Endpoint]) -> None:
     for e in endpoints:
         if e.timings:
             sql = (len(e.django_sql) + len(e.engine_sql)) / len(e.timings)
-            verdict = "ok" if e.median < TARGET_MEDIAN_MS else "SLOW"
+            verdict = "ok" if e.median < e.budget else "SLOW"
             print(f"| {e.label:<{width}} | {e.name[-16:]:<16} | {e.status:>6} | {e.median:>9.1f} | {e.p95:>6.1f} "
                   f"| {sql:>7.1f} | {e.size:>7} | {verdict:<7} |")
         else:
@@ -71,9 +77,11 @@ def print_table(endpoints: list[Endpoint]) -> None:
 def check_targets(endpoints: list[Endpoint]) -> bool:
     """PASS when every timed URL's median is under the target (p95 is reported, not a target)."""
     timed = [e for e in endpoints if e.timings]
-    slow = sorted((e for e in timed if e.median >= TARGET_MEDIAN_MS), key=lambda e: -e.median)
+    slow = sorted((e for e in timed if e.median >= e.budget), key=lambda e: -e.median)
     print(f"\nTarget: every page and fragment's median server time < {TARGET_MEDIAN_MS:.0f} ms "
           "(a streamed export: to its first row); p95 is reported, not a target")
+    for name, (budget, whose) in OWN_TARGETS.items():
+        print(f"  except {name}, {whose}: < {budget:.0f} ms")
     print(f"{len(timed) - len(slow)} of {len(timed)} timed URLs pass")
     for e in slow:
         print(f"  FAIL {e.label}: median {e.median:.1f} ms, p95 {e.p95:.1f} ms")
@@ -149,7 +157,7 @@ def explain(endpoints: list[Endpoint], url: str, limit: int) -> None:
     """Per URL over the target: every statement of a request with the index its plan
     uses and the full plan of the slowest; then the slowest statements of any URL."""
     print("\nEXPLAIN evidence (statements captured during the timed requests; times are medians):")
-    for endpoint in [e for e in endpoints if e.timings and e.median >= TARGET_MEDIAN_MS]:
+    for endpoint in [e for e in endpoints if e.timings and e.median >= e.budget]:
         found = statements(endpoint)
         per_request = sum(len(st.times) for st in found) / len(endpoint.timings)
         print(f"\n== over the target: {endpoint.label}  ({endpoint.median:.1f} ms, "
