@@ -30,8 +30,9 @@
 Figures several pages share between viewers for ``OQRON_BOARD_CACHE_SECONDS`` (2 s by
 default; each page says when it read them) are shared between the timed requests too;
 ``--cold`` times every request reading afresh. Re-run one page on a noisy minute:
-``--only 'dead-export|trace'`` (a regex over the URL name and path). Exit status 0 when every timed URL passes, 1 otherwise. Not part of the
-test suite; bench/README.md ("Issue 37 item 6") has the last table.
+``--only 'dead-export|trace'`` (a regex over the URL name and path). Exit status 0 when
+every timed URL passes, 1 otherwise. Not part of the test suite; bench/README.md
+("Issue 37 item 6") has the last table.
 """
 
 from __future__ import annotations
