@@ -4,6 +4,8 @@ what it showed before. The timing itself is bench/board_pages.py's."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
+from decimal import Decimal
 
 from django.db import connections
 from django.template import Context, Template
@@ -12,6 +14,7 @@ from django.urls import reverse
 
 from oqronboard.charts import stacked_bars
 from oqronboard.jobs.queries import DeadFilters, dead_export_rows, dead_queryset
+from oqronboard.templatetags.board import JSON_MAX_CHARS, TRUNCATED, _json_chunks, pretty_json
 from oqronkit.clock import now_ms
 from tests.board.seed import Board, dead_job, put_jobs, queue_control
 from tests.board.test_planes_page import lose_jobs
@@ -152,3 +155,35 @@ def test_the_plane_drift_is_shared_and_labelled_and_afresh_after_the_reconciler(
     assert 'data-testid="unsignalled-mail">3' in board.viewer.get(reverse("oqronboard:planes")).content.decode()
     board.operator.post(reverse("oqronboard:planes-reconcile"))
     assert board.viewer.get(reverse("oqronboard:api-planes")).json()["at"] > first["at"]  # the action: afresh
+
+
+def _nest(depth: int) -> object:
+    value: object = "bottom"
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+PRETTY_CASES = [
+    {}, [], None, 1, 1.5, "x", True, {"a": 1, "b": [1, 2, {"c": None}], "d": {}, "e": []},
+    {"deep": (deep := [[[[["x"]]]]])}, {"é": "ünïcode", "html": "<b>&</b>"}, [float("nan"), 10**30],
+    {"decimal": Decimal("1.50"), "when": datetime(2026, 1, 2, tzinfo=UTC), "set": {1}},
+    {1: "int key"}, {True: "bool key"}, ("tuple", 1), {"too": _nest(40)}, list(range(6000)), deep,
+    ["x" * 300_000],
+]
+
+
+def test_pretty_json_writes_what_it_wrote_piece_by_piece():
+    for value in PRETTY_CASES:
+        assert pretty_json(value) == _pieces(value), value
+
+
+def _pieces(value: object) -> str:
+    """pretty_json as it was: joined pieces, cut at JSON_MAX_CHARS."""
+    parts, size = [], 0
+    for chunk in _json_chunks(value, 0):
+        if size + len(chunk) > JSON_MAX_CHARS:
+            return "".join([*parts, chunk[: JSON_MAX_CHARS - size], "\n" + TRUNCATED])
+        parts.append(chunk)
+        size += len(chunk)
+    return "".join(parts)
