@@ -12,8 +12,9 @@ from django.template import Context, Template
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from oqronboard.base.cursors import decode_cursor
 from oqronboard.charts import stacked_bars
-from oqronboard.jobs.queries import DeadFilters, dead_export_rows, dead_queryset
+from oqronboard.jobs.queries import DeadFilters, dead_export_rows, dead_list, dead_queryset
 from oqronboard.templatetags.board import JSON_MAX_CHARS, TRUNCATED, _json_chunks, pretty_json
 from oqronkit.clock import now_ms
 from tests.board.seed import Board, dead_job, put_jobs, queue_control
@@ -187,3 +188,30 @@ def _pieces(value: object) -> str:
         parts.append(chunk)
         size += len(chunk)
     return "".join(parts)
+
+
+def test_a_text_search_finds_the_same_page_newest_first_or_through_the_index(board: Board, monkeypatch):
+    from oqronboard.jobs import queries
+
+    now = now_ms()
+    common = [dead_job("emails", f"c{i:03d}", died=now - i, message=f"card declined {i}") for i in range(0, 120, 2)]
+    rare = [dead_job("sms", f"r{i:03d}", died=now - i, message=f"gateway timed out {i}") for i in range(1, 120, 2)]
+    rare.append(dead_job("sms", "old-rare", died=now - 10_000, message="needle in the hay"))
+    put_jobs(board.plane, [*common, *rare])
+
+    def pages(search: str) -> list[list[str]]:
+        found, cursor = [], None
+        while True:
+            rows, next_cursor = dead_list(board.scope, DeadFilters(search=search, cursor=cursor), limit=7)
+            found.append([r["id"] for r in rows])
+            if next_cursor is None:
+                return found
+            cursor = decode_cursor(next_cursor)
+
+    expected = {search: [[r["id"] for r in dead_queryset(board.scope, DeadFilters(search=search)).values("id")]]
+                for search in ("DECLINED", "needle", "zzz", "timed out")}
+    for window in (5, 40, 2000):  # the window holds the page, part of it, or everything
+        monkeypatch.setattr(queries, "SEARCH_WINDOW", window)
+        for search, [ids] in expected.items():
+            assert [i for page in pages(search) for i in page] == ids, (window, search)
+    assert expected["needle"] == [["old-rare"]] and len(expected["DECLINED"][0]) == 60
