@@ -164,3 +164,43 @@ def test_the_groups_count_each_groups_dead_letters_once(fresh_schema_url: str):
             ("f2", f"{DEAD // 3},1,queue_dlq:billing")]
     finally:
         store.close()
+
+
+MESSAGES = 100_000
+# Ten topics of 10,000 messages; keys of 2,000 customers, one message in ten without a key.
+SEED_MESSAGES = f"""
+INSERT INTO oqron_runs (project, environment, namespace, record_kind, id, value, inserted_at)
+SELECT 'shop', 'production', 'topic_msg:t' || n % 10, 'message', lpad(to_hex(n), 26, '0'),
+       jsonb_build_object('id', lpad(to_hex(n), 26, '0'), 'partition', 0, 'offset', n / 10,
+                          'publishedAt', {BASE} + n, 'payload', jsonb_build_object('pad', repeat('x', 300)))
+       || CASE WHEN n % 10 = 3 THEN '{{}}'::jsonb ELSE jsonb_build_object('key', 'cus_' || n % 2000) END,
+       {BASE} + n
+FROM generate_series(1, {MESSAGES}) AS n
+"""
+# oqronboard.runs.topics.message_page with a key, as Django renders it.
+LOG_BY_KEY = """
+SELECT id, (value->>'publishedAt') FROM oqron_runs
+WHERE environment = 'production' AND project = 'shop' AND record_kind = 'message'
+  AND namespace = 'topic_msg:t7' AND (value->>'key') = %(key)s
+ORDER BY ((value->>'publishedAt')::numeric) DESC, (id COLLATE "C") DESC
+LIMIT 51
+"""
+
+
+@pytest.mark.slow
+def test_a_topic_log_filtered_on_a_key_reads_the_key_index(fresh_schema_url: str):
+    store = PostgresDurableStore(fresh_schema_url)
+    try:
+        store.ensure_schema()
+        with psycopg.connect(fresh_schema_url, autocommit=True) as conn:
+            conn.execute("ALTER TABLE oqron_runs SET UNLOGGED")
+            conn.execute(SEED_MESSAGES)
+            conn.execute("VACUUM ANALYZE oqron_runs")
+            nodes = list(plan_nodes(explain(conn, LOG_BY_KEY, {"key": "cus_17"})))
+            assert "oqron_runs_message_key_idx" in {n.get("Index Name") for n in nodes}, nodes
+            assert "Seq Scan" not in {n["Node Type"] for n in nodes}, nodes
+            found = [row[0] for row in conn.execute(LOG_BY_KEY, {"key": "cus_17"})]
+        # cus_17 is on n = 17 + 2000 k; in topic t7 every such n (n % 10 = 7), newest first.
+        assert found == [f"{n:026x}" for n in range(MESSAGES - 2000 + 17, 0, -2000)]
+    finally:
+        store.close()
