@@ -126,7 +126,7 @@ def dead_list(scope: BoardScope, filters: DeadFilters, *, limit: int = PAGE_SIZE
 
 
 #: Dead letters a text search reads newest first before it asks the trigram index.
-SEARCH_WINDOW = 2000
+SEARCH_WINDOW = 1500
 
 
 def _newest_matches(scope: BoardScope, filters: DeadFilters, wanted: int) -> list[dict] | None:
