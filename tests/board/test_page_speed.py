@@ -18,7 +18,7 @@ from oqronboard.jobs.queries import DeadFilters, dead_export_rows, dead_list, de
 from oqronboard.templatetags.board import JSON_MAX_CHARS, TRUNCATED, _json_chunks, pretty_json
 from oqronkit.clock import now_ms
 from tests.board.seed import Board, dead_job, put_jobs, queue_control
-from tests.board.test_planes_page import lose_jobs
+from tests.board.test_planes_page import lose_jobs, wait_clean
 from tests.board.test_topics_pages import cell, message_ids
 from tests.board.topic_seed import publish
 
@@ -156,6 +156,8 @@ def test_the_plane_drift_is_shared_and_labelled_and_afresh_after_the_reconciler(
     assert 'data-testid="unsignalled-mail">3' in board.viewer.get(reverse("oqronboard:planes")).content.decode()
     board.operator.post(reverse("oqronboard:planes-reconcile"))
     assert board.viewer.get(reverse("oqronboard:api-planes")).json()["at"] > first["at"]  # the action: afresh
+    settings.OQRON_BOARD_CACHE_SECONDS = 0
+    assert wait_clean(board.viewer)["clean"]  # the reconciler's thread is done before the planes close
 
 
 def _nest(depth: int) -> object:
