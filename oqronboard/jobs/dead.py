@@ -52,27 +52,28 @@ def dead_letters(request: BoardRequest) -> HttpResponse:
     context: dict = {"filters": data, "rendered_at": now_ms(), "action_cap": ACTION_CAP,
                      "filter_query": urlencode({k: v for k, v in data.items() if v and k != "cursor"})}
     if panel == "depth":
-        return render(request, "oqronboard/jobs/dead.html#depth", {**context, **_depths(scope)})
+        return render(request, "oqronboard/jobs/dead.html#depth", {**context, **dead_depths(scope)})
     if panel == "groups":
-        return render(request, "oqronboard/jobs/dead.html#groups", {**context, **_groups(scope, filters.queue)})
+        return render(request, "oqronboard/jobs/dead.html#groups",
+                      {**context, **dead_groups_shared(scope, filters.queue)})
     rows, next_cursor = dead_list(scope, filters)
     query = {k: v for k, v in request.GET.items() if k not in ("cursor", "panel") and v}
     context.update(rows=rows, next_query=urlencode({**query, "cursor": next_cursor}) if next_cursor else "")
     if panel == "list" or (request.htmx and filters.cursor is not None):
         return render(request,
                       "oqronboard/jobs/dead.html#rows" if filters.cursor else "oqronboard/jobs/dead.html#list", context)
-    context.update({**_depths(scope), **_groups(scope, filters.queue)})
+    context.update({**dead_depths(scope), **dead_groups_shared(scope, filters.queue)})
     return render(request, "oqronboard/jobs/dead.html", context)
 
 
 # The depth and the groups count every dead letter: shared by every viewer for a few
 # seconds (OQRON_BOARD_CACHE_SECONDS, read afresh after any action); the panels say when.
-def _depths(scope: BoardScope) -> dict[str, Any]:
+def dead_depths(scope: BoardScope) -> dict[str, Any]:
     depths, at = shared_at(scope, "dead:depths", lambda: sorted(dlq_depths(scope).items()))
     return {"depths": depths, "depths_at": at, "shared_seconds": conf.cache_seconds()}
 
 
-def _groups(scope: BoardScope, queue: str) -> dict[str, Any]:
+def dead_groups_shared(scope: BoardScope, queue: str) -> dict[str, Any]:
     groups, at = shared_at(scope, f"dead:groups:{queue}", lambda: dead_groups(scope, queue=queue))
     return {"groups": groups, "groups_at": at, "shared_seconds": conf.cache_seconds()}
 

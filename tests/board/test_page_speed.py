@@ -88,6 +88,9 @@ def test_the_dead_letter_depth_and_groups_are_shared_and_labelled(board: Board, 
     assert "KeyError" not in dead_panel(board, "groups")
     page = board.viewer.get(reverse("oqronboard:dead-letters")).content.decode()
     assert "d2" in page and 'data-testid="dlq-depth-emails">1<' in page  # the list itself is never shared
+    api = board.viewer.get(reverse("oqronboard:api-dead")).json()
+    assert api["depths"] == {"emails": 1} and api["depths_read_at"] <= now_ms() and "groups_read_at" in api
+    assert {r["id"] for r in api["results"]} == {"d1", "d2"}  # the API's list: fresh, its counts: shared, dated
     assert board.operator.post(reverse("oqronboard:dead-retry"), {"mode": "ids", "ids": ["emails:d1"]}).status_code \
         in (200, 302)
     assert 'data-testid="dlq-depth-emails">1<' in dead_panel(board, "depth")  # d1 retried, d2 counted: afresh
