@@ -15,8 +15,10 @@ from django.urls import reverse
 from oqronboard.base.cursors import decode_cursor
 from oqronboard.charts import stacked_bars
 from oqronboard.jobs.queries import DeadFilters, dead_export_rows, dead_list, dead_queryset
-from oqronboard.templatetags.board import JSON_MAX_CHARS, TRUNCATED, _json_chunks, pretty_json
+from oqronboard.templatetags.board import JSON_MAX_CHARS, TRUNCATED, _json_chunks, ms_time, pretty_json
+from oqronboard.views.trace import Links, rows_html
 from oqronkit.clock import now_ms
+from oqronkit.trace import TraceEntry
 from tests.board.seed import Board, dead_job, put_jobs, queue_control
 from tests.board.test_planes_page import lose_jobs, wait_clean
 from tests.board.test_topics_pages import cell, message_ids
@@ -220,3 +222,14 @@ def test_a_text_search_finds_the_same_page_newest_first_or_through_the_index(boa
         for search, [ids] in expected.items():
             assert [i for page in pages(search) for i in page] == ids, (window, search)
     assert expected["needle"] == [["old-rare"]] and len(expected["DECLINED"][0]) == 60
+
+
+def test_a_trace_rows_titles_are_each_entrys_own_second():
+    base = 1_765_000_000_000
+    ats = [base, base + 999, base + 1000, base + 1500, base + 61_000, base + 61_999, 0, 999]
+    entries = [TraceEntry(kind="run", key=f"run:r{i}", id=f"r{i}", at=at, title="t",
+                          status="completed" if i % 2 else None) for i, at in enumerate(ats)]
+    html = str(rows_html(entries, base, Links()))
+    titles = re.findall(r'<td class="num" title="([^"]*)">', html)
+    assert titles == [ms_time(at) for at in ats]
+    assert html.count('<span class="status status-completed">completed</span>') == 4
