@@ -6,7 +6,6 @@ built on the board's scoped engine, is permission checked and audited."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -18,15 +17,13 @@ from django.views.decorators.http import require_POST
 from oqronboard.base.templating import render
 from oqronboard.runs.webhooks import delivery_attempts, matching_deliveries
 from oqronkit.errors import InvalidJob, JobNotFound
-from oqronkit.webhooks import new_secret
-from oqronkit.webhooks.breaker import BreakerSettings
+from oqronkit.webhooks.handles import operator_webhook
 from oqronkit.webhooks.webhook import Webhook, delivery_queue_name
 
 from ..base.audit import ACTION_CAP, Action, summarise, targets
 from ..base.pages import BoardRequest, back, board_view, refresh_others, scope_of
 from ..base.roles import operator_required
 from ..base.scope import BoardScope
-from ..base.values import json_int
 from ..webhook_forms import FILTER_KEYS, delivery_filters, disable_reason, rendered_at
 from ..webhooks import EndpointRow, WebhookRow
 from .webhooks import webhook_or_404
@@ -37,20 +34,7 @@ NO_ENDPOINT = "No endpoint of that id on this webhook."
 def engine_webhook(scope: BoardScope, row: WebhookRow) -> Webhook:
     """The engine's webhook on the scope's engine, with the stored settings (a resent
     delivery gets the workers' schedule); its secrets are placeholders: the board never signs."""
-    control = row.control
-    secret_ids = [s for s in control.get("secretIds") or [] if isinstance(s, str)] or ["default"]
-    schedule = [json_int(ms) for ms in control.get("scheduleMs") or []]
-    stored = control.get("breaker")
-    breaker: dict[str, Any] = stored if isinstance(stored, dict) else {}
-    settings = [json_int(breaker.get(k)) for k in ("failures", "cooldownMs", "maxCooldownMs", "disableAfterMs")]
-    timeout = json_int(control.get("timeoutMs"))
-    return Webhook(
-        row.name, secrets={s: new_secret() for s in secret_ids},
-        timeout=timedelta(milliseconds=timeout) if timeout else 10,
-        schedule=[timedelta(milliseconds=ms or 0) for ms in schedule] if schedule else None,
-        breaker=BreakerSettings(*settings) if all(v is not None for v in settings) else None,  # type: ignore[arg-type]
-        allow_private=control.get("allowPrivate") is True, engine=scope.engine,
-        declares=False)  # the workers own its control record: the board never rewrites it
+    return operator_webhook(scope.engine, row.name, row.control)
 
 
 def endpoint_or_404(scope: BoardScope, webhook: str, endpoint: str) -> tuple[WebhookRow, EndpointRow]:
