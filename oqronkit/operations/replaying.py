@@ -71,9 +71,9 @@ def _oldest_start(engine: Any, window: RunFilter) -> int | None:
 
 
 def _default_name(window: RunFilter) -> str:
-    what = f"{window.status} runs" if window.status else "runs"
-    last = f"the last {window.last:,} " if window.last else "every "
-    return f"Replay {last}{what} of {window.handler}"
+    status = f"{window.status} " if window.status else ""
+    which = f"the last {window.last:,} {status}runs" if window.last else f"every {status}run"
+    return f"Replay {which} of {window.handler}"
 
 
 def replay_chunk(engine: Any, op: Operation, chunk: int) -> Callable[[], None]:
