@@ -36,7 +36,7 @@ def test_replay_every_selected_run_in_chunks_and_page_the_set(engine: Engine) ->
     put_run(engine, "pricing", 99, status="failed")  # not completed: not selected
     ops = Operations(engine)
     op = ops.create_replay(user="ann", handler="pricing", source="test")
-    later = put_run(engine, "pricing", 100, output={"double": 200}, started=now_ms() + 5)  # started after the window froze
+    later = put_run(engine, "pricing", 100, output={}, started=now_ms() + 5)  # after the window froze
     assert (op.action, op.target, op.status, op.queues, op.planned) == ("replay", "runs", "running", ("pricing",), None)
     assert op.name == "Replay every completed run of pricing" and op.replay_set is not None
     OperationRunner(engine, owner="w1", chunk=3).drain()
