@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
@@ -26,6 +27,7 @@ from ..base.roles import operator_required
 from ..base.scope import BoardScope
 from ..webhook_forms import FILTER_KEYS, delivery_filters, disable_reason, rendered_at
 from ..webhooks import EndpointRow, WebhookRow
+from .operation_targets import start_resend
 from .webhooks import webhook_or_404
 
 NO_ENDPOINT = "No endpoint of that id on this webhook."
@@ -128,10 +130,17 @@ def delivery_resend(request: BoardRequest, webhook: str, delivery_id: str) -> Ht
 @operator_required
 def resend_matching(request: BoardRequest) -> HttpResponse:
     """POST: a confirmation saying how many deliveries the log's filters match (as of
-    the page's render time); POST confirmed: send them again, audited."""
+    the page's render time); POST confirmed: send them again, audited; confirmed and
+    ``tracked``: a tracked operation sends every match (no cap), its page opens."""
     scope = scope_of(request)
     at = rendered_at(request.POST)
     filters, data = delivery_filters(request.POST, rendered_at=at)
+    if request.POST.get("confirmed") == "on" and request.POST.get("tracked") == "on":
+        # Every match, by the workers, no cap: the operation's page shows its progress.
+        shown_filters = {k: data[k] for k in FILTER_KEYS if data.get(k)}
+        op = start_resend(scope, request.user.get_username(), filters, shown_filters)
+        messages.success(request, f"Operation started: {op.name}.")
+        return redirect("oqronboard:operation", op.id)
     found = matching_deliveries(scope, filters, limit=ACTION_CAP)
     shown = [(k, request.POST[k]) for k in FILTER_KEYS if request.POST.get(k)]
     log_url = reverse("oqronboard:webhook-log") + (f"?{urlencode(shown)}" if shown else "")
