@@ -39,7 +39,6 @@ class ReplayForm(forms.Form):
     status = forms.ChoiceField(choices=[("", "any status")] + [(s, s) for s in RUN_STATUSES], required=False)
     window = WindowField(label="window")
     last = forms.IntegerField(min_value=1, max_value=MAX_REPLAYS, required=False)
-    tracked = forms.BooleanField(required=False)  # a tracked operation instead: every run, no cap
 
 
 class PageForm(forms.Form):

@@ -86,6 +86,10 @@ def test_create_replay_and_resend(engine: Engine, runner: None):
     assert doc["replaySet"] and engine.durable.count(job_namespace("pricing")) == 3
     entry = audit_entries(engine)[0]
     assert (entry["action"], entry["source"], entry["replaySet"]) == ("operation-replay", "cli", doc["replaySet"])
+    read = cli(engine, "replay", "--set", doc["replaySet"], "--page", "1", "--json")
+    shown = json.loads(read.out)["replay_set"]
+    assert (shown["page"], shown["pages"], shown["count"], shown["operation"]) == (1, 1, 3, doc["id"])
+    assert cli(engine, "replay", "--set", doc["replaySet"], "--page", "0").code == 2
     hook = webhook(engine)
     dead = delivery(hook, end="dead")
     resent = cli(engine, "ops", "create", "resend", "--webhook", "billing", "--run-status", "failed", "--wait",

@@ -104,3 +104,20 @@ def test_refusals_and_an_undeclared_webhook_stays_out_of_the_registry(engine: En
     assert "elsewhere" not in webhooks_for(engine.registry) and "webhook/elsewhere" not in engine.registry.queues
     declared = webhook(engine)
     assert delivery_queue(engine, "billing", {}) is declared.queue
+
+
+def test_pause_resume_and_cancel_a_resend(engine: Engine) -> None:
+    hook = webhook(engine)
+    now = now_ms()
+    for n in range(6):
+        delivery(hook, started=now - 9000 + n, end="dead")
+    ops = Operations(engine)
+    op = ops.create_resend(user="ann", since=now - 60_000)
+    assert OperationRunner(engine, owner="w1", chunk=2, after_write=lambda o: ops.pause(o.id, user="bob")).drain() == 1
+    assert (ops.get(op.id).status, ops.get(op.id).progress.done) == ("paused", 2)
+    assert OperationRunner(engine, owner="w1", chunk=2).drain() == 0
+    ops.resume(op.id, user="bob")
+    OperationRunner(engine, owner="w1", chunk=2, after_write=lambda o: ops.cancel(o.id, user="cy")).drain()
+    cancelled = ops.get(op.id)
+    assert (cancelled.status, cancelled.progress.done) == ("cancelled", 4)
+    assert hook.queue.counts()["dead"] == 2  # the rest stays dead
