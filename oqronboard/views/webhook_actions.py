@@ -1,8 +1,9 @@
 """A webhook's operator actions: enable or disable an endpoint (with the reason),
 resend one delivery, or resend every delivery the log showed (its filters, as of the
 page's render time, at most ``ACTION_CAP`` attempts, after a confirmation that says
-how many). Each goes through the engine's :class:`~oqronkit.webhooks.webhook.Webhook`
-built on the board's scoped engine, is permission checked and audited."""
+how many; or every match, however many, as a tracked operation the workers run). Each
+goes through the engine's :class:`~oqronkit.webhooks.webhook.Webhook` built on the
+board's scoped engine, is permission checked and audited."""
 
 from __future__ import annotations
 

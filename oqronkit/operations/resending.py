@@ -27,7 +27,7 @@ from ..queues.enqueue import build_job
 from ..queues.jobs import Job
 from ..queues.runs import RUN_STATUSES
 from ..webhooks.handles import delivery_queue
-from ..webhooks.webhook import _resendable, delivery_queue_name
+from ..webhooks.webhook import delivery_queue_name, resendable_data
 from .filters import TARGET_DELIVERIES, DeliveryFilter
 from .records import MAX_ERRORS_KEPT, Operation, Progress, check_texts, new_operation
 
@@ -108,7 +108,7 @@ class _Chunk:
                     if delivery in dead:
                         self.deletes.append((dlq_namespace(queue), delivery))
                 else:
-                    job = build_job(adds_to, _resendable(webhook, delivery, delivered or {}), job_id=delivery)
+                    job = build_job(adds_to, resendable_data(webhook, delivery, delivered or {}), job_id=delivery)
             except (OqronError, KeyError, TypeError, ValueError) as exc:
                 self.fail(key, queue, delivery, f"{type(exc).__name__}: {exc}")
                 continue
