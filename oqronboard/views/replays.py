@@ -51,7 +51,7 @@ class PageForm(forms.Form):
 def replays_page(request: BoardRequest) -> HttpResponse:
     """The scope's latest replay sets, newest first."""
     sets = list_replay_sets(scope_of(request).engine, limit=LISTED)
-    return render(request, "oqronboard/replays.html", {"sets": sets, "max_replays": MAX_REPLAYS})
+    return render(request, "oqronboard/replays.html", {"sets": sets})
 
 
 @board_view

@@ -63,6 +63,16 @@ def test_a_tracked_replay_from_the_runs_filter_has_no_cap_and_pages_its_set(boar
     assert entry["operation"] == op.id and entry["replaySet"] == op.replay_set and entry["ok"] is True
 
 
+def test_the_replays_page_form_offers_a_tracked_replay_beyond_the_cap(board: Board):
+    seed_pricing(board, 3)
+    assert 'data-testid="replays-tracked"' in board.operator.get(reverse("oqronboard:replays")).content.decode()
+    url = reverse("oqronboard:replay-create")
+    assert board.operator.post(url, {"name": "pricing", "status": "completed", "last": "5000"}).status_code == 400
+    created = board.operator.post(url, {"name": "pricing", "status": "completed", "last": "5000", "tracked": "on"})
+    (op,), _ = Operations(board.scope.engine).list()
+    assert created.status_code == 302 and (op.planned, op.filter.last) == (3, 5000)  # type: ignore[union-attr]
+
+
 def test_a_tracked_replay_is_refused_by_name_for_a_handler_not_replayable_and_needs_an_operator(board: Board):
     queue_control(board.plane, "emails")
     put_runs(board.plane, [run_value("e1", name="emails", job_id="j1")])
