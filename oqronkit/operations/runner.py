@@ -1,10 +1,10 @@
 """The runner: does tracked bulk operations in chunks, on the leader.
 
 Replays and resends walk runs (:mod:`.replaying`, :mod:`.resending`); dead letters are
-walked here. One chunk reads up to ``chunk`` dead letters after the operation's cursor (an id walk of
-one queue's dead letters, served by the primary key), keeps those that match the filter
-and its frozen window, and writes their effect (retried jobs put back, dead letters
-deleted) in one atomic write with the advanced cursor and counts. A crash mid-chunk
+walked here. One chunk reads up to ``chunk`` dead letters after the operation's cursor
+(an id walk of one queue's dead letters, served by the primary key), keeps those that
+match the filter and its frozen window, and writes their effect (retried jobs put back,
+dead letters deleted) in one atomic write with the advanced cursor and counts. A crash mid-chunk
 therefore leaves the whole chunk and its progress, or neither: the next runner starts
 from the cursor written last, so nothing is done twice or skipped. Retried jobs are
 signalled to the hot plane after that write; a crash in between is the reconciler's
