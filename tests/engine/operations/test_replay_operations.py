@@ -9,7 +9,7 @@ import pytest
 
 from oqronkit import Engine
 from oqronkit.clock import now_ms
-from oqronkit.errors import InvalidRecord
+from oqronkit.errors import BackendUnavailable, InvalidRecord
 from oqronkit.namespaces import REPLAY_TALLIES, job_namespace
 from oqronkit.operations import OperationRunner, Operations
 from oqronkit.replay import ReplayRefused, read_replay_set
@@ -133,3 +133,29 @@ def test_pause_and_cancel_after_the_chunk_in_flight(engine: Engine) -> None:
     assert len(replay_jobs(engine, "pricing")) == 4
     found = read_replay_set(engine, op.replay_set)  # type: ignore[arg-type]
     assert found is not None and found.count == 4 and not found.done  # its 4 replays have not run
+
+
+def test_a_chunk_whose_write_fails_leaves_nothing_and_is_done_once_later(engine: Engine,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    engine.queue("pricing", handler=double, replayable=True)
+    originals = seed_runs(engine, "pricing", 7)
+    ops = Operations(engine)
+    op = ops.create_replay(user="ann", handler="pricing")
+    calls = {"n": 0}
+    real = engine.durable.apply
+
+    def flaky(**kwargs: object) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise BackendUnavailable("the database went away mid-chunk")
+        real(**kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine.durable, "apply", flaky)
+    with pytest.raises(BackendUnavailable):
+        OperationRunner(engine, owner="w1", chunk=3).drain()
+    assert ops.get(op.id).progress.done == 3 and len(replay_jobs(engine, "pricing")) == 3  # chunk 2 left nothing
+    OperationRunner(engine, owner="w1", chunk=3).drain()
+    assert ops.get(op.id).progress.done == 7
+    assert sorted(j["replayOf"] for j in replay_jobs(engine, "pricing")) == sorted(originals)
+    found = read_replay_set(engine, op.replay_set, page=3)  # type: ignore[arg-type]
+    assert found is not None and found.pages == 3 and [p.original_id for p in found.pairs] == originals[6:]
