@@ -84,8 +84,9 @@ class ReplaySet:
 
     @property
     def ok(self) -> bool:
-        """Done, and every replay completed with the original's output."""
-        return self.done and self.summary["identical"] == self.count
+        """Done, and every replay completed with the original's output (a tracked replay
+        that found no run to replay is no pass)."""
+        return self.done and 0 < self.count == self.summary["identical"]
 
     def summary_text(self) -> str:
         s = self.summary

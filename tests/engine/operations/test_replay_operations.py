@@ -79,6 +79,10 @@ def test_last_and_the_window_limit_the_walk_and_replays_are_never_replayed(engin
     windowed = ops.create_replay(user="ann", handler="pricing", started_from=1_000_000, started_to=1_000_002)
     OperationRunner(engine, owner="w1").drain()
     assert ops.get(windowed.id).progress.done == 2  # starts 1_000_000 and 1_000_001: the end is exclusive
+    empty = ops.create_replay(user="ann", handler="pricing", started_from=1, started_to=2)
+    OperationRunner(engine, owner="w1").drain()
+    nothing = read_replay_set(engine, empty.replay_set)  # type: ignore[arg-type]
+    assert nothing is not None and nothing.done and nothing.count == 0 and not nothing.ok
 
 
 def test_refusals(engine: Engine) -> None:
