@@ -12,11 +12,15 @@ chunk's effect, so a crash leaves both or neither.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from ..errors import InvalidRecord
 from ..ids import new_id
 from .filters import TARGET_DELIVERIES, TARGET_RUNS, DeliveryFilter, RunFilter, window_percent
+
+if TYPE_CHECKING:
+    from ..durable import RecordWrite
+    from ..planes import Planes
 
 Action = Literal["retry", "delete", "replay", "resend"]
 Status = Literal["running", "paused", "cancelled", "done", "failed"]
@@ -194,3 +198,13 @@ def new_operation(action: str, target: str, filter: dict[str, Any], *, user: str
             "planned": planned, "status": "running", "createdBy": user, "source": source, "createdAt": now,
             "finishedAt": None, "error": None, "history": [{"at": now, "by": user, "status": "running",
                                                              "note": "created"}], **extra}
+
+
+class Starter(Protocol):
+    """What creating a replay or resend needs of :class:`~.api.Operations` (a protocol,
+    so their modules need not import the API that imports them)."""
+
+    @property
+    def engine(self) -> Planes: ...
+
+    def start(self, value: dict[str, Any], *writes: RecordWrite) -> Operation: ...

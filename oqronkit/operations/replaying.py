@@ -14,7 +14,7 @@ own (``<set>.<chunk>``), which is how :mod:`oqronkit.replay.pages` finds their r
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..clock import now_ms
 from ..durable import RecordWrite
@@ -27,13 +27,10 @@ from ..queues.queue import check_queue_name
 from ..queues.runs import RUN_STATUSES
 from ..replay.create import QUEUE_MODULES, REPLAY_SETS, ReplayRefused, is_replayable
 from .filters import TARGET_RUNS, RunFilter
-from .records import MAX_ERRORS_KEPT, Operation, Progress, check_texts, new_operation
-
-if TYPE_CHECKING:
-    from .api import Operations
+from .records import MAX_ERRORS_KEPT, Operation, Progress, Starter, check_texts, new_operation
 
 
-def create_replay(ops: Operations, *, user: str, handler: str, status: str | None = "completed",
+def create_replay(ops: Starter, *, user: str, handler: str, status: str | None = "completed",
                   started_from: int | None = None, started_to: int | None = None, last: int | None = None,
                   planned: int | None = None, source: str = "api", name: str = "") -> Operation:
     """See :meth:`Operations.create_replay`."""

@@ -15,7 +15,7 @@ the operation. The hot plane hears of the jobs after that write (else the reconc
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..backends.hot_types import Signal
 from ..clock import now_ms
@@ -29,16 +29,13 @@ from ..queues.runs import RUN_STATUSES
 from ..webhooks.handles import delivery_queue
 from ..webhooks.webhook import delivery_queue_name, resendable_data
 from .filters import TARGET_DELIVERIES, DeliveryFilter
-from .records import MAX_ERRORS_KEPT, Operation, Progress, check_texts, new_operation
-
-if TYPE_CHECKING:
-    from .api import Operations
+from .records import MAX_ERRORS_KEPT, Operation, Progress, Starter, check_texts, new_operation
 
 #: How long the record of a delivery an operation handled is kept (retention prunes it).
 ITEM_TTL_MS = 30 * 24 * 3600 * 1000
 
 
-def create_resend(ops: Operations, *, user: str, since: int, before: int | None = None, webhook: str = "",
+def create_resend(ops: Starter, *, user: str, since: int, before: int | None = None, webhook: str = "",
                   endpoint: str = "", event: str = "", status: str = "", planned: int | None = None,
                   source: str = "api", name: str = "") -> Operation:
     """See :meth:`Operations.create_resend`."""
