@@ -42,7 +42,9 @@ SPEC_ROWS = [
     ("my_custom_namespace", "record"),
 ]
 # Ours, beyond the spec's table: tracked bulk operations and their progress.
-OUR_ROWS = [("operations", "operation"), ("operation_progress", "state")]
+OUR_ROWS = [("operations", "operation"), ("operation_progress", "state"), ("metrics_minute", "metric"),
+            ("metrics_hour", "metric"), ("metrics_day", "metric"), ("metrics_deploys", "metric"),
+            ("metrics_state", "state")]
 
 
 @pytest.mark.parametrize(("namespace", "kind"), SPEC_ROWS + OUR_ROWS)
