@@ -66,7 +66,7 @@ class History:
         return total
 
     def to_json(self) -> dict[str, Any]:
-        return {"scope": self.scope, "key": self.key, "range": self.span, "resolution": self.resolution,
+        return {"kind": self.scope, "key": self.key, "range": self.span, "resolution": self.resolution,
                 "start": self.start, "end": self.end, "totals": self.totals(),
                 "points": [p.to_json() for p in self.points], "deploys": [d.to_json() for d in self.deploys]}
 
