@@ -57,6 +57,8 @@ class History:
     end: int
     points: list[Point]
     deploys: list[DeployMarker] = field(default_factory=list)
+    #: Some bucket is demo data (oqronkit.history.backfill), not rolled up from runs.
+    synthetic: bool = False
 
     def totals(self) -> dict[str, int]:
         total: dict[str, int] = {}
@@ -68,7 +70,8 @@ class History:
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.scope, "key": self.key, "range": self.span, "resolution": self.resolution,
                 "start": self.start, "end": self.end, "totals": self.totals(),
-                "points": [p.to_json() for p in self.points], "deploys": [d.to_json() for d in self.deploys]}
+                "points": [p.to_json() for p in self.points], "deploys": [d.to_json() for d in self.deploys],
+                "synthetic": self.synthetic}
 
 
 def check_request(scope: str, key: str, span: str) -> None:
@@ -101,12 +104,15 @@ def metrics_history(durable: DurablePlane, scope: str, key: str, span: str, *, n
     ids = [bucket_id(s, scope, key) for s in starts]
     namespace = RESOLUTION_NAMESPACE[resolution]
     found: dict[int, Bucket] = {}
+    synthetic = False
     for offset in range(0, len(ids), _LOOKUP):
         for record in durable.get_many(namespace, ids[offset:offset + _LOOKUP]):
             bucket = Bucket.from_value(record.value)
             found[bucket.start] = bucket
+            synthetic = synthetic or record.value.get("synthetic") is True
     points = [point_of(found.get(s), s) for s in starts]
-    return History(scope, key, span, resolution, start, end, points, deploy_markers(durable, since=start))
+    return History(scope, key, span, resolution, start, end, points, deploy_markers(durable, since=start),
+                   synthetic)
 
 
 def _round(value: float | None) -> float | None:

@@ -163,11 +163,13 @@ def merge_into(durable: DurablePlane, resolution: Resolution, start: int, retent
 
 
 def write_buckets(durable: DurablePlane, resolution: Resolution, start: int, buckets: Iterable[Bucket],
-                  retention: Retention) -> None:
-    """Replace the buckets and the manifest of one interval in one write (none: nothing to write)."""
+                  retention: Retention, *, synthetic: bool = False) -> None:
+    """Replace the buckets and the manifest of one interval in one write (none: nothing
+    to write). ``synthetic``: demo data (history/backfill.py), labelled as such."""
     namespace = RESOLUTION_NAMESPACE[resolution]
     expires = start + RESOLUTION_MS[resolution] + retention.of(resolution)
-    rows = [RecordWrite(namespace, bucket_id(start, b.scope, b.key), b.to_value(resolution), expires)
+    label = {"synthetic": True} if synthetic else {}
+    rows = [RecordWrite(namespace, bucket_id(start, b.scope, b.key), {**b.to_value(resolution), **label}, expires)
             for b in buckets]
     if not rows:
         return

@@ -44,3 +44,4 @@ def test_empty_and_malformed():
     only_zeros = Sketch()
     only_zeros.add(0)
     assert only_zeros.quantile(0.99) == 0.0
+
