@@ -14,7 +14,8 @@
    and the database's: the user+system CPU of this database's backends, read from
    /proc/<pid>/stat (PostgreSQL on this machine; "n/a" otherwise).
 3. Prints the median per minute rolled, and the share of one core it takes when it runs
-   once a minute; PASS under 1%.
+   once a minute; PASS under 1%. Then the wall time of ``Engine.metrics_history`` for one
+   queue and each range, over 35 days of synthetic buckets (the board's chart reads).
 
 Exit status 0 on PASS. Drops its database unless ``--keep``. Not part of the test suite.
 """
@@ -95,6 +96,7 @@ def run(url: str, args: argparse.Namespace) -> int:
     cpu = process_cpu_ms()
     merge_into(durable, "hour", BASE, retention)
     hour_ms = process_cpu_ms() - cpu
+    reads = time_reads(durable, url, args.repeat * 3)
     durable.close()
     mine = statistics.median(process_ms)
     theirs = statistics.median(database_ms) if database_ms else None
@@ -105,9 +107,31 @@ def run(url: str, args: argparse.Namespace) -> int:
     print(f"  database CPU  {'n/a' if theirs is None else f'{theirs:8.1f} ms'}"
           + (f"   (min {min(database_ms):.1f}, max {max(database_ms):.1f})" if database_ms else ""))
     print(f"  hour merge    {hour_ms:8.1f} ms process CPU ({args.minutes} minute(s) of buckets)")
+    for span, (points, median) in reads.items():
+        print(f"  history read  {span:>4}: {points:5d} buckets in {median:6.1f} ms (median, Engine.metrics_history)")
     verdict = "PASS" if share < TARGET_SHARE else "FAIL"
     print(f"{verdict}: {total:.1f} ms of CPU a minute = {share:.2f}% of one core (target < {TARGET_SHARE}%)")
     return 0 if verdict == "PASS" else 1
+
+
+def time_reads(durable, url: str, repeat: int) -> dict[str, tuple[int, float]]:
+    """Wall time of reading one queue's history per range, over 35 days of synthetic buckets."""
+    from oqronkit.history.backfill import backfill_synthetic
+    from oqronkit.history.read import RANGES, metrics_history
+
+    now = int(time.time() * 1000)
+    backfill_synthetic(durable, ["queue-0", "queue-1"], days=35, per_minute=200, now=now)
+    with psycopg_connect(url) as conn:
+        conn.execute("ANALYZE oqron_runs")
+    found = {}
+    for span in RANGES:
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            history = metrics_history(durable, "queue", "queue-0", span, now=now)
+            times.append((time.perf_counter() - started) * 1000)
+        found[span] = (len(history.points), statistics.median(times))
+    return found
 
 
 def make_run(n: int, started: int) -> dict:

@@ -16,10 +16,12 @@ from oqronkit.history.read import RANGES, History
 
 from .base.filters import clean_or_400
 from .base.scope import BoardScope
-from .charts import Chart, LineChart, line_chart, stacked_bars
+from .charts import Chart, LineChart, compact_bars, line_chart, stacked_bars
 
 logger = logging.getLogger(__name__)
 DEFAULT_SPAN = "24h"
+#: Charts of more buckets draw their bars as paths, without a tooltip per bar.
+COMPACT_ABOVE = 120
 SPAN_LABELS = {"1h": "the last hour", "24h": "the last 24 hours", "7d": "the last 7 days",
                "30d": "the last 30 days", "90d": "the last 90 days", "1y": "the last year"}
 
@@ -57,11 +59,15 @@ def history_panel(scope: BoardScope, kind: str, key: str, span: str) -> HistoryP
         panel.problem = str(exc)
         return panel
     panel.history, panel.totals = history, history.totals()
-    labels = [f"{history.resolution} from {_utc(p.start)}" for p in history.points]
     period = SPAN_LABELS[span]
-    panel.throughput = stacked_bars(
-        [(p.outcomes.get("completed", 0), p.runs - p.outcomes.get("completed", 0)) for p in history.points],
-        labels=labels, width=720, height=90, gap=0 if len(labels) > 200 else 1, period=period)
+    pairs = [(p.outcomes.get("completed", 0), p.runs - p.outcomes.get("completed", 0)) for p in history.points]
+    if len(pairs) > COMPACT_ABOVE:
+        total_ok = sum(ok for ok, _ in pairs)
+        panel.throughput = compact_bars(pairs, width=720, height=90, label=(
+            f"{total_ok} completed and {sum(bad for _, bad in pairs)} other outcomes over {period}"))
+    else:
+        labels = [f"{history.resolution} from {_utc(p.start)}" for p in history.points]
+        panel.throughput = stacked_bars(pairs, labels=labels, width=720, height=90, gap=1, period=period)
     step = (history.end - history.start) / max(len(history.points), 1)
     markers = [(int((d.at - history.start) // step), f"deploy {d.version} at {_utc(d.at)}")
                for d in history.deploys if history.start <= d.at < history.end]

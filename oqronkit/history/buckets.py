@@ -30,8 +30,15 @@ MANIFEST: Final = "keys"
 
 
 def bucket_id(start: int, scope: str, key: str) -> str:
-    """Deterministic: a rollup run twice (or by another leader) replaces, never adds."""
+    """The bucket's summary (counts and quantiles: what a chart reads). Deterministic: a
+    rollup run twice (or by another leader) replaces, never adds."""
     return f"{start:013d}|{scope}|{key}"
+
+
+def sketch_id(start: int, scope: str, key: str) -> str:
+    """The whole bucket with its sketches (what a merge reads); '#' where a summary has
+    '|', so no key can make one id the other's."""
+    return f"{start:013d}#{scope}|{key}"
 
 
 def manifest_id(start: int) -> str:
@@ -105,6 +112,12 @@ class Bucket:
                 "outcomes": self.outcomes, "retries": self.retries, "open": self.open,
                 "duration": self.duration.to_json(), "wait": self.wait.to_json()}
 
+    def summary(self, resolution: Resolution) -> dict[str, Any]:
+        """What a chart needs of the bucket: a few hundred bytes, where the sketches are a few KB."""
+        return {"scope": self.scope, "key": self.key, "start": self.start, "resolution": resolution,
+                "outcomes": self.outcomes, "retries": self.retries, "open": self.open,
+                "durationMs": quantiles(self.duration), "waitMs": quantiles(self.wait)}
+
     @classmethod
     def from_value(cls, value: Mapping[str, Any]) -> Bucket:
         outcomes = value.get("outcomes")
@@ -113,6 +126,15 @@ class Bucket:
                    outcomes={str(k): int(v) for k, v in outcomes.items()} if isinstance(outcomes, dict) else {},
                    retries=int(value.get("retries") or 0), open=int(value.get("open") or 0),
                    duration=Sketch.from_json(value.get("duration")), wait=Sketch.from_json(value.get("wait")))
+
+
+QUANTILES: Final = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
+
+
+def quantiles(sketch: Sketch) -> dict[str, float | None]:
+    """p50, p95 and p99 of ``sketch`` in ms (one decimal), None when it is empty."""
+    found = sketch.quantiles([q for _, q in QUANTILES])
+    return {name: None if v is None else round(v, 1) for (name, _), v in zip(QUANTILES, found, strict=True)}
 
 
 def add_run(buckets: dict[tuple[str, str], Bucket], start: int, run: Mapping[str, Any]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import subprocess
 from dataclasses import dataclass
+from importlib import metadata
 from typing import Any, Final
 
 from ..backends.types import ABSENT
@@ -36,7 +37,7 @@ class DeployMarker:
 
 def code_version(configured: str | None) -> str:
     """OQRON_VERSION (``configured``), else the git commit of the working directory when
-    ``git`` answers within half a second, else oqronkit's own version."""
+    ``git`` answers within half a second, else the installed oqronkit's version."""
     if configured:
         return configured
     try:
@@ -47,9 +48,10 @@ def code_version(configured: str | None) -> str:
             return f"git:{commit}"
     except (OSError, subprocess.SubprocessError):
         pass
-    from .. import __version__
-
-    return __version__
+    try:
+        return f"oqronkit {metadata.version('oqronkit')}"  # the installed distribution's (no import cycle)
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def record_deploy(durable: DurablePlane, version: str, *, worker: str, at: int | None = None) -> bool:

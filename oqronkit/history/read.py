@@ -4,13 +4,14 @@ start present (a bucket without runs is a zero point)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..clock import now_ms
 from ..durable import DurablePlane
 from ..errors import InvalidRecord
-from .buckets import RESOLUTION_MS, RESOLUTION_NAMESPACE, SCOPES, Bucket, Resolution, bucket_id, floor_to
+from .buckets import RESOLUTION_MS, RESOLUTION_NAMESPACE, SCOPES, Resolution, bucket_id, floor_to
 from .deploys import DeployMarker, deploy_markers
 
 #: Each range the board offers: (its length, the resolution that keeps it at or under ~1,500 points).
@@ -22,11 +23,10 @@ RANGES: Final[dict[str, tuple[int, Resolution]]] = {
     "90d": (90 * 86_400_000, "day"),
     "1y": (365 * 86_400_000, "day"),
 }
-QUANTILES: Final = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
 _LOOKUP: Final = 1000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Point:
     """One bucket of a history: its start, runs by outcome, retries, duration and wait quantiles."""
 
@@ -84,12 +84,16 @@ def check_request(scope: str, key: str, span: str) -> None:
         raise InvalidRecord("a history key is 1-300 characters (a queue, handler or topic/group name; * for all).")
 
 
-def point_of(bucket: Bucket | None, start: int) -> Point:
-    if bucket is None:
-        return Point(start, {}, 0, dict.fromkeys(("p50", "p95", "p99")), dict.fromkeys(("p50", "p95", "p99")))
-    return Point(start, dict(bucket.outcomes), bucket.retries,
-                 {name: _round(bucket.duration.quantile(q)) for name, q in QUANTILES},
-                 {name: _round(bucket.wait.quantile(q)) for name, q in QUANTILES})
+def point_of(summary: Mapping[str, Any] | None, start: int) -> Point:
+    """A chart's point from a bucket's summary (Bucket.summary, written by the rollup:
+    taken as it is), zeros when there is none."""
+    if summary is None:
+        return Point(start, {}, 0, _EMPTY, _EMPTY)
+    return Point(start, summary.get("outcomes") or {}, summary.get("retries") or 0,
+                 summary.get("durationMs") or _EMPTY, summary.get("waitMs") or _EMPTY)
+
+
+_EMPTY: Final[dict[str, float | None]] = dict.fromkeys(("p50", "p95", "p99"))
 
 
 def metrics_history(durable: DurablePlane, scope: str, key: str, span: str, *, now: int | None = None) -> History:
@@ -103,17 +107,13 @@ def metrics_history(durable: DurablePlane, scope: str, key: str, span: str, *, n
     starts = list(range(start, end, step))
     ids = [bucket_id(s, scope, key) for s in starts]
     namespace = RESOLUTION_NAMESPACE[resolution]
-    found: dict[int, Bucket] = {}
+    found: dict[int, Mapping[str, Any]] = {}
     synthetic = False
     for offset in range(0, len(ids), _LOOKUP):
         for record in durable.get_many(namespace, ids[offset:offset + _LOOKUP]):
-            bucket = Bucket.from_value(record.value)
-            found[bucket.start] = bucket
+            found[int(record.value.get("start") or 0)] = record.value
             synthetic = synthetic or record.value.get("synthetic") is True
     points = [point_of(found.get(s), s) for s in starts]
     return History(scope, key, span, resolution, start, end, points, deploy_markers(durable, since=start),
                    synthetic)
 
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 1)

@@ -37,6 +37,7 @@ from .buckets import (
     bucket_id,
     floor_to,
     manifest_id,
+    sketch_id,
 )
 
 logger = logging.getLogger(__name__)
@@ -149,15 +150,14 @@ def merge_into(durable: DurablePlane, resolution: Resolution, start: int, retent
     ids: list[str] = []
     for manifest in durable.get_many(namespace, [manifest_id(s) for s in starts]):
         part_start = int(manifest.value.get("start") or 0)
-        ids += [bucket_id(part_start, str(scope), str(key)) for scope, key in manifest.value.get("keys") or []]
+        ids += [sketch_id(part_start, str(scope), str(key)) for scope, key in manifest.value.get("keys") or []]
     merged: dict[tuple[str, str], Bucket] = {}
     for offset in range(0, len(ids), PAGE):
         for record in durable.get_many(namespace, ids[offset:offset + PAGE]):
             part = Bucket.from_value(record.value)
             total = merged.get((part.scope, part.key))
             if total is None:
-                merged[(part.scope, part.key)] = Bucket(part.scope, part.key, start)
-                total = merged[(part.scope, part.key)]
+                total = merged[(part.scope, part.key)] = Bucket(part.scope, part.key, start)
             total.merge(part)
     write_buckets(durable, resolution, start, merged.values(), retention)
 
@@ -169,11 +169,15 @@ def write_buckets(durable: DurablePlane, resolution: Resolution, start: int, buc
     namespace = RESOLUTION_NAMESPACE[resolution]
     expires = start + RESOLUTION_MS[resolution] + retention.of(resolution)
     label = {"synthetic": True} if synthetic else {}
-    rows = [RecordWrite(namespace, bucket_id(start, b.scope, b.key), {**b.to_value(resolution), **label}, expires)
-            for b in buckets]
+    rows: list[RecordWrite] = []
+    keys: list[list[str]] = []
+    for b in buckets:
+        rows.append(RecordWrite(namespace, bucket_id(start, b.scope, b.key), {**b.summary(resolution), **label},
+                                expires))
+        rows.append(RecordWrite(namespace, sketch_id(start, b.scope, b.key), b.to_value(resolution), expires))
+        keys.append([b.scope, b.key])
     if not rows:
         return
-    keys = [[row.value["scope"], row.value["key"]] for row in rows]
     rows.append(RecordWrite(namespace, manifest_id(start), {"start": start, "keys": keys}, expires))
     durable.apply(puts=rows)
 

@@ -65,6 +65,25 @@ class Sketch:
                 return bucket_value(index)
         return bucket_value(max(self.buckets))
 
+    def quantiles(self, qs: list[float]) -> list[float | None]:
+        """Several quantiles (ascending ``qs``) in one walk of the buckets."""
+        if self.count == 0:
+            return [None] * len(qs)
+        found: list[float | None] = []
+        ordered = sorted(self.buckets.items())
+        seen, position = self.zeros, 0
+        for q in qs:
+            rank = q * (self.count - 1)
+            if rank < self.zeros:
+                found.append(0.0)
+                continue
+            while position < len(ordered) and seen + ordered[position][1] <= rank:
+                seen += ordered[position][1]
+                position += 1
+            index = ordered[min(position, len(ordered) - 1)][0]
+            found.append(bucket_value(index))
+        return found
+
     @property
     def mean(self) -> float | None:
         return self.total / self.count if self.count else None

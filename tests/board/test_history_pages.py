@@ -40,6 +40,7 @@ def test_queue_page_charts_and_range_switch(board: Board):
     assert totals(body) == "1440 minute buckets: 7 completed, 3 failed"
     assert 'data-testid="range-24h" aria-current="page"' in body
     assert body.count('<polyline class="p99"') >= 1 and 'data-testid="deploy-marker"' in body
+    assert '<path class="ok" d="M' in body and '<rect class="ok"' not in body  # 1,440 buckets: paths
     assert "<b>2</b>" not in body and "v-&lt;b&gt;2&lt;/b&gt;" in body
     assert reverse("oqronboard:handler", args=["emails"]) in body
     week = board.viewer.get(url + "?range=7d").content.decode()
@@ -52,6 +53,7 @@ def test_handler_and_overview_pages(board: Board):
     seed_history(board)
     body = board.viewer.get(reverse("oqronboard:handler", args=["reports"]) + "?range=1h").content.decode()
     assert totals(body) == "60 minute buckets: 4 completed"
+    assert body.count('<rect class="ok"') == 4 and "1 completed</title>" in body  # few buckets: a bar and tooltip each
     assert reverse("oqronboard:runs") + "?name=reports" in body
     overview = board.viewer.get(reverse("oqronboard:home")).content.decode()
     assert totals(overview) == "1440 minute buckets: 11 completed, 3 failed"

@@ -23,7 +23,8 @@ def test_queue_page_chart_and_range_switch(operator_page: Any, board: LiveBoard)
     assert panel.get_attribute("data-range") == "24h"
     assert "1440 minute buckets: 20 completed" in " ".join(page.locator('[data-testid="history-totals"]')
                                                            .inner_text().split())
-    assert panel.locator("svg.chart rect.ok").count() == 20
+    bars = panel.locator("svg.chart path.ok").get_attribute("d") or ""
+    assert bars.count("M") == 20  # 1,440 buckets: one path of bars, one rectangle per busy minute
     assert panel.locator("svg.chart polyline.p99").count() >= 1
     with page.expect_navigation():
         page.click('[data-testid="range-7d"]')

@@ -45,3 +45,13 @@ def test_empty_and_malformed():
     only_zeros.add(0)
     assert only_zeros.quantile(0.99) == 0.0
 
+
+
+def test_several_quantiles_in_one_walk_equal_one_at_a_time():
+    rng = random.Random(11)
+    sketch = Sketch()
+    for _ in range(5_000):
+        sketch.add(rng.choice([0, rng.expovariate(0.01)]))
+    qs = [0.1, 0.5, 0.9, 0.95, 0.99, 1.0]
+    assert sketch.quantiles(qs) == [sketch.quantile(q) for q in qs]
+    assert Sketch().quantiles([0.5]) == [None]
