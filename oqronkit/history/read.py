@@ -13,6 +13,7 @@ from ..durable import DurablePlane
 from ..errors import InvalidRecord
 from .buckets import RESOLUTION_MS, RESOLUTION_NAMESPACE, SCOPES, Resolution, bucket_id, floor_to
 from .deploys import DeployMarker, deploy_markers
+from .tail import live_summaries
 
 #: Each range the board offers: (its length, the resolution that keeps it at or under ~1,500 points).
 RANGES: Final[dict[str, tuple[int, Resolution]]] = {
@@ -113,6 +114,8 @@ def metrics_history(durable: DurablePlane, scope: str, key: str, span: str, *, n
         for record in durable.get_many(namespace, ids[offset:offset + _LOOKUP]):
             found[int(record.value.get("start") or 0)] = record.value
             synthetic = synthetic or record.value.get("synthetic") is True
+    if resolution != "minute":  # the last hour or day before it is merged: from its parts
+        found.update(live_summaries(durable, resolution, starts[-2:], scope, key))
     points = [point_of(found.get(s), s) for s in starts]
     return History(scope, key, span, resolution, start, end, points, deploy_markers(durable, since=start),
                    synthetic)
