@@ -20,6 +20,8 @@ from .charts import Chart, LineChart, compact_bars, line_chart, stacked_bars
 
 logger = logging.getLogger(__name__)
 DEFAULT_SPAN = "24h"
+#: The overview's: its "Last hour" panel shows the last hour already, and a week reads 168 buckets.
+OVERVIEW_SPAN = "7d"
 #: Charts of more buckets draw their bars as paths, without a tooltip per bar.
 COMPACT_ABOVE = 120
 SPAN_LABELS = {"1h": "the last hour", "24h": "the last 24 hours", "7d": "the last 7 days",
@@ -30,9 +32,9 @@ class HistoryForm(forms.Form):
     range = forms.ChoiceField(choices=[(s, s) for s in RANGES], required=False, label="Range")
 
 
-def span_of(params: Any) -> str:
-    """The range a page's query asks for (the default when none); BadFilter (a 400) otherwise."""
-    return clean_or_400(HistoryForm(params))["range"] or DEFAULT_SPAN
+def span_of(params: Any, default: str = DEFAULT_SPAN) -> str:
+    """The range a page's query asks for (``default`` when none); BadFilter (a 400) otherwise."""
+    return clean_or_400(HistoryForm(params))["range"] or default
 
 
 @dataclass

@@ -57,6 +57,8 @@ def test_handler_and_overview_pages(board: Board):
     assert body.count('<rect class="ok"') == 4 and "1 completed</title>" in body  # few buckets: a bar and tooltip each
     assert reverse("oqronboard:runs") + "?name=reports" in body
     overview = board.viewer.get(reverse("oqronboard:home")).content.decode()
+    assert totals(overview).startswith("168 hour buckets") and 'data-testid="range-7d" aria-current' in overview
+    overview = board.viewer.get(reverse("oqronboard:home") + "?range=24h").content.decode()
     assert totals(overview) == "1440 minute buckets: 11 completed, 3 failed"
     assert board.viewer.get(reverse("oqronboard:handler", args=["x" * 101])).status_code == 400
 
