@@ -11,7 +11,10 @@ startedAt index) and rolled once it ended :data:`LAG_MS` ago (runs reach the dur
 plane within a second or two of their start). A minute that still held running or
 queued runs when it was rolled is rolled again on every pass until none is left or it is
 :data:`REROLL_MS` old; its hour and day are then recomputed. A run still open after
-that hour is counted under its last status seen (``running``).
+that hour is counted under its last status seen (``running``). After a gap between
+passes (an outage, no leader for a while), the minutes since the last pass are rolled
+once more :data:`RECHECK_AFTER_MS` later, for the runs a worker wrote late (its
+write-behind backlog); a run written later still is not counted.
 """
 
 from __future__ import annotations
@@ -49,6 +52,11 @@ REROLL_MS: Final = 3_600_000
 CATCH_UP_MINUTES: Final = 180
 #: Where a first pass (no watermark yet) starts: this long before now.
 FIRST_LOOKBACK_MS: Final = 3_600_000
+#: A pass this long after the last one follows an outage or a time without a leader: runs
+#: held back meanwhile (a worker's write-behind backlog) may land after it, so the minutes
+#: since the last pass are rolled once more RECHECK_AFTER_MS later.
+GAP_MS: Final = 180_000
+RECHECK_AFTER_MS: Final = 300_000
 STATE_ID: Final = "rollup"
 PAGE: Final = 1000
 
@@ -93,15 +101,24 @@ def rollup(durable: DurablePlane, *, retention: Retention = Retention(), now: in
     next_minute = int(state.get("next") or max(closed_until - FIRST_LOOKBACK_MS, 0))
     due = list(range(next_minute, closed_until, MINUTE_MS))[:CATCH_UP_MINUTES]
     reroll = [m for m in _ints(state.get("open")) if m >= at - REROLL_MS and m < next_minute]
+    recheck = _rechecks(state.get("recheck"))
+    rechecked = [m for m, when in recheck.items() if when <= at and m < next_minute]
     report = RollupReport()
     still_open: list[int] = []
     dirty_hours = set(_ints(state.get("dirtyHours")))
-    for minute in sorted(set(reroll) | set(due)):
+    for minute in sorted(set(reroll) | set(due) | set(rechecked)):
         open_runs = roll_minute(durable, minute, retention, report)
         if open_runs:
             still_open.append(minute)
         dirty_hours.add(floor_to(minute, "hour"))
     rolled_until = due[-1] + MINUTE_MS if due else next_minute
+    for minute in rechecked:
+        del recheck[minute]
+    last = state.get("rolledAt")
+    if isinstance(last, int) and at - last > GAP_MS:
+        since = floor_to(last - LAG_MS - GAP_MS, "minute")
+        recheck.update({m: at + RECHECK_AFTER_MS for m in range(max(since, rolled_until - CATCH_UP_MINUTES * MINUTE_MS),
+                                                                 rolled_until, MINUTE_MS)})
     dirty_days = set(_ints(state.get("dirtyDays")))
     for hour in sorted(h for h in dirty_hours if h + HOUR_MS <= rolled_until):
         merge_into(durable, "hour", hour, retention)
@@ -114,6 +131,7 @@ def rollup(durable: DurablePlane, *, retention: Retention = Retention(), now: in
         dirty_days.discard(day)
     durable.put(METRICS_STATE, STATE_ID, {"next": rolled_until, "open": still_open,
                                           "dirtyHours": sorted(dirty_hours), "dirtyDays": sorted(dirty_days),
+                                          "recheck": sorted([m, when] for m, when in recheck.items()),
                                           "rolledAt": at})
     if report.minutes:
         logger.debug("rollup: %d minute(s), %d hour(s), %d day(s), %d run(s)", report.minutes, report.hours,
@@ -180,6 +198,13 @@ def write_buckets(durable: DurablePlane, resolution: Resolution, start: int, buc
         return
     rows.append(RecordWrite(namespace, manifest_id(start), {"start": start, "keys": keys}, expires))
     durable.apply(puts=rows)
+
+
+def _rechecks(value: Any) -> dict[int, int]:
+    """The state's ``[[minute, due at], ...]`` as a dict; anything malformed left out."""
+    pairs = value if isinstance(value, list) else []
+    return {int(p[0]): int(p[1]) for p in pairs
+            if isinstance(p, list) and len(p) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in p)}
 
 
 def _ints(value: Any) -> list[int]:

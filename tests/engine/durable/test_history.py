@@ -203,3 +203,22 @@ def test_hour_and_day_charts_reach_the_present(durable):
     assert week.points[-1].runs == len([r for r in runs if r["name"] == "emails" and r["startedAt"] >= DAY0 + DAY_MS])
     year = metrics_history(durable, "all", "*", "1y", now=now)
     assert year.totals() == expected(runs) and year.points[-1].runs > 0
+
+
+def test_after_a_gap_the_minutes_are_rolled_once_more_for_late_writes(durable):
+    """A leader away 10 minutes (an outage): a run its worker wrote only after the next
+    pass (a write-behind backlog) is counted by the recheck five minutes later."""
+    first = START + 10 * MINUTE_MS
+    start_at(durable, first)
+    rollup(durable, now=first + 2 * MINUTE_MS)
+    back = first + 12 * MINUTE_MS
+    rollup(durable, now=back)  # the gap: minutes up to back - 2 min rolled, with no run yet
+    late = make_run("emails", first + 6 * MINUTE_MS + 1_000)
+    write(durable, [late])
+    for minutes in range(1, 5):  # passes every minute again
+        rollup(durable, now=back + minutes * MINUTE_MS)
+    assert counted(durable, METRICS_MINUTE, first + 6 * MINUTE_MS, "all", "*") == {}  # not yet
+    assert read_state(durable)["recheck"]
+    rollup(durable, now=back + 5 * MINUTE_MS)
+    assert counted(durable, METRICS_MINUTE, first + 6 * MINUTE_MS, "all", "*") == {"completed": 1}
+    assert read_state(durable)["recheck"] == []
