@@ -12,7 +12,8 @@ from typing import Final
 from ..clock import now_ms
 from ..durable import DurablePlane
 from .buckets import ALL_KEY, DAY_MS, HOUR_MS, MINUTE_MS, Bucket, Resolution, floor_to
-from .rollup import FIRST_LOOKBACK_MS, Retention, write_buckets
+from .rollup import FIRST_LOOKBACK_MS
+from .writes import Retention, write_buckets
 
 SYNTHETIC: Final = "synthetic"
 

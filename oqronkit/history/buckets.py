@@ -99,6 +99,15 @@ class Bucket:
         if wait_ms is not None:
             self.wait.add(wait_ms)
 
+    def forget_open(self, status: str) -> None:
+        """Take back one run counted as open under ``status`` (it moved on: settle.py)."""
+        left = self.outcomes.get(status, 0) - 1
+        if left > 0:
+            self.outcomes[status] = left
+        else:
+            self.outcomes.pop(status, None)
+        self.open = max(self.open - 1, 0)
+
     def merge(self, other: Bucket) -> None:
         for status, count in other.outcomes.items():
             self.outcomes[status] = self.outcomes.get(status, 0) + count
@@ -137,16 +146,21 @@ def quantiles(sketch: Sketch) -> dict[str, float | None]:
     return {name: None if v is None else round(v, 1) for (name, _), v in zip(QUANTILES, found, strict=True)}
 
 
-def add_run(buckets: dict[tuple[str, str], Bucket], start: int, run: Mapping[str, Any]) -> None:
-    """Count ``run`` in each of its (scope, key) buckets starting at ``start``."""
+def run_facts(run: Mapping[str, Any]) -> tuple[str, Any, float | None, float | None]:
+    """What a bucket counts of a run: its status, attempts, duration and wait (ms)."""
     status = run.get("status")
-    status = status if isinstance(status, str) and status else "unknown"
-    duration, wait = _number(run.get("durationMs")), _number(run.get("waitMs"))
+    wait = _number(run.get("waitMs"))
     if wait is None:
         wait = _number(run.get("lateMs"))  # a cron or schedule run: how late its slot started
-    attempts = run.get("attempts")
+    return (status if isinstance(status, str) and status else "unknown", run.get("attempts"),
+            _number(run.get("durationMs")), wait)
+
+
+def add_run(buckets: dict[tuple[str, str], Bucket], start: int, run: Mapping[str, Any]) -> None:
+    """Count ``run`` in each of its (scope, key) buckets starting at ``start``."""
+    facts = run_facts(run)
     for scope, key in keys_of_run(run):
         bucket = buckets.get((scope, key))
         if bucket is None:
             bucket = buckets[(scope, key)] = Bucket(scope, key, start)
-        bucket.add_run(status, attempts, duration, wait)
+        bucket.add_run(*facts)

@@ -222,3 +222,53 @@ def test_after_a_gap_the_minutes_are_rolled_once_more_for_late_writes(durable):
     rollup(durable, now=back + 5 * MINUTE_MS)
     assert counted(durable, METRICS_MINUTE, first + 6 * MINUTE_MS, "all", "*") == {"completed": 1}
     assert read_state(durable)["recheck"] == []
+
+
+def test_open_runs_are_settled_by_id_without_reading_the_minute_again(durable, monkeypatch):
+    """A minute's open runs are looked up by id on later passes: no range read of the
+    minute; a queued run that starts stays listed; settling twice moves a run once."""
+    minute = START + 10 * MINUTE_MS
+    long_run, waiting = make_run("reports", minute + 1_000, "running"), make_run("emails", minute + 3_000, "running")
+    waiting["status"] = "queued"
+    write(durable, [long_run, waiting, make_run("emails", minute + 2_000)])
+    start_at(durable, minute)
+    rollup(durable, now=minute + 3 * MINUTE_MS)
+    assert counted(durable, METRICS_MINUTE, minute, "all", "*") == {"running": 1, "queued": 1, "completed": 1}
+    real_list = durable.list
+
+    def no_reread(namespace, **kw):
+        assert kw.get("started_from") != minute, "the minute's runs were read again"
+        return real_list(namespace, **kw)
+
+    monkeypatch.setattr(durable, "list", no_reread)
+    finish_run(long_run, "failed", at=minute + 4 * MINUTE_MS)  # type: ignore[arg-type]
+    waiting["status"] = "running"
+    write(durable, [long_run, waiting])
+    for _ in range(2):  # the same pass twice: the run moves once
+        rollup(durable, now=minute + 5 * MINUTE_MS)
+    assert counted(durable, METRICS_MINUTE, minute, "all", "*") == {"failed": 1, "running": 1, "completed": 1}
+    assert counted(durable, METRICS_MINUTE, minute, "handler", "reports") == {"failed": 1}
+    assert read_state(durable)["open"] == [minute]
+    finish_run(waiting, "completed", at=minute + 6 * MINUTE_MS)  # type: ignore[arg-type]
+    write(durable, [waiting])
+    rollup(durable, now=minute + 7 * MINUTE_MS)
+    assert counted(durable, METRICS_MINUTE, minute, "handler", "emails") == {"completed": 2}
+    assert read_state(durable)["open"] == []
+    history = metrics_history(durable, "handler", "reports", "24h", now=minute + 7 * MINUTE_MS)
+    assert history.totals() == {"failed": 1} and any(p.duration["p50"] for p in history.points)
+
+
+def test_too_many_open_runs_roll_the_minute_whole(durable, monkeypatch):
+    from oqronkit.history import writes
+
+    monkeypatch.setattr(writes, "OPEN_LISTED", 1)
+    minute = START + 10 * MINUTE_MS
+    runs = [make_run("reports", minute + n * 1_000, "running") for n in range(3)]
+    write(durable, runs)
+    start_at(durable, minute)
+    rollup(durable, now=minute + 3 * MINUTE_MS)
+    for run in runs:
+        finish_run(run, "completed", at=minute + 4 * MINUTE_MS)  # type: ignore[arg-type]
+    write(durable, runs)
+    rollup(durable, now=minute + 5 * MINUTE_MS)
+    assert counted(durable, METRICS_MINUTE, minute, "all", "*") == {"completed": 3}
