@@ -206,7 +206,7 @@ class Engine:
         (:mod:`oqronkit.history`). Raises InvalidRecord (a ValueError) for a bad argument."""
         return metrics_history(self.durable, scope, key, range)
 
-    def record_history(self, *, now: int | None = None) -> RollupReport:
+    def rollup_history(self, *, now: int | None = None) -> RollupReport:
         """Run the metrics history's rollup pass now (the leader runs it each minute)."""
         return rollup(self.durable, retention=Retention.from_config(self.config), now=now)
 

@@ -105,4 +105,4 @@ def history(queue: str, runs: int) -> None:
         writes.append(RecordWrite("runs", run["id"], run))
     planes.durable.put_many(writes)
     planes.durable.put(METRICS_STATE, "rollup", {"next": now - now % 60_000 - 3_600_000})
-    planes.record_history()
+    planes.rollup_history()

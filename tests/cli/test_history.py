@@ -1,4 +1,4 @@
-"""``oqron history``: runs of a real worker rolled up (Engine.record_history) and read
+"""``oqron history``: runs of a real worker rolled up (Engine.rollup_history) and read
 back per queue as a table and as JSON, in SQLite and Postgres; a bad range exits 2."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def test_history_of_a_queue_after_a_real_worker(engine):
         engine.get_queue("emails").add({"n": n})
     with running(engine):
         wait_until(lambda: engine.durable.count("runs") == 8 and not engine.durable.count("queue_job:emails"))
-    engine.record_history(now=now_ms() + 60_000 + LAG_MS)
+    engine.rollup_history(now=now_ms() + 60_000 + LAG_MS)
     doc = json.loads(cli(engine, "history", "--queue", "emails", "--range", "1h", "--json").out)
     assert doc["ok"] and doc["resolution"] == "minute" and doc["totals"] == {"completed": 6, "failed": 2}
     busy = [item for item in doc["items"] if item["runs"]]
