@@ -59,6 +59,9 @@ QUEUE_GROUPS: Final = "queue_groups"
 # and each one's progress (cursor and counts, written with every chunk): kind state.
 OPERATIONS: Final = "operations"
 OPERATION_PROGRESS: Final = "operation_progress"
+# A replay set's running tally (oqronkit.replay.pages): the final counts of each of its
+# chunks of pairs; not in the spec's table: kind record.
+REPLAY_TALLIES: Final = "replay_tallies"
 # Metrics history (oqronkit.history); not in the spec's table: kind metric, stored in
 # oqron_runs (append-heavy, pruned by expires_at), one row per (resolution, scope, key,
 # bucket), and the deploy markers; the rollup's watermark is kind state.
@@ -83,6 +86,11 @@ GROUP_MEMBERS_PREFIX: Final = "queue_group_members:"
 # Not in the spec's table (docs/explanation/storage-model.md): add's uniqueness windows and debounce keys.
 UNIQUE_PREFIX: Final = "queue_unique:"
 DEBOUNCE_PREFIX: Final = "queue_debounce:"
+# Not in the spec's table, kind record: a tracked replay's pairs in chunks (one row per
+# chunk of up to 1,000), and the items an operation has done (a resend's deliveries, so a
+# delivery with several attempts in the walk is sent once).
+REPLAY_PAIRS_PREFIX: Final = "replay_pairs:"
+OPERATION_ITEMS_PREFIX: Final = "operation_items:"
 
 _EXACT: Final[dict[str, RecordKind]] = {
     CRON: "definition",
@@ -199,6 +207,16 @@ def module_of_logs(namespace: str) -> str | None:
 def group_members_namespace(group_id: str) -> str:
     """The namespace of a group's member ledger: ``"queue_group_members:<group id>"``."""
     return GROUP_MEMBERS_PREFIX + group_id
+
+
+def replay_pairs_namespace(set_id: str) -> str:
+    """The namespace of a tracked replay set's chunks of pairs: ``"replay_pairs:<set id>"``."""
+    return REPLAY_PAIRS_PREFIX + set_id
+
+
+def operation_items_namespace(op_id: str) -> str:
+    """The namespace of the items an operation did: ``"operation_items:<operation id>"``."""
+    return OPERATION_ITEMS_PREFIX + op_id
 
 
 def job_audit_namespace(queue: str, job_id: str) -> str:

@@ -140,7 +140,7 @@ def add_commands(sub: Any, *, connection_options: bool) -> None:
         command(name, help).add_argument("target", type=short_text("the target", 200),
                                          metavar="QUEUE|cron:NAME|schedule:NAME")
 
-    add_ops_command(command, queue_name, short_text, limit, DEFAULT_LIMIT)
+    add_ops_command(command, queue_name, short_text, limit, DEFAULT_LIMIT, since_ms)
     add_replay_command(command)
 
     purge = command("purge", f"delete a queue's pending jobs for good (at most {LIMIT_CAP:,} per command)")
