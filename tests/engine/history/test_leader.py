@@ -34,3 +34,25 @@ def test_the_leader_rolls_up_and_a_follower_does_not():
         leader.resign()
     finally:
         engine.close()
+
+
+def test_workers_record_a_deploy_marker_only_when_their_version_changes(tmp_path):
+    from oqronkit.history.deploys import deploy_markers
+    from oqronkit.worker import WorkerProcess
+
+    def deploy(version: str, starts: int) -> Engine:
+        engine = Engine(OqronConfig(mode="sqlite", database_url=f"sqlite:///{tmp_path / 'oqron.sqlite3'}",
+                                    version=version), registry=Registry())
+        engine.queue("emails", handler=lambda ctx: None)
+        for _ in range(starts):
+            WorkerProcess(engine, burst=True).run()
+        return engine
+
+    first = deploy("v7", 2)  # two worker starts of one version: one marker
+    second = deploy("v8", 1)
+    try:
+        assert [(m.version, m.previous) for m in deploy_markers(second.durable, since=0)] == \
+            [("v7", None), ("v8", "v7")]
+    finally:
+        first.close()
+        second.close()
