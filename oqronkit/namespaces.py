@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Final, Literal
 
 RecordKind = Literal[
-    "definition", "control", "job", "dlq", "run", "message", "log", "state", "operation", "record"
+    "definition", "control", "job", "dlq", "run", "message", "log", "state", "operation", "metric", "record"
 ]
 TableKey = Literal["records", "jobs", "runs"]
 
@@ -29,7 +29,7 @@ TABLE_NAMES: Final[dict[TableKey, str]] = {
 }
 """The three durable tables by key: ``records``, ``jobs`` and ``runs``."""
 RECORD_KINDS: Final[tuple[RecordKind, ...]] = (
-    "definition", "control", "job", "dlq", "run", "message", "log", "state", "operation", "record",
+    "definition", "control", "job", "dlq", "run", "message", "log", "state", "operation", "metric", "record",
 )
 """The kinds of record the storage model knows; :func:`table_for_kind` says which table holds each."""
 
@@ -62,6 +62,14 @@ OPERATION_PROGRESS: Final = "operation_progress"
 # A replay set's running tally (oqronkit.replay.pages): the final counts of each of its
 # chunks of pairs; not in the spec's table: kind record.
 REPLAY_TALLIES: Final = "replay_tallies"
+# Metrics history (oqronkit.history); not in the spec's table: kind metric, stored in
+# oqron_runs (append-heavy, pruned by expires_at), one row per (resolution, scope, key,
+# bucket), and the deploy markers; the rollup's watermark is kind state.
+METRICS_MINUTE: Final = "metrics_minute"
+METRICS_HOUR: Final = "metrics_hour"
+METRICS_DAY: Final = "metrics_day"
+METRICS_DEPLOYS: Final = "metrics_deploys"
+METRICS_STATE: Final = "metrics_state"
 # A schedule kind's definitions namespace -> its durable control (pointer) namespace.
 SCHEDULER_CONTROL: Final[dict[str, str]] = {CRON: CRON_DURABLE, SCHEDULE: SCHEDULE_DURABLE}
 
@@ -101,6 +109,11 @@ _EXACT: Final[dict[str, RecordKind]] = {
     OPERATION_PROGRESS: "state",
     RUNS: "run",
     WEBHOOK_CB: "state",
+    METRICS_MINUTE: "metric",
+    METRICS_HOUR: "metric",
+    METRICS_DAY: "metric",
+    METRICS_DEPLOYS: "metric",
+    METRICS_STATE: "state",
 }
 # Families are "<family>:<suffix>"; the suffix may itself contain ':'.
 _FAMILY_KINDS: Final[tuple[tuple[str, RecordKind], ...]] = (
@@ -235,7 +248,7 @@ def table_for_kind(kind: str) -> TableKey:
     """Return which table (``records``, ``jobs`` or ``runs``) stores a record kind."""
     if kind in ("job", "dlq"):
         return "jobs"
-    if kind in ("run", "message"):
+    if kind in ("run", "message", "metric"):
         return "runs"
     return "records"
 
