@@ -29,6 +29,8 @@ LEADER_LOCK = "leader"
 #: Least time after an outage before lapsed leases count stalls (see Services.settled_queues):
 #: a live holder reconnects (about 1 s) and its heartbeat renews (every lease/3, at most 10 s).
 OUTAGE_GRACE_FLOOR_MS = 3_000
+#: How long a resigning leader waits for its rollup, operations and upkeep threads.
+SIDE_THREADS_WAIT_S = 5.0
 
 
 class Services:
@@ -256,6 +258,8 @@ class Services:
         return known_queues(self.engine)
 
     def resign(self) -> None:
+        """Stop leading: release the lock, then wait (at most SIDE_THREADS_WAIT_S in all) for
+        the side threads, so none is still inside a store the engine closes next."""
         self.scheduler.shutdown()
         if self.is_leader:
             try:
@@ -263,6 +267,10 @@ class Services:
             except OqronError:
                 pass
             self.is_leader = False
+        deadline = time.monotonic() + SIDE_THREADS_WAIT_S
+        for thread in (self._rollup, self._operations, self._upkeep, self._horizon):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def known_queues(engine: Engine) -> list[str]:

@@ -56,3 +56,30 @@ def test_workers_record_a_deploy_marker_only_when_their_version_changes(tmp_path
     finally:
         first.close()
         second.close()
+
+
+def test_a_resigning_leader_waits_for_its_rollup_thread(monkeypatch):
+    # The engine closes its stores right after the worker resigns: a rollup still inside a
+    # SQLite call then met a closed connection (a segfault in the suite), so resign waits.
+    import threading
+
+    import oqronkit.services.leader as leader_module
+
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_rollup(durable, *, retention):
+        entered.set()
+        release.wait(2)
+
+    monkeypatch.setattr(leader_module, "rollup", slow_rollup)
+    engine = Engine(OqronConfig(mode="memory"), registry=Registry())
+    try:
+        services = Services(engine, worker_id="w1")
+        services.tick()
+        assert entered.wait(5) and services._rollup is not None and services._rollup.is_alive()
+        threading.Timer(0.3, release.set).start()
+        services.resign()
+        assert not services._rollup.is_alive()
+    finally:
+        release.set()
+        engine.close()
