@@ -72,6 +72,10 @@ VARIANTS = {
     "jump": ("id={run}", "id={dead_job}", "id={trace}"),
     "dead-export": ("format=csv", "format=json&queue={queue}"),
     "topic-log": ("key={key}", "correlation={correlation}", "window=1h", "before={before}"),
+    # The metrics history's other ranges (the pages' defaults: 24h, the overview's 7d).
+    "queue-jobs": ("range=30d", "range=1y"),
+    "handler": ("range=7d", "range=30d", "range=1y"),
+    "home": ("range=24h",),
 }
 
 

@@ -118,7 +118,7 @@ def bulk_retry(n: int) -> dict[str, int]:
 
     queue, search = ("thumbnails", "") if n % 48 == 12 else ("payments", "gateway")
     op = Operations(get_engine()).create("retry", user="demo", source="demo", queue=queue, search=search)
-    return {"operation_planned": op.planned}
+    return {"operation_planned": op.planned or 0}
 
 
 def lose_hot_entries(n: int = 3) -> dict[str, int]:

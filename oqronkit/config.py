@@ -63,6 +63,13 @@ class OqronConfig:
     #: Modules whose engine log records are kept in ``module_logs:<module>`` (module_logs.py).
     module_logs: tuple[str, ...] = ()
     module_log_retention_days: int = 7
+    #: How long the metrics history keeps its minute, hour and day buckets (oqronkit.history).
+    metrics_minute_retention_hours: int = 72
+    metrics_hour_retention_days: int = 90
+    metrics_day_retention_days: int = 730
+    #: The code version a worker records as a deploy marker when it changes (None: the
+    #: package's version, or the git commit of the working directory; oqronkit.history.deploys).
+    version: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -99,6 +106,7 @@ class OqronConfig:
         if isinstance(warn, bool) or not isinstance(warn, int | float) or not math.isfinite(warn) or warn <= 0:
             raise ConfigurationError(f"OQRON horizon_warning_s must be a number of seconds above 0, got {warn!r}.")
         self._check_module_logs()
+        self._check_metrics()
         self._check_urls()
 
     def _check_module_logs(self) -> None:
@@ -111,6 +119,15 @@ class OqronConfig:
         days = self.module_log_retention_days
         if not isinstance(days, int) or isinstance(days, bool) or not 1 <= days <= 3650:
             raise ConfigurationError(f"OQRON module_log_retention_days must be 1-3650, got {days!r}.")
+
+    def _check_metrics(self) -> None:
+        for name, most in (("metrics_minute_retention_hours", 24 * 365), ("metrics_hour_retention_days", 3650),
+                           ("metrics_day_retention_days", 36500)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
+                raise ConfigurationError(f"OQRON {name} must be 1-{most}, got {value!r}.")
+        if self.version is not None and (not isinstance(self.version, str) or not 0 < len(self.version) <= 100):
+            raise ConfigurationError(f"OQRON version must be 1-100 characters or None, got {self.version!r}.")
 
     def _check_urls(self) -> None:
         scheme = _NEEDS_DATABASE.get(self.mode)

@@ -21,6 +21,8 @@ from .caches.cache import Cache
 from .config import OqronConfig, config_from_env
 from .durable import DurablePlane
 from .errors import ConfigurationError, UnknownQueue
+from .history.read import History, metrics_history
+from .history.rollup import Retention, RollupReport, rollup
 from .hot import HotPlaneFacade
 from .ids import node_id
 from .lifecycle import Callback, register
@@ -196,6 +198,17 @@ class Engine:
     def trace(self, correlation_id: str, *, limit: int = DEFAULT_TRACE_LIMIT) -> Trace:
         """The timeline of one correlation id in this engine's scope (:mod:`oqronkit.trace`)."""
         return read_trace(self.durable, correlation_id, limit=limit)
+
+    def metrics_history(self, scope: str, key: str, range: str = "24h") -> History:
+        """Runs of one queue, handler or topic group (``scope`` ``queue``, ``handler``,
+        ``topic``; ``all`` with key ``*``) over ``range`` (``1h``, ``24h``, ``7d``, ``30d``,
+        ``90d``, ``1y``) from the leader's rollups, with the deploy markers in it
+        (:mod:`oqronkit.history`). Raises InvalidRecord (a ValueError) for a bad argument."""
+        return metrics_history(self.durable, scope, key, range)
+
+    def rollup_history(self, *, now: int | None = None) -> RollupReport:
+        """Run the metrics history's rollup pass now (the leader runs it each minute)."""
+        return rollup(self.durable, retention=Retention.from_config(self.config), now=now)
 
     def scoped(self, *, project: str, environment: str) -> Engine:
         """This engine seen from another (project, environment): the same planes (opened

@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Final, Literal
 
 RecordKind = Literal[
-    "definition", "control", "job", "dlq", "run", "message", "log", "state", "operation", "record"
+    "definition", "control", "job", "dlq", "run", "message", "log", "state", "operation", "metric", "record"
 ]
 TableKey = Literal["records", "jobs", "runs"]
 
@@ -29,7 +29,7 @@ TABLE_NAMES: Final[dict[TableKey, str]] = {
 }
 """The three durable tables by key: ``records``, ``jobs`` and ``runs``."""
 RECORD_KINDS: Final[tuple[RecordKind, ...]] = (
-    "definition", "control", "job", "dlq", "run", "message", "log", "state", "operation", "record",
+    "definition", "control", "job", "dlq", "run", "message", "log", "state", "operation", "metric", "record",
 )
 """The kinds of record the storage model knows; :func:`table_for_kind` says which table holds each."""
 
@@ -59,6 +59,17 @@ QUEUE_GROUPS: Final = "queue_groups"
 # and each one's progress (cursor and counts, written with every chunk): kind state.
 OPERATIONS: Final = "operations"
 OPERATION_PROGRESS: Final = "operation_progress"
+# A replay set's running tally (oqronkit.replay.pages): the final counts of each of its
+# chunks of pairs; not in the spec's table: kind record.
+REPLAY_TALLIES: Final = "replay_tallies"
+# Metrics history (oqronkit.history); not in the spec's table: kind metric, stored in
+# oqron_runs (append-heavy, pruned by expires_at), one row per (resolution, scope, key,
+# bucket), and the deploy markers; the rollup's watermark is kind state.
+METRICS_MINUTE: Final = "metrics_minute"
+METRICS_HOUR: Final = "metrics_hour"
+METRICS_DAY: Final = "metrics_day"
+METRICS_DEPLOYS: Final = "metrics_deploys"
+METRICS_STATE: Final = "metrics_state"
 # A schedule kind's definitions namespace -> its durable control (pointer) namespace.
 SCHEDULER_CONTROL: Final[dict[str, str]] = {CRON: CRON_DURABLE, SCHEDULE: SCHEDULE_DURABLE}
 
@@ -75,6 +86,11 @@ GROUP_MEMBERS_PREFIX: Final = "queue_group_members:"
 # Not in the spec's table (docs/explanation/storage-model.md): add's uniqueness windows and debounce keys.
 UNIQUE_PREFIX: Final = "queue_unique:"
 DEBOUNCE_PREFIX: Final = "queue_debounce:"
+# Not in the spec's table, kind record: a tracked replay's pairs in chunks (one row per
+# chunk of up to 1,000), and the items an operation has done (a resend's deliveries, so a
+# delivery with several attempts in the walk is sent once).
+REPLAY_PAIRS_PREFIX: Final = "replay_pairs:"
+OPERATION_ITEMS_PREFIX: Final = "operation_items:"
 
 _EXACT: Final[dict[str, RecordKind]] = {
     CRON: "definition",
@@ -93,6 +109,11 @@ _EXACT: Final[dict[str, RecordKind]] = {
     OPERATION_PROGRESS: "state",
     RUNS: "run",
     WEBHOOK_CB: "state",
+    METRICS_MINUTE: "metric",
+    METRICS_HOUR: "metric",
+    METRICS_DAY: "metric",
+    METRICS_DEPLOYS: "metric",
+    METRICS_STATE: "state",
 }
 # Families are "<family>:<suffix>"; the suffix may itself contain ':'.
 _FAMILY_KINDS: Final[tuple[tuple[str, RecordKind], ...]] = (
@@ -188,6 +209,16 @@ def group_members_namespace(group_id: str) -> str:
     return GROUP_MEMBERS_PREFIX + group_id
 
 
+def replay_pairs_namespace(set_id: str) -> str:
+    """The namespace of a tracked replay set's chunks of pairs: ``"replay_pairs:<set id>"``."""
+    return REPLAY_PAIRS_PREFIX + set_id
+
+
+def operation_items_namespace(op_id: str) -> str:
+    """The namespace of the items an operation did: ``"operation_items:<operation id>"``."""
+    return OPERATION_ITEMS_PREFIX + op_id
+
+
 def job_audit_namespace(queue: str, job_id: str) -> str:
     """The namespace of one job's audit entries (``"audit:job:emails:j1"``), which the board
     writes beside ``audit``; never parsed: a queue name may hold ':'."""
@@ -217,7 +248,7 @@ def table_for_kind(kind: str) -> TableKey:
     """Return which table (``records``, ``jobs`` or ``runs``) stores a record kind."""
     if kind in ("job", "dlq"):
         return "jobs"
-    if kind in ("run", "message"):
+    if kind in ("run", "message", "metric"):
         return "runs"
     return "records"
 

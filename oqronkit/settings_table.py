@@ -47,6 +47,11 @@ OQRON_KEYS: Final[dict[str, tuple[str | None, str]]] = {
                     "`scheduler`, `topic`, `webhook`, `services`, `engine` or `all`; comma-separated in the "
                     "environment)"),
     "MODULE_LOG_RETENTION_DAYS": (None, "days a kept module log record lives"),
+    "METRICS_MINUTE_RETENTION_HOURS": (None, "hours the metrics history keeps its per-minute buckets"),
+    "METRICS_HOUR_RETENTION_DAYS": (None, "days the metrics history keeps its per-hour buckets"),
+    "METRICS_DAY_RETENTION_DAYS": (None, "days the metrics history keeps its per-day buckets"),
+    "VERSION": ("OQRON_VERSION", "the code version a worker records as a deploy marker when it changes (unset: "
+                "the git commit of the working directory if `git` answers at once, else oqronkit's version)"),
     "HORIZON_WARNING_S": ("OQRON_HORIZON_WARNING_S", "seconds a PostgreSQL transaction may hold the xmin horizon "
                           "before the overview's Database health panel and `oqron_db_horizon_warning` warn "
                           "(above 0)"),

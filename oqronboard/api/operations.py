@@ -1,8 +1,10 @@
 """``/api/v1/operations/``: tracked bulk operations as JSON. GET lists (``?status=``,
 ``?cursor=``) or shows one; POST creates one (operators: ``action`` retry or delete,
 with the dead letters' filters ``queue``, ``fingerprint``, ``q`` and optionally
-``rendered_at``, the window's end; a delete needs ``confirmed=true``) or pauses,
-resumes, cancels one. Audited with source ``api``, as the board's own pages."""
+``rendered_at``, the window's end; a delete needs ``confirmed=true``; ``replay`` with the
+runs page's ``name``, ``status``, ``window`` and optionally ``last``; ``resend`` with the
+delivery log's ``webhook``, ``endpoint``, ``event``, ``status``, ``window`` and
+optionally ``rendered_at``) or pauses, resumes, cancels one. Audited with source ``api``, as the board's own pages."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ from django.http import JsonResponse
 
 from ..base.filters import clean_or_400
 from ..base.pages import BoardRequest, scope_of
+from ..views.operation_targets import ReplayOperationForm, start_replay, start_resend
 from ..views.operations import OperationForm, change_operation, create_operation, get_operation, list_operations
+from ..webhook_forms import FILTER_KEYS, delivery_filters, rendered_at
 from .base import SOURCE, api_view, body
 
 
@@ -28,8 +32,15 @@ def operation_list(request: BoardRequest) -> Any:
 @api_view("POST", operator=True)
 def operation_create(request: BoardRequest) -> JsonResponse:
     """Start an operation (operators only, checked again here): 201 with it."""
-    data = clean_or_400(OperationForm(body(request)))
-    op = create_operation(scope_of(request), request.user.get_username(), data, source=SOURCE)
+    fields, scope, user = body(request), scope_of(request), request.user.get_username()
+    if fields.get("action") == "replay":
+        op = start_replay(scope, user, clean_or_400(ReplayOperationForm(fields)), source=SOURCE)
+    elif fields.get("action") == "resend":
+        at = rendered_at(fields) if fields.get("rendered_at") not in (None, "") else None
+        filters, data = delivery_filters(fields, rendered_at=at)
+        op = start_resend(scope, user, filters, {k: data[k] for k in FILTER_KEYS if data.get(k)}, source=SOURCE)
+    else:
+        op = create_operation(scope, user, clean_or_400(OperationForm(fields)), source=SOURCE)
     return JsonResponse(op.to_dict(), status=201)
 
 

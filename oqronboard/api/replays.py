@@ -10,8 +10,9 @@ from django.http import Http404, JsonResponse
 from oqronkit.replay import MAX_REPLAYS, ReplayRefused, list_replay_sets, read_replay_set, replay
 
 from ..base.audit import Action
+from ..base.filters import clean_or_400
 from ..base.pages import BadFilter, BoardRequest, scope_of
-from ..views.replays import NO_SET
+from ..views.replays import NO_SET, PageForm
 from .base import SOURCE, api_view, body
 
 
@@ -24,8 +25,10 @@ def replay_list(request: BoardRequest) -> dict[str, Any]:
 
 @api_view("GET")
 def replay_detail(request: BoardRequest, set_id: str) -> dict[str, Any]:
-    """One replay set: ``summary``, ``done``, ``ok`` and each pair with its diff."""
-    found = read_replay_set(scope_of(request).engine, set_id)
+    """One replay set: ``summary``, ``done``, ``ok`` and each pair with its diff (a
+    tracked replay's: ``?page=`` of ``pages``, the summary over every page)."""
+    page = clean_or_400(PageForm(request.GET))["page"] or 1
+    found = read_replay_set(scope_of(request).engine, set_id, page=page)
     if found is None:
         raise Http404(NO_SET)
     return found.describe()

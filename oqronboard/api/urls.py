@@ -6,7 +6,7 @@ from django.http import Http404, HttpRequest
 from django.urls import path
 
 from ..base import urlsafe  # noqa: F401  (registers <seg:...>, used for every engine id)
-from . import actions, operations, planes, reads, replays
+from . import actions, history, operations, planes, reads, replays
 from .base import api_view
 
 urlpatterns = [
@@ -30,6 +30,7 @@ urlpatterns = [
     path("planes/", planes.planes, name="api-planes"),
     path("planes/reconcile/", planes.reconcile, name="api-planes-reconcile"),
     path("trace/<seg:correlation_id>/", reads.trace_detail, name="api-trace"),
+    path("metrics/history/", history.metrics_history, name="api-metrics-history"),
     path("replays/", replays.replay_list, name="api-replays"),
     path("replays/new/", replays.replay_create, name="api-replay-create"),
     path("replays/<seg:set_id>/", replays.replay_detail, name="api-replay"),

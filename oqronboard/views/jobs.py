@@ -20,6 +20,7 @@ from .. import overview
 from ..base.cursors import decode_cursor
 from ..base.filters import clean_or_400
 from ..base.pages import BoardRequest, board_view, scope_of
+from ..history import history_panel, span_of
 
 
 @board_view
@@ -52,6 +53,7 @@ def queue_jobs_page(request: BoardRequest, queue: str) -> HttpResponse:
         return render(request, "oqronboard/jobs/queue.html#rows", context)
     context.update(counts or queue_counts(request, queue))
     context["control"] = queue_control(scope, queue) or {"paused": False}
+    context["history"] = history_panel(scope, "queue", queue, span_of(request.GET))
     return render(request, "oqronboard/jobs/queue.html", context)
 
 

@@ -19,7 +19,7 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 from oqronboard.jobs.forms import FingerprintField, QueueField
 from oqronboard.jobs.queries import dlq_depths
 from oqronkit.errors import InvalidState, UnknownOperation
-from oqronkit.operations import ACTIONS, STATUSES, Operation, Operations
+from oqronkit.operations import DEAD_LETTER_ACTIONS, STATUSES, Operation, Operations
 
 from ..base.audit import Action
 from ..base.filters import TextFilter, clean_or_400
@@ -37,7 +37,7 @@ class OperationForm(forms.Form):
     """A new operation: the action and the dead-letter page's filters; ``rendered_at``
     (the page's render time) closes its window, so later deaths are never touched."""
 
-    action = forms.ChoiceField(choices=[(a, a) for a in ACTIONS])
+    action = forms.ChoiceField(choices=[(a, a) for a in DEAD_LETTER_ACTIONS])
     queue = QueueField()
     fingerprint = FingerprintField()
     q = TextFilter()

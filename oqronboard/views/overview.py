@@ -11,8 +11,10 @@ from oqronkit import OqronError
 from oqronkit.backends.db_health import DEAD_ROWS_WARNING, DatabaseHealth
 from oqronkit.config import redact_url
 from oqronkit.contrib.django import engine
+from oqronkit.history.buckets import ALL_KEY
 
 from ..base.pages import BoardRequest, board_view, scope_of
+from ..history import OVERVIEW_SPAN, history_panel, span_of
 from ..overview import build
 
 logger = logging.getLogger(__name__)
@@ -43,6 +45,9 @@ def home(request: BoardRequest) -> HttpResponse:
         if not context["needs_sql"]:
             context["overview"] = build(scope_of(request), include_internal=False)
             context["db_health"], context["dead_rows_warning"] = database_health(), DEAD_ROWS_WARNING
+            if not request.htmx:  # the live panel's poll leaves the history (a minute's rollup) alone
+                context["history"] = history_panel(scope_of(request), "all", ALL_KEY,
+                                                   span_of(request.GET, OVERVIEW_SPAN))
     except OqronError as exc:
         # Shown, not raised: a misconfigured engine must not hide the board's own
         # diagnostics (manage.py check reports the same message as oqron.E001).

@@ -25,6 +25,7 @@ from ..base.filters import TextFilter, WindowField, clean_or_400, window_start
 from ..base.pages import BoardRequest, board_view, scope_of
 from ..base.roles import operator_required
 from ..base.scope import BoardScope
+from .operation_targets import ReplayOperationForm, start_replay
 
 NO_SET = "No replay set with that id in this project and environment."
 LISTED = 50
@@ -40,18 +41,24 @@ class ReplayForm(forms.Form):
     last = forms.IntegerField(min_value=1, max_value=MAX_REPLAYS, required=False)
 
 
+class PageForm(forms.Form):
+    """A tracked replay's page of pairs (one chunk of up to 1,000)."""
+
+    page = forms.IntegerField(min_value=1, max_value=10**9, required=False)
+
+
 @board_view
 def replays_page(request: BoardRequest) -> HttpResponse:
     """The scope's latest replay sets, newest first."""
     sets = list_replay_sets(scope_of(request).engine, limit=LISTED)
-    return render(request, "oqronboard/replays.html", {"sets": sets, "max_replays": MAX_REPLAYS})
+    return render(request, "oqronboard/replays.html", {"sets": sets})
 
 
 @board_view
 def replay_detail(request: BoardRequest, set_id: str) -> HttpResponse:
-    """One replay set; ``?panel=live`` renders its summary and pairs for htmx, 286
+    """One replay set (a tracked replay's ``?page=``); ``?panel=live`` renders its summary and pairs for htmx, 286
     (stop polling) once every replay has finished."""
-    context = replay_context(scope_of(request), set_id)
+    context = replay_context(scope_of(request), set_id, page=clean_or_400(PageForm(request.GET))["page"] or 1)
     if request.htmx and request.GET.get("panel") == "live":
         if context["polling"]:
             return render(request, "oqronboard/replay.html#live", context)
@@ -59,8 +66,8 @@ def replay_detail(request: BoardRequest, set_id: str) -> HttpResponse:
     return render(request, "oqronboard/replay.html", context)
 
 
-def replay_context(scope: BoardScope, set_id: str) -> dict[str, Any]:
-    found = read_replay_set(scope.engine, set_id)
+def replay_context(scope: BoardScope, set_id: str, *, page: int = 1) -> dict[str, Any]:
+    found = read_replay_set(scope.engine, set_id, page=page)
     if found is None:
         raise Http404(NO_SET)
     return {"replay": found, "record": found.record, "summary": found.summary, "pairs": pair_rows(found),
@@ -82,8 +89,14 @@ def pair_rows(found: ReplaySet) -> list[dict[str, Any]]:
 def replay_create(request: BoardRequest) -> HttpResponse:
     """Replay one run (``run``) or the last ``last`` runs of a handler the runs page's
     filter shows (``name``, ``status``, ``window``); audited. A refusal (a handler not
-    declared replayable, nothing selected) comes back as a warning naming it."""
+    declared replayable, nothing selected) comes back as a warning naming it. With
+    ``tracked``, the filter's every run (or its ``last``, uncapped) is replayed by a
+    tracked operation, whose page it opens."""
     scope = scope_of(request)
+    if request.POST.get("tracked"):
+        op = start_replay(scope, request.user.get_username(), clean_or_400(ReplayOperationForm(request.POST)))
+        messages.success(request, f"Operation started: {op.name}.")
+        return redirect("oqronboard:operation", op.id)
     data = clean_or_400(ReplayForm(request.POST))
     user = request.user.get_username()
     selection = {"run": data["run"]} if data["run"] else {

@@ -1,34 +1,34 @@
 """A webhook's operator actions: enable or disable an endpoint (with the reason),
 resend one delivery, or resend every delivery the log showed (its filters, as of the
 page's render time, at most ``ACTION_CAP`` attempts, after a confirmation that says
-how many). Each goes through the engine's :class:`~oqronkit.webhooks.webhook.Webhook`
-built on the board's scoped engine, is permission checked and audited."""
+how many; or every match, however many, as a tracked operation the workers run). Each
+goes through the engine's :class:`~oqronkit.webhooks.webhook.Webhook` built on the
+board's scoped engine, is permission checked and audited."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from oqronboard.base.templating import render
 from oqronboard.runs.webhooks import delivery_attempts, matching_deliveries
 from oqronkit.errors import InvalidJob, JobNotFound
-from oqronkit.webhooks import new_secret
-from oqronkit.webhooks.breaker import BreakerSettings
+from oqronkit.webhooks.handles import operator_webhook
 from oqronkit.webhooks.webhook import Webhook, delivery_queue_name
 
 from ..base.audit import ACTION_CAP, Action, summarise, targets
 from ..base.pages import BoardRequest, back, board_view, refresh_others, scope_of
 from ..base.roles import operator_required
 from ..base.scope import BoardScope
-from ..base.values import json_int
 from ..webhook_forms import FILTER_KEYS, delivery_filters, disable_reason, rendered_at
 from ..webhooks import EndpointRow, WebhookRow
+from .operation_targets import start_resend
 from .webhooks import webhook_or_404
 
 NO_ENDPOINT = "No endpoint of that id on this webhook."
@@ -37,20 +37,7 @@ NO_ENDPOINT = "No endpoint of that id on this webhook."
 def engine_webhook(scope: BoardScope, row: WebhookRow) -> Webhook:
     """The engine's webhook on the scope's engine, with the stored settings (a resent
     delivery gets the workers' schedule); its secrets are placeholders: the board never signs."""
-    control = row.control
-    secret_ids = [s for s in control.get("secretIds") or [] if isinstance(s, str)] or ["default"]
-    schedule = [json_int(ms) for ms in control.get("scheduleMs") or []]
-    stored = control.get("breaker")
-    breaker: dict[str, Any] = stored if isinstance(stored, dict) else {}
-    settings = [json_int(breaker.get(k)) for k in ("failures", "cooldownMs", "maxCooldownMs", "disableAfterMs")]
-    timeout = json_int(control.get("timeoutMs"))
-    return Webhook(
-        row.name, secrets={s: new_secret() for s in secret_ids},
-        timeout=timedelta(milliseconds=timeout) if timeout else 10,
-        schedule=[timedelta(milliseconds=ms or 0) for ms in schedule] if schedule else None,
-        breaker=BreakerSettings(*settings) if all(v is not None for v in settings) else None,  # type: ignore[arg-type]
-        allow_private=control.get("allowPrivate") is True, engine=scope.engine,
-        declares=False)  # the workers own its control record: the board never rewrites it
+    return operator_webhook(scope.engine, row.name, row.control)
 
 
 def endpoint_or_404(scope: BoardScope, webhook: str, endpoint: str) -> tuple[WebhookRow, EndpointRow]:
@@ -144,10 +131,17 @@ def delivery_resend(request: BoardRequest, webhook: str, delivery_id: str) -> Ht
 @operator_required
 def resend_matching(request: BoardRequest) -> HttpResponse:
     """POST: a confirmation saying how many deliveries the log's filters match (as of
-    the page's render time); POST confirmed: send them again, audited."""
+    the page's render time); POST confirmed: send them again, audited; confirmed and
+    ``tracked``: a tracked operation sends every match (no cap), its page opens."""
     scope = scope_of(request)
     at = rendered_at(request.POST)
     filters, data = delivery_filters(request.POST, rendered_at=at)
+    if request.POST.get("confirmed") == "on" and request.POST.get("tracked") == "on":
+        # Every match, by the workers, no cap: the operation's page shows its progress.
+        shown_filters = {k: data[k] for k in FILTER_KEYS if data.get(k)}
+        op = start_resend(scope, request.user.get_username(), filters, shown_filters)
+        messages.success(request, f"Operation started: {op.name}.")
+        return redirect("oqronboard:operation", op.id)
     found = matching_deliveries(scope, filters, limit=ACTION_CAP)
     shown = [(k, request.POST[k]) for k in FILTER_KEYS if request.POST.get(k)]
     log_url = reverse("oqronboard:webhook-log") + (f"?{urlencode(shown)}" if shown else "")

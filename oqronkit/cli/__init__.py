@@ -1,7 +1,7 @@
 """The operator CLI: ``python -m oqronkit <command>`` (from ``OQRON_*`` variables and
 flags) and ``python manage.py oqron <command>`` (from Django's settings) share it.
 
-Commands: queues, runs, dead, schedules, planes, trace (reads); retry, delete, cancel,
+Commands: queues, runs, dead, schedules, planes, trace, history (reads); retry, delete, cancel,
 promote, pause, resume, purge, reconcile (actions, audited); ops (tracked bulk operations:
 list, show, create, pause, resume, cancel); replay (past runs again, their outputs diffed).
 Human tables by default, ``--json`` for one JSON document. Exit status: 0 done, 1 an error
@@ -21,7 +21,7 @@ from ..clock import now_ms
 from ..config import config_from_env, config_from_mapping
 from ..engine import Engine
 from ..errors import BackendUnavailable, ConfigurationError, OqronError
-from . import actions, planes, reads, trace
+from . import actions, history, planes, reads, trace
 from .args import LIMIT_CAP, add_commands
 from .console import Console, NotConfirmed, UsageProblem
 from .operations import ops
@@ -37,6 +37,7 @@ COMMANDS: dict[str, Handler] = {
     "dead": lambda engine, args, _console: reads.dead(engine, args),
     "schedules": lambda engine, args, _console: reads.schedules(engine, args),
     "trace": lambda engine, args, _console: trace.trace(engine, args),
+    "history": lambda engine, args, _console: history.history(engine, args),
     "retry": actions.retry, "delete": actions.delete, "cancel": actions.cancel, "promote": actions.promote,
     "pause": actions.pause, "resume": actions.resume, "purge": actions.purge, "ops": ops,
     "planes": lambda engine, args, _console: planes.planes(engine, args), "reconcile": planes.reconcile,

@@ -14,6 +14,7 @@ from ..config import MODES
 from ..errors import ConfigurationError
 from ..queues.queue import check_queue_name
 from ..queues.runs import RUN_STATUSES
+from .history import add_command as add_history
 from .operations import add_ops_command
 from .replay import add_replay_command
 from .trace import add_command as add_trace
@@ -117,6 +118,7 @@ def add_commands(sub: Any, *, connection_options: bool) -> None:
             ).add_argument("--queue", type=queue_name, help="only this queue")
     command("reconcile", "signal again every waiting or delayed job the hot plane lost")
     add_trace(command("trace", "one correlation id's jobs, runs, messages, log lines and audit entries, nested"))
+    add_history(command, short_text)
 
     for name, help in (("retry", "bring dead letters back with fresh attempts"),
                        ("delete", "delete dead letters for good")):
@@ -138,7 +140,7 @@ def add_commands(sub: Any, *, connection_options: bool) -> None:
         command(name, help).add_argument("target", type=short_text("the target", 200),
                                          metavar="QUEUE|cron:NAME|schedule:NAME")
 
-    add_ops_command(command, queue_name, short_text, limit, DEFAULT_LIMIT)
+    add_ops_command(command, queue_name, short_text, limit, DEFAULT_LIMIT, since_ms)
     add_replay_command(command)
 
     purge = command("purge", f"delete a queue's pending jobs for good (at most {LIMIT_CAP:,} per command)")

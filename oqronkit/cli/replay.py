@@ -28,6 +28,8 @@ def add_replay_command(command: Any) -> None:
     what.add_argument("--run", action="append", metavar="RUN_ID", help="replay this run (repeatable)")
     what.add_argument("--set", metavar="SET_ID", help="read (or --wait for) an existing replay set")
     parser.add_argument("--last", type=int, default=100, help="with --handler: how many completed runs (max 1,000)")
+    parser.add_argument("--page", type=int, default=1,
+                        help="with --set: a tracked replay's page of pairs (1,000 each); the summary covers all")
     parser.add_argument("--wait", action="store_true", help="wait until every replay finished")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds --wait waits at most (default 600)")
 
@@ -47,16 +49,19 @@ def replay_command(engine: Engine, args: argparse.Namespace, console: Console) -
         audit = Audited(engine, console, "replay", targets=[(p.queue, p.job_id) for p in created.pairs],
                         extra={"replaySet": set_id, "handlers": created.record.get("handlers", [])})
         audit.finish(ok=True, message=f"Replay set {set_id}: {len(created.pairs)} run(s) replayed.", now=args.now)
-    found = _wait(engine, set_id, args.timeout) if args.wait else read_replay_set(engine, set_id)
+    if args.page < 1:
+        raise UsageProblem(f"--page must be 1 or more, got {args.page}.")
+    found = _wait(engine, set_id, args.timeout, args.page) if args.wait else read_replay_set(engine, set_id,
+                                                                                              page=args.page)
     if found is None:
         raise UsageProblem(f"No replay set {set_id!r} in this project and environment.")
     return _result(found, waited=args.wait, created=created is not None)
 
 
-def _wait(engine: Engine, set_id: str, timeout: float) -> ReplaySet | None:
+def _wait(engine: Engine, set_id: str, timeout: float, page: int = 1) -> ReplaySet | None:
     deadline = time.monotonic() + timeout
     while True:
-        found = read_replay_set(engine, set_id)
+        found = read_replay_set(engine, set_id, page=page)
         if found is None or found.done or time.monotonic() >= deadline:
             return found
         time.sleep(POLL_SECONDS)

@@ -1,12 +1,14 @@
-"""Tracked bulk operations: a retry or delete of dead letters over a filter becomes a
-named record with a frozen time window, counts and a status, done in chunks by the
-leader's runner, paused, resumed or cancelled by an operator."""
+"""Tracked bulk operations: a retry or delete of dead letters, a replay of runs or a
+resend of webhook deliveries over a filter becomes a named record with a frozen time
+window, counts and a status, done in chunks by the leader's runner, paused, resumed or
+cancelled by an operator."""
 
 from __future__ import annotations
 
 from .api import Operations
-from .records import ACTIONS, STATUSES, DeadLetterFilter, Operation, Progress
+from .filters import DeliveryFilter, RunFilter
+from .records import ACTIONS, DEAD_LETTER_ACTIONS, STATUSES, DeadLetterFilter, Operation, Progress
 from .runner import DEFAULT_CHUNK, OperationRunner
 
-__all__ = ["ACTIONS", "DEFAULT_CHUNK", "STATUSES", "DeadLetterFilter", "Operation", "OperationRunner", "Operations",
-           "Progress"]
+__all__ = ["ACTIONS", "DEAD_LETTER_ACTIONS", "DEFAULT_CHUNK", "STATUSES", "DeadLetterFilter", "DeliveryFilter",
+           "Operation", "OperationRunner", "Operations", "Progress", "RunFilter"]

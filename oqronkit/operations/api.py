@@ -12,24 +12,26 @@ from typing import TYPE_CHECKING, Any
 from ..clock import now_ms
 from ..durable import Page, RecordWrite
 from ..errors import InvalidRecord, InvalidState, UnknownOperation
-from ..ids import new_id
 from ..namespaces import OPERATION_PROGRESS, OPERATIONS, queue_of
 from ..queues.queue import check_queue_name
 from .records import (
-    ACTIONS,
+    DEAD_LETTER_ACTIONS,
     MAX_HISTORY,
     TARGET_DEAD_LETTERS,
     TRANSITIONS,
     DeadLetterFilter,
     Operation,
     Progress,
+    check_texts,
+    new_operation,
 )
+from .replaying import create_replay
+from .resending import create_resend
 
 if TYPE_CHECKING:
     from ..planes import Planes
 
 logger = logging.getLogger(__name__)
-MAX_TEXT = 500  # a search text, a fingerprint, a name, a user
 
 
 class Operations:
@@ -44,13 +46,10 @@ class Operations:
         """Start retrying or deleting every dead letter that matches, in chunks, on the
         leader. The window ends at ``died_to`` or now, whichever is earlier, frozen here:
         a dead letter that dies later is never touched. Returns the new operation."""
-        if action not in ACTIONS:
-            raise InvalidRecord(f"Unknown bulk action {action!r}: use one of {', '.join(ACTIONS)}.")
-        for label, text in (("user", user), ("fingerprint", fingerprint), ("search", search), ("name", name)):
-            if not isinstance(text, str) or len(text) > MAX_TEXT or "\x00" in text:
-                raise InvalidRecord(f"The {label} must be text of at most {MAX_TEXT} characters, without NUL.")
-        if not user:
-            raise InvalidRecord("An operation needs the user who asked for it.")
+        if action not in DEAD_LETTER_ACTIONS:
+            raise InvalidRecord(f"Unknown bulk action {action!r} on dead letters: use one of "
+                                f"{', '.join(DEAD_LETTER_ACTIONS)} (replay and resend have their own methods).")
+        check_texts(user=user, fingerprint=fingerprint, search=search, name=name)
         if queue:
             check_queue_name(queue)
         now = now_ms()
@@ -58,17 +57,41 @@ class Operations:
                                   died_to=now if died_to is None else min(int(died_to), now))
         depths = {queue_of(ns) or "": n for ns, n in self.engine.durable.count_by_namespace("dlq").items()}
         queues = [queue] if queue else sorted(q for q in depths if q)
-        op_id = new_id()
-        value: dict[str, Any] = {
-            "id": op_id, "name": name or _default_name(action, window), "action": action,
-            "target": TARGET_DEAD_LETTERS, "filter": window.to_value(), "queues": queues,
-            "planned": sum(depths.get(q, 0) for q in queues), "status": "running", "createdBy": user,
-            "source": source, "createdAt": now, "finishedAt": None, "error": None,
-            "history": [{"at": now, "by": user, "status": "running", "note": "created"}],
-        }
-        self.engine.durable.apply(puts=[RecordWrite(OPERATIONS, op_id, value),
-                                        RecordWrite(OPERATION_PROGRESS, op_id, Progress(updated_at=now).to_value())])
-        logger.info("operation %s created by %s: %s", op_id, user, value["name"],
+        value = new_operation(action, TARGET_DEAD_LETTERS, window.to_value(), user=user, source=source, now=now,
+                              name=name or _default_name(action, window), queues=queues,
+                              planned=sum(depths.get(q, 0) for q in queues))
+        return self.start(value)
+
+    def create_replay(self, *, user: str, handler: str, status: str | None = "completed",
+                      started_from: int | None = None, started_to: int | None = None, last: int | None = None,
+                      planned: int | None = None, source: str = "api", name: str = "") -> Operation:
+        """Start replaying every run of ``handler`` (declared ``replayable=True``, else
+        :class:`~oqronkit.replay.ReplayRefused`) with ``status`` (None: any) that started in
+        ``[started_from, started_to)``, newest first, at most ``last``; the window's end is
+        ``started_to`` or now, frozen here. Its replay set (``op.replay_set``) pairs each
+        run with its replay as chunks are done. ``planned``: a count made elsewhere (the
+        board's), shown beside the progress; the runs are not counted here."""
+        return create_replay(self, user=user, handler=handler, status=status, started_from=started_from,
+                             started_to=started_to, last=last, planned=planned, source=source, name=name)
+
+    def create_resend(self, *, user: str, since: int, before: int | None = None, webhook: str = "",
+                      endpoint: str = "", event: str = "", status: str = "", planned: int | None = None,
+                      source: str = "api", name: str = "") -> Operation:
+        """Start sending again every webhook delivery with an attempt that the delivery
+        log's filters match (``webhook``, ``endpoint``, ``event``, run ``status``) and that
+        started in ``[since, before)``; ``before`` is frozen here (at most now). Each
+        delivery is sent once, as the board's resend does: a dead letter retried, a
+        completed delivery added again from its newest attempt's input, a queued one left."""
+        return create_resend(self, user=user, since=since, before=before, webhook=webhook, endpoint=endpoint,
+                             event=event, status=status, planned=planned, source=source, name=name)
+
+    def start(self, value: dict[str, Any], *writes: RecordWrite) -> Operation:
+        """Store a new operation's record (:func:`new_operation`), its empty progress and
+        ``writes`` (a replay's set) in one write: the runner picks it up from there."""
+        op_id = value["id"]
+        self.engine.durable.apply(puts=[RecordWrite(OPERATIONS, op_id, value), *writes, RecordWrite(
+            OPERATION_PROGRESS, op_id, Progress(updated_at=value["createdAt"]).to_value())])
+        logger.info("operation %s created by %s: %s", op_id, value["createdBy"], value["name"],
                     extra={"action": "operations.create", "operation": op_id})
         return Operation.from_values(value, None)
 

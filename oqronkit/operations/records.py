@@ -1,9 +1,10 @@
 """A tracked bulk operation's two records and what they mean.
 
-``operations/<id>`` (kind ``operation``) is what the operator asked for: the action, the
-filter, the time window frozen at creation, who, how many dead letters the walk covers,
-and the status, which only :mod:`oqronkit.operations.api` changes (compare-and-set, so a
-pause never overwrites a finish). ``operation_progress/<id>`` (kind ``state``) is where
+``operations/<id>`` (kind ``operation``) is what the operator asked for: the action, its
+target and filter (dead letters here; runs and webhook deliveries in :mod:`.filters`), the
+time window frozen at creation, who, how many items the walk covers, and the status,
+which only :mod:`oqronkit.operations.api` changes (compare-and-set, so a pause never
+overwrites a finish). ``operation_progress/<id>`` (kind ``state``) is where
 the walk stands and what it did; the runner writes it in the same atomic write as each
 chunk's effect, so a crash leaves both or neither.
 """
@@ -11,12 +12,22 @@ chunk's effect, so a crash leaves both or neither.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
-Action = Literal["retry", "delete"]
+from ..errors import InvalidRecord
+from ..ids import new_id
+from .filters import TARGET_DELIVERIES, TARGET_RUNS, DeliveryFilter, RunFilter, window_percent
+
+if TYPE_CHECKING:
+    from ..durable import RecordWrite
+    from ..planes import Planes
+
+Action = Literal["retry", "delete", "replay", "resend"]
 Status = Literal["running", "paused", "cancelled", "done", "failed"]
 
-ACTIONS: Final[tuple[Action, ...]] = ("retry", "delete")
+ACTIONS: Final[tuple[Action, ...]] = ("retry", "delete", "replay", "resend")
+#: The actions on dead letters (``Operations.create``); replay and resend have their own.
+DEAD_LETTER_ACTIONS: Final[tuple[Action, ...]] = ("retry", "delete")
 STATUSES: Final[tuple[Status, ...]] = ("running", "paused", "cancelled", "done", "failed")
 FINISHED: Final = frozenset({"cancelled", "done", "failed"})
 #: What an operator may ask of an operation in each status: (verb, status it moves to, from).
@@ -28,6 +39,7 @@ TRANSITIONS: Final[dict[str, tuple[Status, frozenset[str]]]] = {
 TARGET_DEAD_LETTERS: Final = "dead_letters"
 MAX_HISTORY = 50  # status changes kept on the record
 MAX_ERRORS_KEPT = 20  # item errors kept on the progress record
+MAX_TEXT = 500  # a search text, a fingerprint, a name, a user
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,7 +81,8 @@ class DeadLetterFilter:
 
 @dataclass(slots=True, kw_only=True)
 class Progress:
-    """Where the walk stands (the queue index and the id cursor in it) and the counts."""
+    """Where the walk stands (the queue index and the cursor in it; for a walk of runs,
+    ``position``, the start time it reached) and the counts."""
 
     queue_index: int = 0
     cursor: str | None = None
@@ -80,11 +93,12 @@ class Progress:
     chunks: int = 0
     updated_at: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
+    position: int | None = None
 
     def to_value(self) -> dict[str, Any]:
         return {"queueIndex": self.queue_index, "cursor": self.cursor, "scanned": self.scanned, "done": self.done,
                 "failed": self.failed, "skipped": self.skipped, "chunks": self.chunks, "updatedAt": self.updated_at,
-                "errors": self.errors[:MAX_ERRORS_KEPT]}
+                "errors": self.errors[:MAX_ERRORS_KEPT], "position": self.position}
 
     @classmethod
     def from_value(cls, value: dict[str, Any]) -> Progress:
@@ -92,7 +106,7 @@ class Progress:
                    scanned=int(value.get("scanned") or 0), done=int(value.get("done") or 0),
                    failed=int(value.get("failed") or 0), skipped=int(value.get("skipped") or 0),
                    chunks=int(value.get("chunks") or 0), updated_at=int(value.get("updatedAt") or 0),
-                   errors=list(value.get("errors") or []))
+                   errors=list(value.get("errors") or []), position=value.get("position"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,9 +117,9 @@ class Operation:
     name: str
     action: Action
     target: str
-    filter: DeadLetterFilter
+    filter: DeadLetterFilter | RunFilter | DeliveryFilter
     queues: tuple[str, ...]
-    planned: int
+    planned: int | None  # None: not counted up front (a walk of runs the CLI started)
     status: Status
     created_by: str
     source: str
@@ -114,6 +128,13 @@ class Operation:
     error: str | None
     history: tuple[dict[str, Any], ...]
     progress: Progress
+    replay_set: str | None = None  # a replay's set, which its page shows the pairs of
+    window_start: int | None = None  # where a walk of runs ends (its oldest start), for the percent
+
+    @property
+    def walks(self) -> int:
+        """How many walks the operation makes: one per queue for dead letters, one for runs."""
+        return len(self.queues) if self.target == TARGET_DEAD_LETTERS else 1
 
     @property
     def finished(self) -> bool:
@@ -121,9 +142,14 @@ class Operation:
 
     @property
     def percent(self) -> int:
-        """How far the walk is (dead letters looked at of those planned), 0-100."""
+        """How far the walk is, 0-100: dead letters looked at of those planned; for runs
+        and deliveries, how much of the frozen window the newest-first walk has passed."""
         if self.status == "done":
             return 100
+        if isinstance(self.filter, RunFilter):
+            return window_percent(self.window_start, self.filter.started_to, self.progress.position)
+        if isinstance(self.filter, DeliveryFilter):
+            return window_percent(self.filter.since, self.filter.before, self.progress.position)
         return min(99, self.progress.scanned * 100 // self.planned) if self.planned else 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -135,15 +161,50 @@ class Operation:
                 "finishedAt": self.finished_at, "error": self.error, "percent": self.percent,
                 "counts": {"planned": self.planned, "scanned": p.scanned, "done": p.done, "failed": p.failed,
                            "skipped": p.skipped},
-                "chunks": p.chunks, "updatedAt": p.updated_at, "errors": p.errors, "history": list(self.history)}
+                "chunks": p.chunks, "updatedAt": p.updated_at, "errors": p.errors, "history": list(self.history),
+                "replaySet": self.replay_set}
 
     @classmethod
     def from_values(cls, value: dict[str, Any], progress: dict[str, Any] | None) -> Operation:
-        return cls(id=str(value["id"]), name=str(value.get("name") or ""), action=value["action"],
-                   target=str(value.get("target") or TARGET_DEAD_LETTERS),
-                   filter=DeadLetterFilter.from_value(value.get("filter") or {}),
-                   queues=tuple(value.get("queues") or ()), planned=int(value.get("planned") or 0),
+        target = str(value.get("target") or TARGET_DEAD_LETTERS)
+        planned = value.get("planned")
+        return cls(id=str(value["id"]), name=str(value.get("name") or ""), action=value["action"], target=target,
+                   filter=_FILTERS.get(target, DeadLetterFilter).from_value(value.get("filter") or {}),
+                   queues=tuple(value.get("queues") or ()), planned=int(planned) if planned is not None else None,
                    status=value["status"], created_by=str(value.get("createdBy") or ""),
                    source=str(value.get("source") or ""), created_at=int(value.get("createdAt") or 0),
                    finished_at=value.get("finishedAt"), error=value.get("error"),
-                   history=tuple(value.get("history") or ()), progress=Progress.from_value(progress or {}))
+                   history=tuple(value.get("history") or ()), progress=Progress.from_value(progress or {}),
+                   replay_set=value.get("replaySet"), window_start=value.get("windowStart"))
+
+
+_FILTERS: Final[dict[str, type[DeadLetterFilter] | type[RunFilter] | type[DeliveryFilter]]] = {
+    TARGET_DEAD_LETTERS: DeadLetterFilter, TARGET_RUNS: RunFilter, TARGET_DELIVERIES: DeliveryFilter}
+
+
+def check_texts(**texts: str) -> None:
+    """Each text (a user, a filter, a name) bounded and without NUL; a user is required."""
+    for label, text in texts.items():
+        if not isinstance(text, str) or len(text) > MAX_TEXT or "\x00" in text:
+            raise InvalidRecord(f"The {label} must be text of at most {MAX_TEXT} characters, without NUL.")
+    if not texts.get("user"):
+        raise InvalidRecord("An operation needs the user who asked for it.")
+
+
+def new_operation(action: str, target: str, filter: dict[str, Any], *, user: str, source: str, now: int, name: str,
+                  queues: list[str], planned: int | None, **extra: Any) -> dict[str, Any]:
+    """A new operation's record, running."""
+    return {"id": new_id(), "name": name, "action": action, "target": target, "filter": filter, "queues": queues,
+            "planned": planned, "status": "running", "createdBy": user, "source": source, "createdAt": now,
+            "finishedAt": None, "error": None, "history": [{"at": now, "by": user, "status": "running",
+                                                             "note": "created"}], **extra}
+
+
+class Starter(Protocol):
+    """What creating a replay or resend needs of :class:`~.api.Operations` (a protocol,
+    so their modules need not import the API that imports them)."""
+
+    @property
+    def engine(self) -> Planes: ...
+
+    def start(self, value: dict[str, Any], *writes: RecordWrite) -> Operation: ...

@@ -1,9 +1,10 @@
 """The runner: does tracked bulk operations in chunks, on the leader.
 
-One chunk reads up to ``chunk`` dead letters after the operation's cursor (an id walk of
-one queue's dead letters, served by the primary key), keeps those that match the filter
-and its frozen window, and writes their effect (retried jobs put back, dead letters
-deleted) in one atomic write with the advanced cursor and counts. A crash mid-chunk
+Replays and resends walk runs (:mod:`.replaying`, :mod:`.resending`); dead letters are
+walked here. One chunk reads up to ``chunk`` dead letters after the operation's cursor
+(an id walk of one queue's dead letters, served by the primary key), keeps those that
+match the filter and its frozen window, and writes their effect (retried jobs put back,
+dead letters deleted) in one atomic write with the advanced cursor and counts. A crash mid-chunk
 therefore leaves the whole chunk and its progress, or neither: the next runner starts
 from the cursor written last, so nothing is done twice or skipped. Retried jobs are
 signalled to the hot plane after that write; a crash in between is the reconciler's
@@ -26,7 +27,10 @@ from ..namespaces import OPERATION_PROGRESS, dlq_namespace, job_namespace
 from ..queues.control import revive
 from ..queues.jobs import Job
 from .api import Operations
-from .records import MAX_ERRORS_KEPT, Operation, Progress
+from .filters import TARGET_DELIVERIES, TARGET_RUNS
+from .records import MAX_ERRORS_KEPT, DeadLetterFilter, Operation, Progress
+from .replaying import replay_chunk
+from .resending import resend_chunk
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -93,13 +97,24 @@ class OperationRunner:
             return False
 
     def _chunk(self, op: Operation) -> bool:
-        progress = op.progress
-        if progress.queue_index >= len(op.queues):
+        if op.progress.queue_index >= op.walks:
             try:
                 self.operations.transition(op.id, "finish", user=RUNNER)
             except InvalidState:  # paused or cancelled just now: its walk is over either way
                 pass
             return False
+        walk = _WALKS.get(op.target)
+        send_signals = walk(self.engine, op, self.chunk) if walk is not None else self._dead_letters(op)
+        if self.after_write is not None:
+            self.after_write(op)
+        send_signals()
+        return True
+
+    def _dead_letters(self, op: Operation) -> Callable[[], None]:
+        """One chunk of dead letters of the queue the walk is at, written; returns what
+        signals the retried jobs."""
+        progress = op.progress
+        assert isinstance(op.filter, DeadLetterFilter), "a dead-letter operation filters dead letters"
         queue = op.queues[progress.queue_index]
         namespace = dlq_namespace(queue)
         durable = self.engine.durable
@@ -135,7 +150,8 @@ class OperationRunner:
             skipped=progress.skipped + len(walked) - done - len(failed), chunks=progress.chunks + 1,
             updated_at=now, errors=(progress.errors + failed)[:MAX_ERRORS_KEPT])
         durable.apply(puts=[*puts, RecordWrite(OPERATION_PROGRESS, op.id, advanced.to_value())], deletes=deletes)
-        if self.after_write is not None:
-            self.after_write(op)
-        self.engine.hot.signal(queue, signals, now)
-        return True
+        return lambda: self.engine.hot.signal(queue, signals, now)
+
+
+_WALKS: dict[str, Callable[[Any, Operation, int], Callable[[], None]]] = {
+    TARGET_RUNS: replay_chunk, TARGET_DELIVERIES: resend_chunk}

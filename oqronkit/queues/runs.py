@@ -76,6 +76,7 @@ class RunValue(TypedDict):
     endpointId: NotRequired[str]
     replayOf: NotRequired[str]  # a replay's run: the original run and its replay set (oqronkit.replay)
     replaySet: NotRequired[str]
+    waitMs: NotRequired[int]  # a job's attempt: ms from its enqueue (or its due time) to its start
     batch: NotRequired[dict[str, Any]]  # a batch queue's attempt: {"id", "size"} of its handler call
 
 

@@ -2,7 +2,8 @@
 
 from .create import MAX_REPLAYS, REPLAY_SETS, ReplayRefused, create_replay_set, is_replayable, replay, select_runs
 from .diff import Change, format_path, json_diff
-from .report import ReplayPair, ReplaySet, list_replay_sets, read_replay_set
+from .pages import read_replay_set
+from .report import ReplayPair, ReplaySet, list_replay_sets
 
 __all__ = [
     "MAX_REPLAYS", "REPLAY_SETS", "Change", "ReplayPair", "ReplayRefused", "ReplaySet", "create_replay_set",

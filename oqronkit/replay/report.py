@@ -1,12 +1,16 @@
 """Reading a replay set: each original run beside its replay, and the set's summary.
 
-A replay's run is found by its ``replaySet`` among the runs of its handler started since
-the set was created (an index-served range read, newest runs of that handler only); a
-replay still waiting or running is read from its job, a dead one from its dead letter.
+This module reads a set that holds its pairs (at most 1,000, made by ``replay``); a
+tracked replay's set keeps them in chunks and is read a page at a time
+(:mod:`oqronkit.replay.pages`, whose ``read_replay_set`` reads either). A replay's run
+is found by its ``replaySet`` among the runs of its handler started since the set was
+created (an index-served range read, newest runs of that handler only); a replay still
+waiting or running is read from its job, a dead one from its dead letter.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,22 +58,35 @@ class ReplaySet:
     id: str
     record: dict[str, Any]
     pairs: list[ReplayPair]
+    page: int = 1
+    pages: int = 1
+    #: A tracked set's summary over every page (its tally); None: the pairs' own.
+    totals: dict[str, int] | None = None
+    #: A tracked set: its operation finished and every chunk's outcome is final and tallied.
+    finished: bool | None = None
 
     @property
     def summary(self) -> dict[str, int]:
-        counts = dict.fromkeys(STATES, 0)
-        for pair in self.pairs:
-            counts[pair.state] += 1
-        return counts
+        if self.totals is not None:
+            return dict(self.totals)
+        return count_states(self.pairs)
+
+    @property
+    def count(self) -> int:
+        """How many runs the set replays (every page's)."""
+        return sum(self.summary.values())
 
     @property
     def done(self) -> bool:
+        if self.finished is not None:
+            return self.finished
         return not any(p.state in ("pending", "running") for p in self.pairs)
 
     @property
     def ok(self) -> bool:
-        """Done, and every replay completed with the original's output."""
-        return self.done and all(p.state == "identical" for p in self.pairs)
+        """Done, and every replay completed with the original's output (a tracked replay
+        that found no run to replay is no pass)."""
+        return self.done and 0 < self.count == self.summary["identical"]
 
     def summary_text(self) -> str:
         s = self.summary
@@ -81,7 +98,8 @@ class ReplaySet:
         r = self.record
         return {"id": self.id, "createdAt": r.get("createdAt"), "createdBy": r.get("createdBy"),
                 "source": r.get("source"), "handlers": r.get("handlers", []), "selection": r.get("selection", {}),
-                "count": len(self.pairs), "done": self.done, "ok": self.ok, "summary": self.summary,
+                "operation": r.get("operation"), "page": self.page, "pages": self.pages,
+                "count": self.count, "done": self.done, "ok": self.ok, "summary": self.summary,
                 "summaryText": self.summary_text(), "pairs": [p.describe() for p in self.pairs]}
 
 
@@ -91,13 +109,31 @@ def list_replay_sets(engine: Planes, *, limit: int = 20) -> list[dict[str, Any]]
     return [r.value for r in page.records]
 
 
-def read_replay_set(engine: Planes, set_id: str) -> ReplaySet | None:
-    """The replay set ``set_id`` with each pair's state, or None."""
-    found = engine.durable.get(REPLAY_SETS, set_id)
-    if found is None:
-        return None
-    record = found.value
+def count_states(pairs: list[ReplayPair]) -> dict[str, int]:
+    counts = dict.fromkeys(STATES, 0)
+    for pair in pairs:
+        counts[pair.state] += 1
+    return counts
+
+
+def read_listed_set(engine: Planes, set_id: str, record: dict[str, Any]) -> ReplaySet:
+    """A set that holds its pairs (``record``), each pair's state read now."""
     pairs_in = [p for p in record.get("pairs") or [] if isinstance(p, dict)]
+
+    def read_replays() -> dict[str, dict[str, Any]]:
+        replays: dict[str, dict[str, Any]] = {}
+        for queue in dict.fromkeys(str(p.get("queue")) for p in pairs_in):
+            wanted = {str(p.get("job")) for p in pairs_in if p.get("queue") == queue}
+            replays.update(_replay_runs(engine, queue, set_id, int(record.get("createdAt") or 0), wanted))
+        return replays
+
+    return ReplaySet(set_id, record, resolve_pairs(engine, pairs_in, read_replays))
+
+
+def resolve_pairs(engine: Planes, pairs_in: list[dict[str, Any]],
+                  read_replays: Callable[[], dict[str, dict[str, Any]]]) -> list[ReplayPair]:
+    """Each pair (``run``, ``queue``, ``job``) with its original, its replay's newest run
+    (``read_replays``: by job id, read after the jobs) and its state."""
     originals = {r.id: r.value for r in engine.durable.get_many(RUNS, [str(p.get("run")) for p in pairs_in])}
     queues = list(dict.fromkeys(str(p.get("queue")) for p in pairs_in))
     # Jobs before runs: a worker writes a run and deletes its job in one write, so a job
@@ -108,10 +144,7 @@ def read_replay_set(engine: Planes, set_id: str) -> ReplaySet | None:
         jobs.update({r.id: str(r.value.get("status")) for r in engine.durable.get_many(job_namespace(queue), ids)})
         live = [i for i in ids if i not in jobs]
         jobs.update({r.id: "dead" for r in engine.durable.get_many(dlq_namespace(queue), live)})
-    replays: dict[str, dict[str, Any]] = {}
-    for queue in queues:
-        wanted = {str(p.get("job")) for p in pairs_in if p.get("queue") == queue}
-        replays.update(_replay_runs(engine, queue, set_id, int(record.get("createdAt") or 0), wanted))
+    replays = read_replays()
     pairs = []
     for p in pairs_in:
         original, job_id = originals.get(str(p.get("run"))), str(p.get("job"))
@@ -120,7 +153,7 @@ def read_replay_set(engine: Planes, set_id: str) -> ReplaySet | None:
         changes = json_diff(original.get("output") if original else None, run.get("output")) \
             if state in ("identical", "changed") and run is not None else []
         pairs.append(ReplayPair(str(p.get("queue")), job_id, str(p.get("run")), original, run, state, changes))
-    return ReplaySet(set_id, record, pairs)
+    return pairs
 
 
 def pair_state(original: dict[str, Any] | None, run: dict[str, Any] | None, job_status: str | None) -> str:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..clock import now_ms
 from ..errors import BackendUnavailable, OqronError
+from ..history.rollup import Retention, rollup
 from ..namespaces import QUEUE
 from ..operations.runner import OperationRunner
 from ..scheduler import Scheduler
@@ -28,6 +29,8 @@ LEADER_LOCK = "leader"
 #: Least time after an outage before lapsed leases count stalls (see Services.settled_queues):
 #: a live holder reconnects (about 1 s) and its heartbeat renews (every lease/3, at most 10 s).
 OUTAGE_GRACE_FLOOR_MS = 3_000
+#: How long a resigning leader waits for its rollup, operations and upkeep threads.
+SIDE_THREADS_WAIT_S = 5.0
 
 
 class Services:
@@ -48,6 +51,7 @@ class Services:
         horizon_every: float = 1.0,
         scheduler_every: float = 0.2,
         operations_every: float = 1.0,
+        rollup_every: float = 60.0,
     ) -> None:
         self.engine = engine
         self.worker_id = worker_id
@@ -55,7 +59,8 @@ class Services:
         # The scheduler comes first: its slots are time-critical, the other services are not.
         self.intervals = {"scheduler": scheduler_every, "scheduler-recovery": 1.0, "rescue": rescue_every,
                           "reconcile": reconcile_every, "sweep": sweep_every, "retention": retention_every,
-                          "upkeep": upkeep_every, "horizon": horizon_every, "operations": operations_every}
+                          "upkeep": upkeep_every, "horizon": horizon_every, "operations": operations_every,
+                          "rollup": rollup_every}
         self.is_leader = False
         self.reconciler = Reconciler(engine)
         self.scheduler = Scheduler(engine, worker_id=worker_id)
@@ -64,6 +69,7 @@ class Services:
         self._horizon: threading.Thread | None = None
         self.operations = OperationRunner(engine, owner=worker_id)
         self._operations: threading.Thread | None = None
+        self._rollup: threading.Thread | None = None
         self.on_rescued: Callable[[int], None] | None = None  # the worker's metrics count the rescues
         # Monotonic time an outage this process saw last ended (None: none since it started):
         # its last failed call, then the first call answered after it.
@@ -149,6 +155,9 @@ class Services:
         if name == "operations":
             self.start_operations()
             return
+        if name == "rollup":
+            self._rollup = self._start_once(self._rollup, self._run_rollup, "oqron-rollup")
+            return
         try:
             self._run_service(name)
         except OqronError as exc:  # caught per service: a failing rescuer must not stop the reconciler
@@ -225,10 +234,32 @@ class Services:
         except Exception:
             logger.exception("operations failed", extra={"action": "services.failed"})
 
+    @staticmethod
+    def _start_once(running: threading.Thread | None, target: Callable[[], None], name: str) -> threading.Thread:
+        """``target`` on a thread of its own unless the last one still runs (returned then)."""
+        if running is not None and running.is_alive():
+            return running
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        return thread
+
+    def _run_rollup(self) -> None:
+        """The metrics history's rollup (oqronkit.history.rollup): idempotent, so a pass
+        cut short by a crash or a leader change is simply run again."""
+        try:
+            rollup(self.engine.durable, retention=Retention.from_config(self.engine.config))
+        except OqronError as exc:  # the next interval tries again
+            self.note_outage(exc)
+            logger.warning("rollup: %s", exc, extra={"action": "services.error"})
+        except Exception:
+            logger.exception("rollup failed", extra={"action": "services.failed"})
+
     def known_queues(self) -> list[str]:
         return known_queues(self.engine)
 
     def resign(self) -> None:
+        """Stop leading: release the lock, then wait (at most SIDE_THREADS_WAIT_S in all) for
+        the side threads, so none is still inside a store the engine closes next."""
         self.scheduler.shutdown()
         if self.is_leader:
             try:
@@ -236,6 +267,10 @@ class Services:
             except OqronError:
                 pass
             self.is_leader = False
+        deadline = time.monotonic() + SIDE_THREADS_WAIT_S
+        for thread in (self._rollup, self._operations, self._upkeep, self._horizon):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def known_queues(engine: Engine) -> list[str]:

@@ -218,7 +218,7 @@ class Webhook(OnEngine):
         if delivered is None:
             raise JobNotFound(f"Delivery {delivery_id!r} of webhook {self.name!r} is neither queued nor dead: "
                               "pass the input of one of its runs as delivered= to send it again.")
-        data = _resendable(self.name, delivery_id, delivered)
+        data = resendable_data(self.name, delivery_id, delivered)
         return self.queue.add(data, job_id=delivery_id)
 
     def _set_paused(self, paused: bool) -> None:
@@ -269,7 +269,7 @@ class Webhook(OnEngine):
                                           declared=self.header_secrets)
 
 
-def _resendable(webhook: str, delivery_id: str, delivered: Mapping[str, Any]) -> dict[str, Any]:
+def resendable_data(webhook: str, delivery_id: str, delivered: Mapping[str, Any]) -> dict[str, Any]:
     """A completed delivery's data, from a run's input, checked against its id."""
     keys = ("webhook", "event", "endpointId", "messageId", "firedAt", "data")
     if not isinstance(delivered, Mapping) or set(delivered) != set(keys) or delivered["webhook"] != webhook \

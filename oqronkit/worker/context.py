@@ -18,7 +18,7 @@ LEVELS = ("debug", "info", "warning", "error")
 RESERVED_RUN_KEYS = frozenset({
     "id", "app", "logs", "name", "error", "input", "jobId", "module", "output", "status", "endedAt", "trigger",
     "attempts", "timeline", "workerId", "startedAt", "durationMs", "environment", "correlationId",
-    "progressPercent", "progressLabel", "queue", "replayOf", "replaySet",
+    "progressPercent", "progressLabel", "queue", "replayOf", "replaySet", "waitMs",
 })
 
 

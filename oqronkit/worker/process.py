@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from .. import lifecycle
 from ..clock import now_ms
 from ..errors import ConfigurationError, OqronError
+from ..history.deploys import record_deploy_quietly
 from ..live import WorkerInfo, forget_worker
 from ..reachable import until_reachable
 from ..services import Services
@@ -98,6 +99,7 @@ class WorkerProcess:
         until_reachable(self.engine.config.backend_wait, lambda: self.engine.hot)
         self.state.paused |= publish_queue_definitions(
             self.engine.durable, {q.name: (q, self.concurrency[q.name]) for q in self.queues})
+        record_deploy_quietly(self.engine.durable, self.engine.config.version, worker=self.worker_id)
         self._spawn("oqron-finisher", self.finisher.loop, self._finisher_stop)
         self._spawn("oqron-heartbeat", self.heartbeat.loop, self._stopped)
         self._spawn("oqron-control", self.heartbeat.control_loop, self._stopped)

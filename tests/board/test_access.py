@@ -18,7 +18,7 @@ SAMPLE = {"queue": "emails", "job_id": "job-1", "run_id": "run-1", "action": "re
           "object_id": "1", "content_type_id": "1", "url": "x", "model_name": "jobrecord", "id": "1",
           "topic": "orders", "group": "billing", "message_id": "m1", "webhook": "billing", "endpoint": "crm",
           "delivery_id": "m1-crm", "cache": "users", "limiter": "api", "rest": "nope", "group_id": "g1",
-          "op_id": "op-1", "verb": "pause", "correlation_id": "order-1", "set_id": "s1"}
+          "op_id": "op-1", "verb": "pause", "correlation_id": "order-1", "set_id": "s1", "name": "emails"}
 
 
 def walk(patterns, namespace: str = "", prefix: str = "") -> list[tuple[str, str, URLPattern]]:

@@ -82,3 +82,27 @@ def checkout(correlation_id: str) -> None:
     engine.get_engine()
     with oqronkit.correlate(correlation_id):
         oqron.checkout.add({"order": 7001})
+
+
+def history(queue: str, runs: int) -> None:
+    """``runs`` completed runs of ``queue`` (one a minute, 10 to 10+runs minutes ago, as a
+    worker writes them) rolled up through the engine's API, from a watermark an hour back."""
+    from oqronkit import RecordWrite
+    from oqronkit.clock import now_ms
+    from oqronkit.contrib.django import engine
+    from oqronkit.namespaces import METRICS_STATE
+    from oqronkit.queues.runs import finish_run, new_run
+
+    planes = engine.get_engine()
+    now = now_ms()
+    writes = []
+    for n in range(runs):
+        started = now - (10 + n) * 60_000
+        run = new_run(name=queue, module="queue", trigger="queue", input={"n": n}, attempts=1, app="browser",
+                      environment="production", worker_id="browser", job_id=f"history-{n}", started_at=started,
+                      extra={"waitMs": 40 + n})
+        finish_run(run, "completed", output=None, at=started + 250 + 10 * n)
+        writes.append(RecordWrite("runs", run["id"], run))
+    planes.durable.put_many(writes)
+    planes.durable.put(METRICS_STATE, "rollup", {"next": now - now % 60_000 - 3_600_000})
+    planes.rollup_history()

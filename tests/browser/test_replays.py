@@ -1,7 +1,7 @@
 """Replays in a real browser (issue 37 item 2): an operator replays a handler's last runs
 from the Replays page and watches the set's summary arrive live; after a "deploy" (the
 price list changes) a replay of the runs a runs-page filter shows lists every pair as
-changed, with the diff's path."""
+changed, with the diff's path; and the same replay as a tracked operation."""
 
 from __future__ import annotations
 
@@ -60,4 +60,18 @@ def test_replay_the_last_runs_then_a_filter_after_a_deploy(operator_page: Any, b
     summary.filter(has_text=f"0 identical, {QUOTES} changed, 0 failed").wait_for(timeout=LIVE_TIMEOUT_MS)
     assert by_testid(page, "replay-verdict").inner_text() == "differences"
     assert by_testid(page, "pair-diff").first.inner_text().startswith("changed $.net")
+    # The same as a tracked operation: the live board's worker (the leader) replays them.
+    page.goto("/replays/")
+    page.fill('[data-testid="replay-handler"]', "quotes")
+    page.fill('[data-testid="replay-last"]', str(QUOTES))
+    by_testid(page, "replays-tracked").check()
+    with page.expect_navigation():
+        by_testid(page, "replay-submit").click()
+    assert "/operations/" in page.url
+    by_testid(page, "operation-status").filter(has_text="done").wait_for(timeout=LIVE_TIMEOUT_MS)
+    assert f"{QUOTES} replayed, 0 failed" in by_testid(page, "operation-counts").inner_text()
+    with page.expect_navigation():
+        by_testid(page, "operation-replay-set").click()
+    summary.filter(has_text=f"0 identical, {QUOTES} changed, 0 failed").wait_for(timeout=LIVE_TIMEOUT_MS)
+    assert by_testid(page, "replay-operation").count() == 1
     assert not page.errors

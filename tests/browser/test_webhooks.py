@@ -118,6 +118,24 @@ def test_resend_all_matching_after_a_confirmation_that_counts(operator_page: Any
     assert not page.errors
 
 
+def test_resend_every_match_as_a_tracked_operation(operator_page: Any, fired: LiveBoard) -> None:
+    """The live board's worker is the leader that runs it, with the webhook it declares."""
+    page = operator_page
+    wait_for(lambda: count(fired, f"queue_dlq:webhook/{HOOK}") >= EVENTS, timeout=40, what="dead", board=fired)
+    page.goto(f"/webhooks/deliveries/?webhook={HOOK}&endpoint={BAD}")
+    with page.expect_navigation():
+        by_testid(page, "resend-matching").click()
+    with page.expect_navigation():
+        by_testid(page, "resend-tracked").click()
+    assert "/operations/" in page.url
+    mark_document(page)
+    by_testid(page, "operation-status").filter(has_text="done").wait_for(timeout=40_000)
+    assert_not_reloaded(page)  # the progress panel updated in place
+    assert f"{EVENTS} sent again, 0 failed" in by_testid(page, "operation-counts").inner_text()
+    assert f"resend deliveries of webhook {HOOK}" in by_testid(page, "operation-filter").inner_text()
+    assert not page.errors
+
+
 def test_a_viewer_sees_the_webhooks_but_no_actions(viewer_page: Any, fired: LiveBoard) -> None:
     page = viewer_page
     page.goto("/webhooks/")

@@ -70,3 +70,33 @@ def test_pause_resume_cancel_and_refusals(engine: Engine, seeded: Seeded):
     waiting = json.loads(cli(engine, "ops", "create", "retry", "--queue", "nothing", "--json").out)
     slow = cli(engine, "ops", "show", waiting["id"], "--wait", "--timeout", "0")
     assert slow.code == 2 and "still running" in slow.err  # no runner here
+
+
+def test_create_replay_and_resend(engine: Engine, runner: None):
+    from oqronkit.namespaces import QUEUE
+    from tests.engine.operations.seeds import delivery, seed_runs, webhook
+
+    engine.durable.put(QUEUE, "pricing", {"name": "pricing", "replayable": True})  # as its workers declare it
+    seed_runs(engine, "pricing", 5)
+    replayed = cli(engine, "ops", "create", "replay", "--handler", "pricing", "--last", "3", "--since", "1h",
+                   "--wait", "--timeout", "30", "--json")
+    assert replayed.code == 0, replayed.err
+    doc = json.loads(replayed.out)
+    assert (doc["action"], doc["status"], doc["counts"]["done"], doc["filter"]["last"]) == ("replay", "done", 3, 3)
+    assert doc["replaySet"] and engine.durable.count(job_namespace("pricing")) == 3
+    entry = audit_entries(engine)[0]
+    assert (entry["action"], entry["source"], entry["replaySet"]) == ("operation-replay", "cli", doc["replaySet"])
+    read = cli(engine, "replay", "--set", doc["replaySet"], "--page", "1", "--json")
+    shown = json.loads(read.out)["replay_set"]
+    assert (shown["page"], shown["pages"], shown["count"], shown["operation"]) == (1, 2, 3, doc["id"])  # chunks of 2
+    assert cli(engine, "replay", "--set", doc["replaySet"], "--page", "0").code == 2
+    hook = webhook(engine)
+    dead = delivery(hook, end="dead")
+    resent = cli(engine, "ops", "create", "resend", "--webhook", "billing", "--run-status", "failed", "--wait",
+                 "--json")
+    assert resent.code == 0, resent.err
+    assert json.loads(resent.out)["counts"]["done"] == 1 and engine.durable.count(dlq_namespace(hook.queue.name)) == 0
+    assert dead in {r.id for r in engine.durable.list(job_namespace(hook.queue.name)).records}
+    assert cli(engine, "ops", "create", "replay").code == 2  # --handler is missing
+    refused = cli(engine, "ops", "create", "replay", "--handler", "plain")
+    assert refused.code != 0 and "not declared replayable" in refused.err

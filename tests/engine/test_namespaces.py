@@ -41,8 +41,13 @@ SPEC_ROWS = [
     ("webhook_cb", "state"),
     ("my_custom_namespace", "record"),
 ]
-# Ours, beyond the spec's table: tracked bulk operations and their progress.
-OUR_ROWS = [("operations", "operation"), ("operation_progress", "state")]
+# Ours, beyond the spec's table: tracked bulk operations and their progress; a tracked
+# replay's pairs and tally and a resend's handled deliveries are plain records; the
+# metrics history's buckets and deploy markers (kind metric) and its watermark.
+OUR_ROWS = [("operations", "operation"), ("operation_progress", "state"), (ns.replay_pairs_namespace("s1"), "record"),
+            (ns.REPLAY_TALLIES, "record"), (ns.operation_items_namespace("o1"), "record"),
+            ("metrics_minute", "metric"), ("metrics_hour", "metric"), ("metrics_day", "metric"),
+            ("metrics_deploys", "metric"), ("metrics_state", "state")]
 
 
 @pytest.mark.parametrize(("namespace", "kind"), SPEC_ROWS + OUR_ROWS)

@@ -5,7 +5,9 @@
   nothing; a scope grant of every project and environment, so the switcher offers all);
 - the demo workload (``demo/workload.py``): a first burst of jobs on the demo queues
   and a ticker that adds more every few seconds, all through the engine's queue API.
-  ``bin/demo`` then runs ``runworker`` (with ``OQRON_DEMO=1``) next to the board.
+  ``bin/demo`` then runs ``runworker`` (with ``OQRON_DEMO=1``) next to the board;
+- a few days of synthetic metrics history for the demo queues (``oqronkit.history.backfill``,
+  labelled "synthetic" on every chart), so the history charts show something at once.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ from oqronboard.base.roles import VIEWERS_GROUP
 from oqronboard.models import ScopeGrant, ensure_board_groups
 from oqronkit import OqronError
 from oqronkit.contrib.django import engine
+from oqronkit.history.backfill import backfill_synthetic
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo"
 VIEWER_USERNAME = "viewer"
 VIEWER_PASSWORD = "viewer"
+HISTORY_QUEUES = ("emails", "payments", "reports", "thumbnails")
+HISTORY_DAYS = 3
 
 
 class Command(BaseCommand):
@@ -66,6 +71,10 @@ class Command(BaseCommand):
         counts = workload.seed()
         summary = ", ".join(f"{n} {queue}" for queue, n in counts.items())
         self.stdout.write(self.style.SUCCESS(f"Enqueued the demo workload ({summary}) and its ticker."))
+        # Labelled synthetic on every chart: the history's first real minutes come a minute or two in.
+        written = backfill_synthetic(engine.get_engine().durable, HISTORY_QUEUES, days=HISTORY_DAYS)
+        self.stdout.write(f"Backfilled {HISTORY_DAYS} days of synthetic metrics history ({written} buckets, "
+                          "labelled as synthetic on the charts).")
         sample = engine.get_engine().durable.list("queue_job:checkout", limit=1).records
         if sample and isinstance(sample[0].value.get("correlationId"), str):
             self.stdout.write(f"Follow one checkout on the board: /trace/{sample[0].value['correlationId']}/")

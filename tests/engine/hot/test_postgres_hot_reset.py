@@ -14,6 +14,7 @@ from oqronkit.backends.hot_types import Signal
 from oqronkit.backends.postgres import PostgresHotPlane, pool
 from oqronkit.backends.types import Scope
 
+from ...services import require_postgres, unique_name, with_search_path
 from .conftest import LEASE, NOW
 
 
@@ -76,3 +77,27 @@ def test_a_claim_on_a_dead_pooled_connection_is_tried_once_more_on_a_new_one(pg_
         assert plane.ack(scope, "dead-conn", first + second) == {"a", "b"}
     finally:
         plane.close()
+
+
+def test_a_schema_another_process_just_made_is_no_reset():
+    # Another process ran the schema script and has not read its epoch yet: this one
+    # finds every table there and must not take the missing epoch row for a crash's loss.
+    from oqronkit.backends.postgres.hot import SCHEMA
+
+    base = require_postgres()
+    schema = unique_name("oqron_epoch")
+    url = with_search_path(base, schema)
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')  # schema name is ours, not user input
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(SCHEMA)
+        plane = PostgresHotPlane(url, min_size=1, max_size=1)
+        try:
+            plane.ensure_ready()
+            assert plane.resets == 0 and plane.epoch is not None
+        finally:
+            plane.close()
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')

@@ -122,6 +122,10 @@ CREATE UNLOGGED TABLE IF NOT EXISTS oqron_hot_epoch (
     one   boolean PRIMARY KEY CHECK (one),
     epoch text    NOT NULL
 );
+-- Written with the tables, so a process that finds the schema made by another before
+-- that one read its epoch does not take the missing row for a crash's.
+INSERT INTO oqron_hot_epoch (one, epoch) VALUES (true, md5(clock_timestamp()::text || random()::text))
+ON CONFLICT DO NOTHING;
 
 -- Cluster-wide queue limits (backends/claim_limits.py): per queue, the JSON log of claim
 -- times inside the rate window and the per-minute held-back counts. A limited claim

@@ -1,0 +1,81 @@
+"""The metrics history on the board (issue 37, item 4): charts on the overview, a
+queue's page and a handler's page, range selection, deploy markers, the JSON API; read
+from the leader's rollups through Engine.metrics_history."""
+
+from __future__ import annotations
+
+import re
+
+from django.urls import reverse
+
+from oqronkit.clock import now_ms
+from oqronkit.history.deploys import record_deploy
+from oqronkit.history.rollup import rollup
+from oqronkit.namespaces import METRICS_STATE
+from tests.board.seed import MINUTE, Board, put_runs, run_value
+
+
+def seed_history(board: Board) -> None:
+    """Ten emails runs (three failed) and four reports runs over the last half hour, rolled up."""
+    now = now_ms()
+    runs = [run_value(f"e{n}", name="emails", status="failed" if n < 3 else "completed", job_id=f"j{n}",
+                      started=now - (5 + n * 2) * MINUTE) for n in range(10)]
+    runs += [run_value(f"r{n}", name="reports", job_id=f"k{n}", started=now - (4 + n) * MINUTE) for n in range(4)]
+    put_runs(board.plane, runs)
+    board.plane.put(METRICS_STATE, "rollup", {"next": now - 40 * MINUTE - now % MINUTE})
+    rollup(board.plane, now=now)
+    record_deploy(board.plane, "v-<b>2</b>", worker="w1", at=now - 10 * MINUTE)
+
+
+def totals(body: str) -> str:
+    found = re.search(r'data-testid="history-totals">(.*?)<span', body, re.S)
+    assert found, body[:2000]
+    return " ".join(found.group(1).split())
+
+
+def test_queue_page_charts_and_range_switch(board: Board):
+    seed_history(board)
+    url = reverse("oqronboard:queue-jobs", args=["emails"])
+    body = board.viewer.get(url).content.decode()
+    assert totals(body) == "1440 minute buckets: 7 completed, 3 failed"
+    assert 'data-testid="range-24h" aria-current="page"' in body
+    assert body.count('<polyline class="p99"') >= 1 and 'data-testid="deploy-marker"' in body
+    assert '<path class="ok" d="M' in body and '<rect class="ok"' not in body  # 1,440 buckets: paths
+    assert "<b>2</b>" not in body and "v-&lt;b&gt;2&lt;/b&gt;" in body
+    assert reverse("oqronboard:handler", args=["emails"]) in body
+    week = board.viewer.get(url + "?range=7d").content.decode()
+    assert sorted(totals(week).split(": ")[1].split(", ")) == ["3 failed", "7 completed"]  # open hours: live
+    assert totals(week).startswith("168 hour buckets")
+    assert 'data-testid="range-7d" aria-current="page"' in week
+    assert board.viewer.get(url + "?range=2w").status_code == 400
+
+
+def test_handler_and_overview_pages(board: Board):
+    seed_history(board)
+    body = board.viewer.get(reverse("oqronboard:handler", args=["reports"]) + "?range=1h").content.decode()
+    assert totals(body) == "60 minute buckets: 4 completed"
+    assert body.count('<rect class="ok"') == 4 and "1 completed</title>" in body  # few buckets: a bar and tooltip each
+    assert reverse("oqronboard:runs") + "?name=reports" in body
+    overview = board.viewer.get(reverse("oqronboard:home")).content.decode()
+    assert totals(overview).startswith("168 hour buckets") and 'data-testid="range-7d" aria-current' in overview
+    overview = board.viewer.get(reverse("oqronboard:home") + "?range=24h").content.decode()
+    assert totals(overview) == "1440 minute buckets: 11 completed, 3 failed"
+    assert board.viewer.get(reverse("oqronboard:handler", args=["x" * 101])).status_code == 400
+
+
+def test_api_answers_the_history_and_400s_bad_input(board: Board):
+    seed_history(board)
+    api = reverse("oqronboard:api-metrics-history")
+    response = board.viewer.get(api, {"kind": "queue", "key": "emails", "range": "1h"})
+    body = response.json()
+    assert response.status_code == 200, body
+    assert body["resolution"] == "minute" and len(body["points"]) == 60
+    assert body["totals"] == {"failed": 3, "completed": 7}
+    busy = [p for p in body["points"] if p["runs"]]
+    assert busy and all(p["durationMs"]["p50"] == 1500.0 or abs(p["durationMs"]["p50"] - 1500) < 30 for p in busy)
+    assert [d["version"] for d in body["deploys"]] == ["v-<b>2</b>"]
+    assert board.viewer.get(api).json()["totals"] == {"failed": 3, "completed": 11}
+    for bad in ({"kind": "queue"}, {"kind": "nope", "key": "x"}, {"kind": "all", "range": "5y"}):
+        response = board.viewer.get(api, bad)
+        assert response.status_code == 400, bad
+        assert response.json()["error"]
