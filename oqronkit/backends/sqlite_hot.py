@@ -51,6 +51,7 @@ class SQLiteHotPlane(SQLiteHotMixins):
 
     name = "sqlite"
     transaction_domain: str | None = None
+    signal_domain: str | None = None
     #: No broadcast (no cheap cross-process push on one file): a cache's L1 here is
     #: bounded by its short ``local_ttl`` instead.
     supports_broadcast = False

@@ -23,7 +23,7 @@ import struct
 from typing import Any
 
 from ...codec import decode_json
-from ..types import EncodedRow, StoredRecord
+from ..types import EncodedRow, ListQuery, StoredRecord
 
 NO_START = "-" * 16
 KEY_WIDTH = 16
@@ -103,3 +103,23 @@ class Batch:
     def refs(self) -> list[tuple[str, str]]:
         """(namespace, id) of every operation, in the order of the script's results."""
         return [(ns, op[1]) for (_t, ns), (_k, ops) in self.groups.items() for op in ops]
+
+
+def listing_bounds(query: ListQuery) -> tuple[str, str]:
+    """ZRANGEBYLEX bounds (lower, upper) of a listing: its started window (on the
+    started index) and its cursor, whichever is tighter."""
+    lo, hi = "-", "+"
+    if query.order == "started":
+        if query.started_from is not None:
+            lo = "[" + started_key(query.started_from)
+        if query.started_to is not None:
+            hi = "(" + started_key(query.started_to)
+    if query.after is not None:
+        score, id = query.after
+        key = started_key(score) if query.order == "started" else inserted_key(score)
+        cursor = "(" + key + id
+        if query.descending:
+            hi = cursor if hi == "+" or cursor[1:] <= hi[1:] else hi
+        else:
+            lo = cursor if lo == "-" or cursor[1:] >= lo[1:] else lo
+    return lo, hi
