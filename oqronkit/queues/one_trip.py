@@ -18,12 +18,13 @@ from typing import Any, cast
 from ..backends.hot_types import Signal
 from ..backends.protocols import SignallingStore
 from ..clock import now_ms
+from ..codec import json_fragment
 from ..durable import RecordWrite
 from ..errors import DuplicateRecord, InvalidJob
 from ..lifecycle import emit_many
 from ..planes import signal_together
 from ..transactions import joined
-from .enqueue import build_job
+from .enqueue import build_job, encode_payload, payload_limit
 from .jobs import Job
 
 
@@ -32,11 +33,14 @@ def add_in_one_trip(queue: Any, items: list[tuple[Any, Any]]) -> Job | None:
     module) added, or None when this add is not one this path takes."""
     if len(items) != 1 or items[0][1] or joined() or not signal_together(queue.engine):
         return None
-    job = build_job(queue, items[0][0])
+    text, data = encode_payload(items[0][0], limit=payload_limit(queue), queue=queue.name)
+    job = build_job(queue, data, payload_checked=True)
     if job.status not in ("waiting", "delayed"):
         return None
     durable = queue.engine.durable
-    rows = durable.encode_all([RecordWrite(job.namespace, job.id, job.to_value(), new=True)])
+    value = cast(dict[str, Any], job.to_value())  # a fresh dict
+    value["data"] = json_fragment(text)  # the payload's checked JSON, not encoded a second time
+    rows = durable.encode_all([RecordWrite(job.namespace, job.id, value, new=True, checked=True)])
     store = cast(SignallingStore, durable.store)  # signal_together checked
     try:
         store.insert_and_signal(durable.scope, rows, queue.name, [Signal(job.id, job.priority, job.run_at, job.lifo)],

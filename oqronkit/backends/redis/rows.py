@@ -22,7 +22,7 @@ import json
 import struct
 from typing import Any
 
-from ...codec import decode_json
+from ...codec import decode_json, dumps_compact
 from ..types import EncodedRow, ListQuery, StoredRecord
 
 NO_START = "-" * 16
@@ -53,7 +53,9 @@ def encode_row(row: EncodedRow) -> str:
     start = started_key(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else NO_START
     fields = [v if isinstance(v := value.get(name), str) else None for name in FILTER_FIELDS]
     expires = None if row.expires_at is None else str(row.expires_at)
-    header = json.dumps([expires, row.kind, *fields], separators=(",", ":"))  # ASCII: length == bytes
+    header = dumps_compact([expires, row.kind, *fields])  # 2 us, json.dumps 5.5 (on every write)
+    if not header.isascii():  # the length is counted in bytes: escape what is not ASCII
+        header = json.dumps([expires, row.kind, *fields], separators=(",", ":"))
     return f"{inserted_key(row.inserted_at)}{start}{len(header):06d}{header}{row.value_json}"
 
 
