@@ -61,10 +61,8 @@ class SQLiteHotPlane(SQLiteHotMixins):
     ) -> None:
         if path in ("", ":memory:") or path.startswith("file:"):
             # Each thread's connection would get its own private database.
-            raise ConfigurationError(
-                f"The SQLite hot plane needs a file path, got {path!r}; use mode 'memory' "
-                "for an in-process plane."
-            )
+            raise ConfigurationError(f"The SQLite hot plane needs a file path, got {path!r}; use mode 'memory' "
+                                     "for an in-process plane.")
         self.path = path
         self._poll = poll_interval
         self._conns = SQLiteConnections(path, busy_timeout=busy_timeout, role="hot plane")
