@@ -11,6 +11,10 @@ Usage (from the repository root; ``--against`` takes a revision, checked out int
 temporary worktree, or a checkout's directory)::
 
     .venv/bin/python bench/add_cost.py --against 91cc35d --rounds 7 --modes postgres,redis-postgres
+
+``--huey``: a third arm in every round, Huey's enqueue call (``RedisHuey``, one task call
+per job, from the peers' virtualenv ``bench/.peers-venv``), and each mode's single
+``add`` against it (issue 36: redis mode within 1.2x of Huey's enqueue).
 """
 
 from __future__ import annotations
@@ -51,6 +55,37 @@ print(json.dumps({"single_us": single_s / int(singles) * 1e6, "bulk_us_per_job":
 """
 
 
+HUEY_DRIVER = """
+import json, sys, time
+from huey import RedisHuey
+redis_url, name, singles = sys.argv[1:4]
+huey = RedisHuey(name, url=redis_url)
+
+@huey.task()
+def bench_task(data):
+    pass
+
+bench_task({"warm": True})
+started = time.perf_counter()
+for n in range(int(singles)):
+    bench_task({"n": n, "to": "someone@example.com"})
+single_s = time.perf_counter() - started
+huey.storage.flush_all()
+print(json.dumps({"single_us": single_s / int(singles) * 1e6}))
+"""
+PEERS_PYTHON = ROOT / "bench" / ".peers-venv" / "bin" / "python"
+
+
+def huey(args: argparse.Namespace, scratch: Path) -> dict[str, float]:
+    """One producer process calling a Huey task ``--singles`` times (its queue emptied after)."""
+    name = f"bench_add_{uuid.uuid4().hex[:8]}"  # Huey keeps [A-Za-z0-9_] of a name
+    out = subprocess.run([str(PEERS_PYTHON), "-c", HUEY_DRIVER, REDIS_URL, name, str(args.singles)], cwd=scratch,
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise SystemExit(f"huey failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def database_url(mode: str, scratch: Path) -> str:
     return f"sqlite:///{scratch / f'{uuid.uuid4().hex}.sqlite3'}" if mode == "sqlite" else PG_URL
 
@@ -82,6 +117,7 @@ def main() -> int:
     parser.add_argument("--singles", type=int, default=2000)
     parser.add_argument("--bulk", type=int, default=20000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--huey", action="store_true", help="also time Huey's enqueue call in every round")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"add-cost-{uuid.uuid4().hex[:6]}"
@@ -97,10 +133,11 @@ def rounds(args: argparse.Namespace, arms: dict[str, Path], rng: random.Random, 
     found: dict[tuple[str, str], list[dict[str, float]]] = {}
     for _ in range(args.rounds):
         for mode in args.modes.split(","):
-            order = list(arms)
+            order = [*arms, *(["huey"] if args.huey else [])]
             rng.shuffle(order)
             for arm in order:
-                found.setdefault((mode, arm), []).append(one(arms[arm], mode, args, scratch))
+                result = huey(args, scratch) if arm == "huey" else one(arms[arm], mode, args, scratch)
+                found.setdefault((mode, arm), []).append(result)
     return found
 
 
@@ -117,6 +154,16 @@ def report(args: argparse.Namespace, found: dict[tuple[str, str], list[dict[str,
         print(f"{mode:16} {med['base', 'single_us']:14.0f} {med['this', 'single_us']:14.0f} {pair[0]:10.3f} "
               f"{med['base', 'bulk_us_per_job']:19.1f} {med['this', 'bulk_us_per_job']:19.1f} {pair[1]:10.3f}")
     print("this/base: the median of the per-round ratios (below 1: this checkout is faster)")
+    if args.huey:
+        print(f"\n{'mode':16} {'Huey us':>10} {'base/Huey':>10} {'this/Huey':>10}  (single call; medians of the "
+              "per-round ratios, Huey timed beside each mode)")
+        for mode in args.modes.split(","):
+            runs = found[(mode, "huey")]
+            ratios = [statistics.median(a["single_us"] / h["single_us"] for a, h in zip(found[(mode, arm)], runs,
+                                                                                       strict=True))
+                      for arm in ("base", "this")]
+            print(f"{mode:16} {statistics.median(h['single_us'] for h in runs):10.0f} {ratios[0]:10.2f} "
+                  f"{ratios[1]:10.2f}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ a bare ``INSERT`` of a job-sized row into a plain (logged) table, committed, and
 Steps (each from the end of the previous one):
 
 * ``insert``: the durable write of ``add`` (``add`` starts it);
-* ``signal``: the hot plane's signal (in postgres mode the same server);
+* ``signal``: the hot plane's signal (0 where one call inserts and signals: a single
+  ``add`` in postgres mode and in redis mode, ``queues/one_trip.py``);
 * ``wake-up``: until the idle claim loop's wait returns;
 * ``claim``: the claim round trip (from the wake-up to its answer);
 * ``read``: the durable read of the claimed job's row;
@@ -94,6 +95,18 @@ class Stamps:
 
         hot.signal, hot.wait, hot.claim = stamped_signal, stamped_wait, stamped_claim
         durable.insert_many, durable.get_many = stamped_insert, stamped_get_many
+        store = durable.store
+        if hasattr(store, "insert_and_signal"):  # queues/one_trip.py: the row and its signal in one call
+            insert_and_signal = store.insert_and_signal
+
+            def stamped_insert_and_signal(scope: Any, rows: Any, *a: Any, **k: Any) -> Any:
+                out = insert_and_signal(scope, rows, *a, **k)
+                done = clock()
+                self.put([r.id for r in rows], "insert", done)
+                self.put([r.id for r in rows], "signal", done)  # the signal step: 0, it is the same call
+                return out
+
+            store.insert_and_signal = stamped_insert_and_signal
 
 
 def floor(mode: str, jobs: int, url: str) -> dict[str, float]:

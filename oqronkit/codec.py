@@ -283,3 +283,14 @@ def check_text(value: Any, *, what: str) -> str:
     if problem is not None:
         raise InvalidJob(f"{what} {value!r} cannot be used: {problem}.")
     return value
+
+
+def json_int(value: Any) -> int | None:
+    """``value`` (read from a stored record, untrusted) as an int, or None for anything
+    that is not a number (a bool is not)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None

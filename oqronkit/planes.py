@@ -29,3 +29,11 @@ def commit_together(planes: Planes) -> bool:
     can write a record and the hot state that goes with it."""
     domain = planes.hot.plane.transaction_domain
     return domain is not None and domain == planes.durable.store.transaction_domain
+
+
+def signal_together(planes: Planes) -> bool:
+    """Whether the durable store inserts a job and signals it on the hot plane in one
+    atomic call (:class:`~oqronkit.backends.protocols.SignallingStore`): postgres mode,
+    and redis mode on a standalone server."""
+    domain = planes.hot.plane.signal_domain
+    return domain is not None and domain == planes.durable.store.signal_domain

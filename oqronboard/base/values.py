@@ -1,15 +1,8 @@
-"""Reading numbers out of record values the board did not write (untrusted JSON)."""
+"""Reading numbers out of record values the board did not write (untrusted JSON): the
+engine's reader, so the board and the engine agree on what a number is."""
 
 from __future__ import annotations
 
-from typing import Any
+from oqronkit.codec import json_int
 
-
-def json_int(value: Any) -> int | None:
-    """``value`` as an int, or None for anything that is not a number (a bool is not)."""
-    if isinstance(value, bool):
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+__all__ = ["json_int"]

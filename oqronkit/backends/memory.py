@@ -24,6 +24,7 @@ class MemoryDurableStore:
     supports_sql = False
     transaction_domain: str | None = None
     joins_database: str | None = None
+    signal_domain: str | None = None
 
     def __init__(self) -> None:
         self._rows: dict[_Key, _Row] = {}

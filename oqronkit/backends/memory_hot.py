@@ -36,6 +36,7 @@ class MemoryHotPlane(LocalBroadcast):
     name = "memory"
     transaction_domain: str | None = None
     joins_database: str | None = None
+    signal_domain: str | None = None
 
     def __init__(self) -> None:
         super().__init__()

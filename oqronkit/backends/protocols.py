@@ -34,6 +34,11 @@ class DurableStore(Protocol):
     #: an application may lend it (:mod:`oqronkit.backends.borrowed`); None for a store
     #: that cannot join an application's transaction (memory, Redis).
     joins_database: str | None
+    #: Where one call can insert a job's row and signal it on the hot plane: a hot
+    #: plane with the same (not None) domain is on the same server, and this store is
+    #: then a :class:`SignallingStore` (postgres mode: one transaction; redis mode on a
+    #: standalone server: one script).
+    signal_domain: str | None
 
     def ensure_schema(self) -> None:
         """Create the three tables and their indexes if missing (never drops data)."""
@@ -128,18 +133,23 @@ class DurableStore(Protocol):
         ``partition`` and ``value["offset"]`` is above ``after``, by offset."""
 
 
-class ReleasingStore(DurableStore, Protocol):
+class SignallingStore(DurableStore, Protocol):
+    """A durable store on the hot plane's server (:attr:`DurableStore.signal_domain`)."""
+
+    def insert_and_signal(self, scope: Scope, rows: Sequence[EncodedRow], queue: str, signals: Sequence[Signal],
+                          now: int) -> None:
+        """Insert fresh ``rows`` and signal ``signals`` of ``queue`` atomically, in one
+        round trip (:func:`oqronkit.queues.one_trip.add_in_one_trip`); a taken id raises
+        :class:`~oqronkit.errors.DuplicateRecord`, and then nothing is written or signalled."""
+
+
+class ReleasingStore(SignallingStore, Protocol):
     """A durable store that shares its database with the hot plane (postgres mode)."""
 
     def apply_and_release(self, scope: Scope, puts: Sequence[EncodedRow], namespace: str, queue: str,
                           leases: Sequence[tuple[str, int]]) -> set[str]:
         """Write ``puts`` and release ``leases`` of ``queue`` in one transaction
         (:meth:`oqronkit.durable.DurablePlane.apply_and_release`)."""
-
-    def insert_and_signal(self, scope: Scope, rows: Sequence[EncodedRow], queue: str, signals: Sequence[Signal],
-                          now: int) -> None:
-        """Insert fresh ``rows`` and signal ``signals`` of ``queue`` in one transaction
-        (:func:`oqronkit.queues.one_trip.add_in_one_trip`)."""
 
 
 @runtime_checkable
@@ -156,6 +166,9 @@ class HotPlane(Protocol):
     transaction_domain: str | None
     #: As :attr:`DurableStore.joins_database`: a plane keeping its tables in that database.
     joins_database: str | None
+    #: As :attr:`DurableStore.signal_domain`: a store with the same domain signals this
+    #: plane's queues in the call that inserts the jobs.
+    signal_domain: str | None
     #: True when the plane is also :class:`Broadcasting` (memory, Postgres, Redis).
     supports_broadcast: bool
 

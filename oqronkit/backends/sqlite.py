@@ -54,6 +54,7 @@ class SQLiteDurableStore:
     name = "sqlite"
     supports_sql = True
     transaction_domain: str | None = None
+    signal_domain: str | None = None
 
     def __init__(self, path: str, *, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
         if path in ("", ":memory:"):

@@ -51,6 +51,7 @@ class SQLiteHotPlane(SQLiteHotMixins):
 
     name = "sqlite"
     transaction_domain: str | None = None
+    signal_domain: str | None = None
     #: No broadcast (no cheap cross-process push on one file): a cache's L1 here is
     #: bounded by its short ``local_ttl`` instead.
     supports_broadcast = False
@@ -60,10 +61,8 @@ class SQLiteHotPlane(SQLiteHotMixins):
     ) -> None:
         if path in ("", ":memory:") or path.startswith("file:"):
             # Each thread's connection would get its own private database.
-            raise ConfigurationError(
-                f"The SQLite hot plane needs a file path, got {path!r}; use mode 'memory' "
-                "for an in-process plane."
-            )
+            raise ConfigurationError(f"The SQLite hot plane needs a file path, got {path!r}; use mode 'memory' "
+                                     "for an in-process plane.")
         self.path = path
         self._poll = poll_interval
         self._conns = SQLiteConnections(path, busy_timeout=busy_timeout, role="hot plane")

@@ -36,6 +36,12 @@ def check_priority(priority: Any) -> int:
     return priority
 
 
+def payload_limit(queue: Any) -> int:
+    """The most bytes of JSON a payload of ``queue`` may take (the rest of its record's room
+    is for the job's own fields and errors)."""
+    return int(queue.engine.config.max_record_bytes) - 4096
+
+
 def check_payload(data: Any, *, limit: int, queue: str) -> Any:
     """Refuse payloads that are not JSON-serialisable or too large, at ``add`` time."""
     return encode_payload(data, limit=limit, queue=queue)[1]
@@ -99,7 +105,7 @@ def plain_job_rows(queue: Any, payloads: Sequence[Any], jobs: list[Job]) -> Iter
     del shared["id"], shared["data"]
     # '"queue":"q","status":"waiting",...' without braces: every job of the batch has it.
     middle = encode_value(shared, limit=1 << 62, what="job")[1:-1]
-    limit = queue.engine.config.max_record_bytes - 4096
+    limit = payload_limit(queue)
     fields = {name: getattr(first, name) for name in _PLAIN_FIELDS}
     for index, payload in enumerate(payloads):
         if index == 0:
@@ -165,8 +171,10 @@ def build_job(
     correlation_id: str | None = None,
     tags: Sequence[str] = (),
     timeout: float | timedelta | None = None,
+    payload_checked: bool = False,
 ) -> Job:
-    """A validated job for ``queue`` (not yet stored)."""
+    """A validated job for ``queue`` (not yet stored). ``payload_checked``: ``data`` is
+    the value :func:`encode_payload` returned (the caller keeps its text to store)."""
     name = queue.name
     if job_id is not None:
         check_text(job_id, what="job_id")
@@ -190,7 +198,7 @@ def build_job(
     job = Job(
         id=job_id or new_id(),
         queue=name,
-        data=check_payload(data, limit=queue.engine.config.max_record_bytes - 4096, queue=name),
+        data=data if payload_checked else check_payload(data, limit=payload_limit(queue), queue=name),
         status="delayed" if due is not None and due > now else "waiting",
         priority=check_priority(queue.priority if priority is None else priority),
         lifo=queue.strategy == "lifo",

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from ..codec import json_int
 from ..config import OqronConfig
 from ..durable import DurablePlane
 from ..hot import HotPlaneFacade
@@ -21,24 +22,14 @@ from .signing import new_secret
 from .webhook import Webhook, webhooks_for
 
 
-def _whole(value: Any) -> int | None:
-    """``value`` as an int, or None for anything that is not a number (a bool is not)."""
-    if isinstance(value, bool):
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def operator_webhook(engine: QueueHost, name: str, control: Mapping[str, Any]) -> Webhook:
     """The webhook ``name`` on ``engine`` with the settings of its stored ``control`` record."""
     secret_ids = [s for s in control.get("secretIds") or [] if isinstance(s, str)] or ["default"]
-    schedule = [_whole(ms) for ms in control.get("scheduleMs") or []]
+    schedule = [json_int(ms) for ms in control.get("scheduleMs") or []]
     stored = control.get("breaker")
     breaker: Mapping[str, Any] = stored if isinstance(stored, Mapping) else {}
-    settings = [_whole(breaker.get(k)) for k in ("failures", "cooldownMs", "maxCooldownMs", "disableAfterMs")]
-    timeout = _whole(control.get("timeoutMs"))
+    settings = [json_int(breaker.get(k)) for k in ("failures", "cooldownMs", "maxCooldownMs", "disableAfterMs")]
+    timeout = json_int(control.get("timeoutMs"))
     whole = [s for s in settings if s is not None]
     return Webhook(
         name, secrets={s: new_secret() for s in secret_ids},

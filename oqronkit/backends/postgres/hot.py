@@ -78,6 +78,7 @@ class PostgresHotPlane(PostgresBroadcast, PostgresHotMixins):
     ) -> None:
         self.transaction_domain: str | None = url
         self.joins_database: str | None = url
+        self.signal_domain: str | None = url
         self._epoch = EpochWatch()
         self._horizon = HorizonWatch()
         self._pool = LazyPool(

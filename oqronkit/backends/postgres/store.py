@@ -68,6 +68,7 @@ class PostgresDurableStore:
         # One database: a hot plane on the same URL settles jobs in our transactions.
         self.transaction_domain: str | None = url
         self.joins_database: str | None = url
+        self.signal_domain: str | None = url
         self._pool = LazyPool(url, "oqronkit-durable", label="store", min_size=min_size, max_size=max_size,
                               timeout=connect_timeout, autocommit=True)
         self._horizon = HorizonWatch()

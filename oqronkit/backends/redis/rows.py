@@ -22,8 +22,8 @@ import json
 import struct
 from typing import Any
 
-from ...codec import decode_json
-from ..types import EncodedRow, StoredRecord
+from ...codec import decode_json, dumps_compact
+from ..types import EncodedRow, ListQuery, StoredRecord
 
 NO_START = "-" * 16
 KEY_WIDTH = 16
@@ -53,7 +53,9 @@ def encode_row(row: EncodedRow) -> str:
     start = started_key(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else NO_START
     fields = [v if isinstance(v := value.get(name), str) else None for name in FILTER_FIELDS]
     expires = None if row.expires_at is None else str(row.expires_at)
-    header = json.dumps([expires, row.kind, *fields], separators=(",", ":"))  # ASCII: length == bytes
+    header = dumps_compact([expires, row.kind, *fields])  # 2 us, json.dumps 5.5 (on every write)
+    if not header.isascii():  # the length is counted in bytes: escape what is not ASCII
+        header = json.dumps([expires, row.kind, *fields], separators=(",", ":"))
     return f"{inserted_key(row.inserted_at)}{start}{len(header):06d}{header}{row.value_json}"
 
 
@@ -103,3 +105,23 @@ class Batch:
     def refs(self) -> list[tuple[str, str]]:
         """(namespace, id) of every operation, in the order of the script's results."""
         return [(ns, op[1]) for (_t, ns), (_k, ops) in self.groups.items() for op in ops]
+
+
+def listing_bounds(query: ListQuery) -> tuple[str, str]:
+    """ZRANGEBYLEX bounds (lower, upper) of a listing: its started window (on the
+    started index) and its cursor, whichever is tighter."""
+    lo, hi = "-", "+"
+    if query.order == "started":
+        if query.started_from is not None:
+            lo = "[" + started_key(query.started_from)
+        if query.started_to is not None:
+            hi = "(" + started_key(query.started_to)
+    if query.after is not None:
+        score, id = query.after
+        key = started_key(score) if query.order == "started" else inserted_key(score)
+        cursor = "(" + key + id
+        if query.descending:
+            hi = cursor if hi == "+" or cursor[1:] <= hi[1:] else hi
+        else:
+            lo = cursor if lo == "-" or cursor[1:] >= lo[1:] else lo
+    return lo, hi

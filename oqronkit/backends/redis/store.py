@@ -29,6 +29,7 @@ from typing import Any, TypeVar, cast
 
 from ...config import redact_url
 from ...errors import BackendUnavailable, DuplicateRecord
+from ..hot_types import Signal
 from ..matching import fields_match, matches_query
 from ..types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
 from . import log
@@ -41,6 +42,7 @@ from .connection import (
     open_client,
     read_retry,
 )
+from .hot import signal_calls
 from .keys import durable_base
 from .rows import (
     FILTER_FIELDS,
@@ -50,9 +52,9 @@ from .rows import (
     encode_row,
     filter_index,
     inserted_key,
+    listing_bounds,
     row_json,
     split_expiry_member,
-    started_key,
 )
 from .scripts import Scripts
 
@@ -72,6 +74,9 @@ class RedisDurableStore:
     supports_sql = False
     transaction_domain: str | None = None
     joins_database: str | None = None
+    #: The server's URL: the hot plane on it is signalled in an insert's own script
+    #: (insert_and_signal). A Redis Cluster URL never gets here (open_client).
+    signal_domain: str | None
 
     def __init__(
         self,
@@ -83,9 +88,10 @@ class RedisDurableStore:
         read_retries: int = READ_RETRIES,
     ) -> None:
         self._where = redact_url(url)
+        self.signal_domain = url
         self._check_eviction = check_eviction
         self._client = open_client(url, connect_timeout=connect_timeout, socket_timeout=socket_timeout)
-        self._scripts = Scripts(self._client, ("durable_write", "durable_page"))
+        self._scripts = Scripts(self._client, ("durable_write", "durable_page", "insert_and_signal"))
         self._retry = read_retry(read_retries)
         self._closed = False
 
@@ -131,6 +137,28 @@ class RedisDurableStore:
         for row in rows:
             batch.add(row.table, row.namespace, row.kind, "N", row.id, encode_row(row))
         return {ref for ref, done in zip(batch.refs(), self._write(scope, batch), strict=True) if done}
+
+    def insert_and_signal(self, scope: Scope, rows: Sequence[EncodedRow], queue: str, signals: Sequence[Signal],
+                          now: int) -> None:
+        """Insert fresh ``rows`` and, only if every id was free, signal ``signals`` of
+        ``queue`` on this server's hot plane: one script, one round trip. A taken id
+        raises DuplicateRecord with nothing written or signalled."""
+        batch = Batch()
+        for row in rows:  # 'F': a taken id stops the batch, so no later row is written
+            batch.add(row.table, row.namespace, row.kind, "F", row.id, encode_row(row))
+        keys, args = self._args(scope, batch)
+        (signal_keys, signal_args), = signal_calls(scope, queue, signals, now, "PUBLISH")  # one add: one batch
+        # Not retried: a lost reply after the insert would make the retry see its own row as taken.
+        done = self._script("insert_and_signal", [*keys, *signal_keys], [len(args), *args, *signal_args])
+        if all(done):
+            return
+        results = dict(zip(batch.refs(), done, strict=True))
+        undo = Batch()  # the rows before the taken one: their ids are fresh, nothing refers to them
+        for row in rows:
+            if results[(row.namespace, row.id)]:
+                undo.add(row.table, row.namespace, "", "D", row.id)
+        self._write(scope, undo, retry=True)
+        raise DuplicateRecord("a new record's id was taken; nothing was written or signalled.")
 
     def insert_guarded(self, scope: Scope, guard: EncodedRow, rows: Sequence[EncodedRow]) -> bool:
         batch = Batch()  # the guard's op comes first: a taken guard ('F') stops the rest
@@ -306,7 +334,7 @@ class RedisDurableStore:
         if wanted:  # the first filter's own index holds only rows that pass it
             field, value = wanted[0]
             index = filter_index(durable_base(scope), query.table, query.order, field, namespace, value)
-        lo, hi = _bounds(query)
+        lo, hi = listing_bounds(query)
         filtered = len(wanted) > 1 or query.correlation is not None or (
             query.order == "inserted" and (query.started_from is not None or query.started_to is not None))
         page = SCAN_PAGE if filtered else min(query.limit, SCAN_PAGE)
@@ -366,22 +394,3 @@ class RedisDurableStore:
             raise BackendUnavailable(f"The Redis durable store for {self._where} is closed.")
         return call(self._where, action, fn, self._retry if retry else None)
 
-
-def _bounds(query: ListQuery) -> tuple[str, str]:
-    """ZRANGEBYLEX bounds (lower, upper) of a listing: its started window (on the
-    started index) and its cursor, whichever is tighter."""
-    lo, hi = "-", "+"
-    if query.order == "started":
-        if query.started_from is not None:
-            lo = "[" + started_key(query.started_from)
-        if query.started_to is not None:
-            hi = "(" + started_key(query.started_to)
-    if query.after is not None:
-        score, id = query.after
-        key = started_key(score) if query.order == "started" else inserted_key(score)
-        cursor = "(" + key + id
-        if query.descending:
-            hi = cursor if hi == "+" or cursor[1:] <= hi[1:] else hi
-        else:
-            lo = cursor if lo == "-" or cursor[1:] >= lo[1:] else lo
-    return lo, hi

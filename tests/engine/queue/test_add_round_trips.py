@@ -1,6 +1,7 @@
 """A single ``add`` from a view costs one Postgres round trip in postgres mode (the row
-and its signal pipelined in one transaction, queues/one_trip.py) and in redis-postgres
-mode one Postgres round trip plus one Redis command (issue 36, item 4). Counted, not
+and its signal pipelined in one transaction, queues/one_trip.py), in redis-postgres
+mode one Postgres round trip plus one Redis command, and in redis mode one Redis command
+(the row and its signal in one script; issue 36, item 4). Counted, not
 timed: every Postgres connection the engine opens writes libpq's protocol trace, whose
 Sync and Query messages are the round trips; Redis commands are redis-py's sends."""
 
@@ -58,7 +59,7 @@ def trips(monkeypatch: pytest.MonkeyPatch) -> Iterator[RoundTrips]:
 
 
 @pytest.mark.parametrize(("mode", "postgres_per_add", "redis_per_add"),
-                         [("postgres", 1, 0), ("redis-postgres", 1, 1)])
+                         [("postgres", 1, 0), ("redis-postgres", 1, 1), ("redis", 0, 1)])
 def test_a_single_add_costs_one_postgres_round_trip_and_at_most_one_redis_command(
         mode, postgres_per_add, redis_per_add, trips, request, tmp_path, scope_names) -> None:
     with built_engine(mode, request, tmp_path, scope_names[0]) as engine:
@@ -72,3 +73,27 @@ def test_a_single_add_costs_one_postgres_round_trip_and_at_most_one_redis_comman
         wait_until(lambda: engine.hot.depths("trips", now_ms()).ready == ADDS + 1)
     assert pg <= ADDS * postgres_per_add + 1, f"{pg} Postgres round trips for {ADDS} adds"
     assert sent == ADDS * redis_per_add, f"{sent} Redis commands for {ADDS} adds"
+
+
+def test_a_taken_id_on_the_one_script_path_writes_and_signals_nothing(request, tmp_path, scope_names) -> None:
+    """redis mode: insert_and_signal.lua signals only a row it inserted; a taken id (a
+    fresh random id never is, but the script must not trust that) leaves the existing
+    row as it was, signals nothing and raises."""
+    from oqronkit.backends.hot_types import Signal
+    from oqronkit.durable import RecordWrite
+    from oqronkit.errors import DuplicateRecord
+
+    with built_engine("redis", request, tmp_path, scope_names[0]) as engine:
+        queue = engine.queue("taken", handler=lambda ctx: None)
+        held = queue.add({"n": 1}, delay=3600)  # delayed: a wrongly sent signal would make it ready
+        durable = engine.durable
+        twin = RecordWrite(held.namespace, held.id, {**held.to_value(), "data": {"n": 2}}, new=True)
+        fresh = RecordWrite(held.namespace, "fresh-one", {**held.to_value(), "id": "fresh-one"}, new=True)
+        with pytest.raises(DuplicateRecord):
+            durable.store.insert_and_signal(durable.scope, durable.encode_all([fresh, twin]), "taken",
+                                            [Signal(held.id, 0, None, False), Signal("fresh-one", 0, None, False)],
+                                            now_ms())
+        stored = durable.get_many(queue.namespace, [held.id, "fresh-one"])
+        assert [(r.id, r.value["data"]) for r in stored] == [(held.id, {"n": 1})]  # the batch undone
+        depths = engine.hot.depths("taken", now_ms())
+        assert (depths.ready, depths.delayed) == (0, 1)

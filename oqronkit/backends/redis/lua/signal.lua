@@ -1,6 +1,6 @@
--- requires: queue_lib.lua
--- signal.lua: make job ids claimable now, or due later. An id already ready, delayed or
--- leased in the queue is left as it is (signalling is idempotent).
+-- requires: signal_lib.lua
+-- signal.lua: make job ids claimable now, or due later (signal_jobs in signal_lib.lua,
+-- whose header lists the keys and arguments; KEYS and ARGV are passed as they come).
 --
 -- KEYS[1] ready    zset    oqron:<p>:<e>:{<p>:<e>:<queue>}:ready    job id -> packed score
 -- KEYS[2] delayed  zset    oqron:<p>:<e>:{<p>:<e>:<queue>}:delayed  job id -> run_at (ms)
@@ -11,46 +11,6 @@
 -- ARGV[2] wake-up channel oqron:<p>:<e>:{<p>:<e>:<queue>}:wake (PUBLISHed, not a key)
 -- ARGV[3] JSON array of [job id, priority, run_at (epoch ms) or null, lifo (bool)]
 -- ARGV[4] 'PUBLISH', or 'SPUBLISH' on a Redis Cluster (the channel is in the keys' slot)
--- Returns the number of jobs made ready. Publishes on the channel when a job became
--- ready or the earliest due time moved earlier (a waiter sized its sleep from it).
+-- Returns the number of jobs made ready.
 
-local now = tonumber(ARGV[1])
-local signals = cjson.decode(ARGV[3])
-local ids = {}
-for i, s in ipairs(signals) do
-  ids[i] = s[1]
-end
-local in_ready = read_chunked('ZMSCORE', KEYS[1], ids)
-local in_delayed = read_chunked('ZMSCORE', KEYS[2], ids)
-local in_leases = read_chunked('HMGET', KEYS[4], ids)
-local before = earliest(KEYS[2])
-local seen = {}
-local ready, priorities, lifos = {}, {}, {}
-local delayed, metas = {}, {}
-for i, s in ipairs(signals) do
-  local id = s[1]
-  if not seen[id] and not in_ready[i] and not in_delayed[i] and not in_leases[i] then
-    seen[id] = true
-    local priority, run_at, lifo = s[2], s[3], s[4]
-    if run_at ~= cjson.null and run_at > now then
-      delayed[#delayed + 1] = exact(run_at)
-      delayed[#delayed + 1] = id
-      metas[#metas + 1] = id
-      metas[#metas + 1] = pack_meta(priority, lifo)
-    else
-      ready[#ready + 1] = id
-      priorities[#priorities + 1] = priority
-      lifos[#lifos + 1] = lifo
-    end
-  end
-end
-make_ready(KEYS[1], KEYS[5], ready, priorities, lifos)
-if #delayed > 0 then
-  call_chunked('ZADD', KEYS[2], delayed)
-  call_chunked('HSET', KEYS[3], metas)
-end
-local after = earliest(KEYS[2])
-if #ready > 0 or (after and (not before or after < before)) then
-  redis.call(ARGV[4], ARGV[2], #ready)
-end
-return #ready
+return signal_jobs(KEYS, ARGV)
