@@ -72,8 +72,7 @@ class PostgresDurableStore:
         self._pool = LazyPool(url, "oqronkit-durable", label="store", min_size=min_size, max_size=max_size,
                               timeout=connect_timeout, autocommit=True)
         self._horizon = HorizonWatch()
-        # Whether the dead letters' text search has its trigram index (ensure_schema says).
-        self.text_search_indexed = False
+        self.text_search_indexed = False  # the dead letters' trigram index exists (ensure_schema says)
 
     # -- lifecycle -------------------------------------------------------------------
 
