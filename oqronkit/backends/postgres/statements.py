@@ -166,6 +166,8 @@ def list_plan(scope: Scope, query: ListQuery) -> tuple[tuple[str, ...], dict[str
     if query.started_to is not None:
         parts.append("where_started_to")
         params["started_to"] = _started_bound(query.started_to)
+    if namespace is not None:
+        parts += [f"where_namespace_{bound}" for bound in ("started_from", "started_to") if bound in params]
     direction = "desc" if query.descending else "asc"
     if query.after is not None:
         key, params["after_id"] = query.after
