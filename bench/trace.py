@@ -28,6 +28,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -85,8 +86,8 @@ SELECT %(project)s::text, %(environment)s::text, 'runs', 'run', 'tr' || k || a,
        %(base)s::bigint + 1000 + k * 3
 FROM generate_series(1, %(jobs)s) AS k, unnest(ARRAY['a', 'b']) AS a;
 INSERT INTO oqron_runs (project, environment, namespace, record_kind, id, value, inserted_at)
-SELECT %(project)s::text, %(environment)s::text, 'topic_msg:orders', 'message', 'tm' || k,
-       jsonb_build_object('id', 'tm' || k, 'topic', 'orders', 'partition', 0, 'offset', k,
+SELECT %(project)s::text, %(environment)s::text, 'topic_msg:' || %(topic)s::text, 'message', 'tm' || k,
+       jsonb_build_object('id', 'tm' || k, 'topic', %(topic)s::text, 'partition', 0, 'offset', k,
                           'publishedAt', %(base)s::bigint + 500 + k, 'correlationId', %(cid)s::text,
                           'causedBy', 'root'),
        %(base)s::bigint + 500 + k
@@ -119,6 +120,19 @@ def drop_database(url: str, name: str) -> None:
         conn.execute(psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(psycopg.sql.Identifier(name)))
 
 
+def seed_trace(conn: Any, *, project: str, environment: str, base: int, cid: str, entries: int,
+               topic: str = "orders") -> None:
+    """One trace of ``entries`` entries (SEED_TRACE) on an open autocommit connection:
+    a root run, its jobs with two runs each, its messages on ``topic`` and its log lines."""
+    jobs = (entries - 1) // 5  # each job: itself and two runs; as many messages and log lines again
+    messages = (entries - 1 - 3 * jobs) // 2
+    params = {"project": project, "environment": environment, "base": base, "cid": cid, "jobs": jobs,
+              "messages": messages, "logs": entries - 1 - 3 * jobs - messages, "topic": topic}
+    for statement in SEED_TRACE.split(";\n"):
+        if statement.strip():
+            conn.execute(statement, params)
+
+
 def seed(url: str, *, runs: int, entries: int) -> None:
     """The tables as the module docstring says; the indexes built by ensure_schema."""
     import psycopg
@@ -128,20 +142,15 @@ def seed(url: str, *, runs: int, entries: int) -> None:
     store = PostgresDurableStore(url)
     store.ensure_schema()
     started = time.perf_counter()
-    jobs = (entries - 1) // 5  # each job: itself and two runs; as many messages and log lines again
-    messages = (entries - 1 - 3 * jobs) // 2
-    params = {"project": PROJECT, "environment": ENVIRONMENT, "base": BASE, "cid": CID, "jobs": jobs,
-              "messages": messages, "logs": entries - 1 - 3 * jobs - messages}
     with psycopg.connect(url, autocommit=True) as conn:
         for (name,) in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'public' "
                                     "AND indexname NOT LIKE '%_pkey'").fetchall():
             conn.execute(psycopg.sql.SQL("DROP INDEX {}").format(psycopg.sql.Identifier(name)))
+        params = {"project": PROJECT, "environment": ENVIRONMENT, "base": BASE}
         conn.execute(SEED_RUNS, {**params, "rows": runs})
         conn.execute(SEED_JOBS, {**params, "rows": runs // 5})
         conn.execute(SEED_LOGS, {**params, "rows": runs // 5})
-        for statement in SEED_TRACE.split(";\n"):
-            if statement.strip():
-                conn.execute(statement, params)
+        seed_trace(conn, project=PROJECT, environment=ENVIRONMENT, base=BASE, cid=CID, entries=entries)
     store.ensure_schema()
     store.close()
     with psycopg.connect(url, autocommit=True) as conn:

@@ -4,7 +4,8 @@ hour's throughput and failure rate, run counts by status, and the live workers.
 Four SQL queries, all indexed and bounded (the queue control records with each
 queue's oldest waiting job as an index probe; the spec's dead-letter depth query; the
 last hour of runs, one index range; the queues holding jobs, a skip scan of the
-primary key), plus the hot plane's depths and heartbeats.
+primary key), plus the hot plane's depths and heartbeats: read together and shared by
+every viewer for ``OQRON_BOARD_CACHE_SECONDS`` (the page shows when they were read).
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ class Overview:
     hidden: list[str] = field(default_factory=list)
     chart: Chart | None = None
     problems: list[str] = field(default_factory=list)
+    # When the figures were read, and for how long every viewer shares them (the page says so).
+    read_at: int = 0
+    shared_seconds: float = 0.0
 
     @property
     def no_workers(self) -> bool:
@@ -115,14 +119,42 @@ def internal_queues() -> set[str]:
     return conf.internal_queues()
 
 
+@dataclass
+class SharedReads:
+    """What every viewer's overview reads, computed once per scope for a few seconds
+    (:func:`shared`): the four SQL queries and the hot plane's depths and heartbeats."""
+
+    at: int
+    states: dict[str, dict[str, Any]]
+    dead: dict[str, int]
+    counts: list[dict[str, Any]]
+    holding: list[str]
+    workers: list[WorkerInfo] = field(default_factory=list)
+    depths: dict[str, Any] = field(default_factory=dict)
+    hot_problem: str = ""
+
+
+def read_shared(scope: BoardScope, first_bucket: int) -> SharedReads:
+    now = now_ms()
+    reads = SharedReads(at=now, states=queue_states(scope), dead=dlq_depths(scope), holding=job_queues(scope),
+                        counts=last_hour_counts(scope, since=first_bucket * BUCKET_MS, bucket_ms=BUCKET_MS))
+    names = set(reads.states) | set(reads.dead) | set(reads.holding)
+    names |= {row["name"] for row in reads.counts if row["module"] in QUEUE_MODULES and row["name"]}
+    try:
+        reads.workers = live_workers(scope.engine.hot, now=now)
+        reads.depths = scope.engine.hot.depths_many(sorted(names), now)
+    except OqronError as exc:
+        reads.workers, reads.hot_problem = [], str(exc)
+    return reads
+
+
 def build(scope: BoardScope, *, include_internal: bool = True) -> Overview:
     now = now_ms()
     # BUCKETS five-minute buckets, the last one still filling: (55, 60] minutes back.
     first_bucket = now // BUCKET_MS - (BUCKETS - 1)
-    # The four SQL queries, shared by every viewer's poll for a few seconds.
-    states, dead, counts, holding = shared(scope, f"overview:{first_bucket}", lambda: (
-        queue_states(scope), dlq_depths(scope),
-        last_hour_counts(scope, since=first_bucket * BUCKET_MS, bucket_ms=BUCKET_MS), job_queues(scope)))
+    # Shared by every viewer's poll for a few seconds (the page says as of when).
+    reads = shared(scope, f"overview:{first_bucket}", lambda: read_shared(scope, first_bucket))
+    states, dead, counts, holding = reads.states, reads.dead, reads.counts, reads.holding
     per_queue: dict[str, list[list[int]]] = defaultdict(lambda: [[0, 0] for _ in range(BUCKETS)])
     status_counts: dict[str, int] = defaultdict(int)
     overall = [[0, 0] for _ in range(BUCKETS)]
@@ -139,15 +171,10 @@ def build(scope: BoardScope, *, include_internal: bool = True) -> Overview:
     names = sorted(set(states) | set(dead) | set(per_queue) | set(holding))
     hidden = [] if include_internal else sorted(set(names) & internal_queues())
     names = [name for name in names if name not in hidden]
-    overview = Overview(now=now, queues=[], workers=[], status_counts=dict(sorted(status_counts.items())),
-                        hidden=hidden)
-    try:
-        overview.workers = live_workers(scope.engine.hot, now=now)
-        hot = scope.engine.hot
-        depths = hot.depths_many(names, now)
-    except OqronError as exc:
-        overview.hot_problem = str(exc)
-        depths = {}
+    overview = Overview(now=now, queues=[], workers=reads.workers, status_counts=dict(sorted(status_counts.items())),
+                        hidden=hidden, hot_problem=reads.hot_problem, read_at=reads.at,
+                        shared_seconds=conf.cache_seconds())
+    depths = reads.depths
     consumers: dict[str, int] = defaultdict(int)
     for worker in overview.workers:
         for name in (worker.get("queues") or {}):

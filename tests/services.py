@@ -35,7 +35,21 @@ def require_postgres() -> str:
             conn.execute("SELECT 1")
     except Exception as exc:  # any failure means "not usable here"
         service_missing(f"PostgreSQL at {POSTGRES_URL}", exc)
+    _trgm_in_public()
     return POSTGRES_URL
+
+
+def _trgm_in_public() -> None:
+    """pg_trgm in the public schema of the test database: the engine creates it in the
+    first schema of the search path, and a test's private schema, dropped with CASCADE,
+    would take the extension and every other test's trigram index with it."""
+    import psycopg
+
+    try:
+        with psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=3) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public")
+    except psycopg.Error:
+        pass  # no contrib package or a concurrent creation: the engine falls back (tested)
 
 
 def with_search_path(url: str, schema: str) -> str:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from oqronkit.services.drift import plane_drift
 from oqronkit.services.manual import reconcile_running
 
 from ..base.pages import BoardRequest, scope_of
-from ..views.planes import run_reconciler
+from ..views.planes import run_reconciler, shared_drift
 from .base import api_view
 
 SOURCE = "api"
@@ -19,8 +18,8 @@ SOURCE = "api"
 def planes(request: BoardRequest) -> dict[str, Any]:
     """Every known queue's comparison of the two planes, the services' last passes and
     the passes kept that repaired something."""
-    engine = scope_of(request).engine
-    return {**plane_drift(engine).to_json(), "reconcile_running": reconcile_running(engine)}
+    scope = scope_of(request)
+    return {**shared_drift(scope).to_json(), "reconcile_running": reconcile_running(scope.engine)}
 
 
 @api_view("POST", operator=True)

@@ -9,9 +9,10 @@ from typing import Any
 from django.http import Http404
 
 from oqronboard.definitions.queries import audit_entries, definitions, queue_control
+from oqronboard.jobs.dead import dead_depths, dead_groups_shared
 from oqronboard.jobs.forms import JobListForm, check_queue, dead_filters
-from oqronboard.jobs.queries import dead_groups, dead_list, dlq_depths, queue_jobs
-from oqronboard.jobs.views import job_context, job_or_404, queue_counts
+from oqronboard.jobs.queries import dead_list, queue_jobs
+from oqronboard.jobs.views import job_context, job_or_404, read_queue_counts
 from oqronboard.runs.forms import run_filters
 from oqronboard.runs.queries import job_runs
 from oqronboard.runs.queries import run_list as query_runs
@@ -61,7 +62,7 @@ def queue_detail(request: BoardRequest, queue: str) -> dict[str, Any]:
     data = clean_or_400(JobListForm(request.GET))
     status = data["status"] or "waiting"
     rows, next_cursor = queue_jobs(scope, queue, status, cursor=decode_cursor(data["cursor"]))
-    return _page(rows, next_cursor, queue=queue, status=status, **queue_counts(request, queue),
+    return _page(rows, next_cursor, queue=queue, status=status, **read_queue_counts(scope, queue),
                  control=queue_control(scope, queue) or {"paused": False})
 
 
@@ -103,8 +104,11 @@ def dead_letter_list(request: BoardRequest) -> dict[str, Any]:
     rows, next_cursor = dead_list(scope, filters)
     more: dict[str, Any] = {}
     if filters.cursor is None:
-        more = {"depths": dict(sorted(dlq_depths(scope).items())),
-                "groups": dead_groups(scope, queue=filters.queue)}
+        # Shared with the page's panels for OQRON_BOARD_CACHE_SECONDS (they count every
+        # dead letter); *_read_at says when they were counted.
+        depth, by_error = dead_depths(scope), dead_groups_shared(scope, filters.queue)
+        more = {"depths": dict(depth["depths"]), "depths_read_at": depth["depths_at"],
+                "groups": by_error["groups"], "groups_read_at": by_error["groups_at"]}
     return _page(rows, next_cursor, **more)
 
 

@@ -199,8 +199,9 @@ class RowBefore(Func):
 
     output_field = models.BooleanField()
     conditional = True
+    operator = "<"
 
-    def __init__(self, key: Func, row: Func, after_key: int | float, after_id: str) -> None:
+    def __init__(self, key: Any, row: Any, after_key: Any, after_id: Any) -> None:
         super().__init__(key, row, models.Value(after_key), models.Value(after_id))
 
     def as_sql(self, compiler: Any, connection: Any, function: str | None = None, template: str | None = None,
@@ -211,4 +212,15 @@ class RowBefore(Func):
             sql, expression_params = compiler.compile(expression)
             parts.append(sql)
             params.extend(expression_params)
-        return f"({parts[0]}, {parts[1]}) < ({parts[2]}, {parts[3]})", tuple(params)
+        return f"({parts[0]}, {parts[1]}) {self.operator} ({parts[2]}, {parts[3]})", tuple(params)
+
+
+class RowFrom(RowBefore):
+    """``(column, key) >= (%s, %s)``: a range that starts at ``(value, key)``. With an
+    equality on ``column`` instead, a partial index whose predicate is that equality
+    (``oqron_runs_run_started_f8_idx``: ``WHERE namespace = 'runs'``) loses it from its
+    index conditions (Postgres drops what the predicate implies), and the range on
+    ``key``, behind ``column`` in the index, no longer bounds the scan: it read the
+    whole index."""
+
+    operator = ">="

@@ -12,6 +12,8 @@ from typing import Any
 
 from django.core.cache import cache
 
+from oqronkit.clock import now_ms
+
 from . import conf
 from .scope import BoardScope
 
@@ -42,6 +44,11 @@ def shared[T](scope: BoardScope, name: str, compute: Callable[[], T]) -> T:
     value = compute()
     cache.set(key, value, timeout=seconds)
     return value
+
+
+def shared_at[T](scope: BoardScope, name: str, compute: Callable[[], T]) -> tuple[T, int]:
+    """:func:`shared`, with when ``compute()`` ran (epoch ms), for the page to say so."""
+    return shared(scope, name, lambda: (compute(), now_ms()))
 
 
 def new_generation(scope: BoardScope) -> None:

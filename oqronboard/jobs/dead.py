@@ -13,6 +13,7 @@ import csv
 import json
 import unicodedata
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -21,10 +22,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
+from oqronboard.base import conf
 from oqronboard.base.audit import ACTION_CAP, Action, by_queue
 from oqronboard.base.pages import BadFilter, BoardRequest, back, board_view, refresh_others, safe_next, scope_of
 from oqronboard.base.roles import operator_required
 from oqronboard.base.scope import BoardScope
+from oqronboard.base.shared import shared_at
 from oqronboard.base.templating import render
 from oqronkit.clock import now_ms
 from oqronkit.namespaces import queue_of
@@ -49,22 +52,30 @@ def dead_letters(request: BoardRequest) -> HttpResponse:
     context: dict = {"filters": data, "rendered_at": now_ms(), "action_cap": ACTION_CAP,
                      "filter_query": urlencode({k: v for k, v in data.items() if v and k != "cursor"})}
     if panel == "depth":
-        return render(request, "oqronboard/jobs/dead.html#depth", {**context, "depths": _depths(scope)})
+        return render(request, "oqronboard/jobs/dead.html#depth", {**context, **dead_depths(scope)})
     if panel == "groups":
-        return render(request, "oqronboard/jobs/dead.html#groups", {**context, "groups": dead_groups(scope,
-                                                                                                     queue=filters.queue)})
+        return render(request, "oqronboard/jobs/dead.html#groups",
+                      {**context, **dead_groups_shared(scope, filters.queue)})
     rows, next_cursor = dead_list(scope, filters)
     query = {k: v for k, v in request.GET.items() if k not in ("cursor", "panel") and v}
     context.update(rows=rows, next_query=urlencode({**query, "cursor": next_cursor}) if next_cursor else "")
     if panel == "list" or (request.htmx and filters.cursor is not None):
         return render(request,
                       "oqronboard/jobs/dead.html#rows" if filters.cursor else "oqronboard/jobs/dead.html#list", context)
-    context.update(depths=_depths(scope), groups=dead_groups(scope, queue=filters.queue))
+    context.update({**dead_depths(scope), **dead_groups_shared(scope, filters.queue)})
     return render(request, "oqronboard/jobs/dead.html", context)
 
 
-def _depths(scope: BoardScope) -> list[tuple[str, int]]:
-    return sorted(dlq_depths(scope).items())
+# The depth and the groups count every dead letter: shared by every viewer for a few
+# seconds (OQRON_BOARD_CACHE_SECONDS, read afresh after any action); the panels say when.
+def dead_depths(scope: BoardScope) -> dict[str, Any]:
+    depths, at = shared_at(scope, "dead:depths", lambda: sorted(dlq_depths(scope).items()))
+    return {"depths": depths, "depths_at": at, "shared_seconds": conf.cache_seconds()}
+
+
+def dead_groups_shared(scope: BoardScope, queue: str) -> dict[str, Any]:
+    groups, at = shared_at(scope, f"dead:groups:{queue}", lambda: dead_groups(scope, queue=queue))
+    return {"groups": groups, "groups_at": at, "shared_seconds": conf.cache_seconds()}
 
 
 def selection_targets(scope: BoardScope, data: dict) -> list[tuple[str, str]]:

@@ -9,9 +9,12 @@ from django.http import Http404, HttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from oqronboard.base import conf
 from oqronboard.base.audit import Action
 from oqronboard.base.pages import BoardRequest, back, board_view, refresh_others, scope_of
 from oqronboard.base.roles import operator_required
+from oqronboard.base.scope import BoardScope
+from oqronboard.base.shared import shared_at
 from oqronboard.base.templating import render
 from oqronkit import JobNotFound, OqronError
 from oqronkit.clock import now_ms
@@ -24,9 +27,17 @@ JOB_ACTIONS = ("cancel", "promote", "retry", "delete")
 
 
 def queue_counts(request: BoardRequest, queue: str) -> dict:
+    """:func:`read_queue_counts`, shared by every viewer for a few seconds
+    (``OQRON_BOARD_CACHE_SECONDS``; afresh after any action): they count every job of the
+    queue. ``counts_at`` and ``shared_seconds`` let the page say so."""
+    scope = scope_of(request)
+    found, at = shared_at(scope, f"queue-counts:{queue}", lambda: read_queue_counts(scope, queue))
+    return {**found, "counts_at": at, "shared_seconds": conf.cache_seconds()}
+
+
+def read_queue_counts(scope: BoardScope, queue: str) -> dict:
     """Waiting, delayed and active from the hot plane; the statuses it does not count
     from the durable plane, capped (two indexed queries)."""
-    scope = scope_of(request)
     counts: dict[str, object] = {}
     problem = ""
     try:

@@ -18,10 +18,12 @@ from oqronkit.errors import OqronError
 from oqronkit.services.drift import GRACE_MS, PlaneDrift, plane_drift
 from oqronkit.services.manual import reconcile_running, start_reconcile
 
+from ..base import conf
 from ..base.audit import Action
 from ..base.pages import BoardRequest, board_view, refresh_others, scope_of
 from ..base.roles import operator_required
 from ..base.scope import BoardScope
+from ..base.shared import shared
 
 logger = logging.getLogger(__name__)
 FINDINGS = (
@@ -34,10 +36,17 @@ FINDINGS = (
 )
 
 
+def shared_drift(scope: BoardScope) -> PlaneDrift:
+    """The comparison (about 90 plane calls for a few queues), shared by every viewer for
+    ``OQRON_BOARD_CACHE_SECONDS`` and read afresh after any action (running the reconciler
+    is one); the page and the API give its time (``at``)."""
+    return shared(scope, "planes", lambda: plane_drift(scope.engine))
+
+
 def drift_context(scope: BoardScope) -> dict[str, Any]:
     """The page's numbers, or the reason the planes could not be compared."""
     try:
-        report: PlaneDrift | None = plane_drift(scope.engine)
+        report: PlaneDrift | None = shared_drift(scope)
         problem = None
     except OqronError as exc:
         logger.warning("plane drift: %s", exc, extra={"action": "board.planes_failed"})
@@ -45,7 +54,7 @@ def drift_context(scope: BoardScope) -> dict[str, Any]:
     rows = [{"q": q, "cells": [(key, label, getattr(q, key)) for key, label, _help in FINDINGS]}
             for q in (report.queues if report else [])]
     return {"report": report, "rows": rows, "problem": problem, "findings": FINDINGS, "grace_ms": GRACE_MS,
-            "running": reconcile_running(scope.engine)}
+            "running": reconcile_running(scope.engine), "shared_seconds": conf.cache_seconds()}
 
 
 @board_view

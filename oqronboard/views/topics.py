@@ -19,9 +19,11 @@ from oqronkit.namespaces import is_dead_letters
 from oqronkit.topics.subscription import delivery_queue_name
 
 from .. import topics
+from ..base import conf
 from ..base.audit import ACTION_CAP
 from ..base.pages import BoardRequest, board_view, scope_of
 from ..base.scope import BoardScope
+from ..base.shared import shared
 from ..topic_forms import LOG_WINDOWS, log_filters
 
 NO_TOPIC = "No topic of that name in this project and environment."
@@ -30,14 +32,21 @@ NO_TOPIC = "No topic of that name in this project and environment."
 @board_view
 def topics_page(request: BoardRequest) -> HttpResponse:
     """Every topic and its groups; ``?panel=live`` renders the live panel for htmx."""
-    context = {"overview": topics.build(scope_of(request)), "rendered_at": now_ms(), "action_cap": ACTION_CAP}
+    context = {"overview": shared_topics(scope_of(request)), "rendered_at": now_ms(), "action_cap": ACTION_CAP,
+               "shared_seconds": conf.cache_seconds()}
     if request.htmx and request.GET.get("panel") == "live":
         return render(request, "oqronboard/topics.html#live", context)
     return render(request, "oqronboard/topics.html", context)
 
 
-def topic_or_404(scope: BoardScope, name: str) -> topics.TopicRow:
-    found = topics.build(scope, topic=name).get(name)
+def shared_topics(scope: BoardScope, topic: str | None = None) -> topics.TopicsOverview:
+    """:func:`topics.build`, shared by every viewer for a few seconds (``OQRON_BOARD_CACHE_SECONDS``,
+    afresh after any action): its lags and counts. The pages say when it was read."""
+    return shared(scope, f"topics:{topic or ''}", lambda: topics.build(scope, topic=topic))
+
+
+def topic_or_404(scope: BoardScope, name: str, *, fresh: bool = True) -> topics.TopicRow:
+    found = (topics.build(scope, topic=name) if fresh else shared_topics(scope, name)).get(name)
     if found is None:
         raise Http404(NO_TOPIC)
     return found
@@ -64,8 +73,9 @@ def topic_log(request: BoardRequest, topic: str) -> HttpResponse:
 
 
 def _live_context(scope: BoardScope, topic: str) -> dict[str, Any]:
-    row = topic_or_404(scope, topic)
-    return {"t": row, "topic_name": topic, "now": now_ms(), "rendered_at": now_ms(), "action_cap": ACTION_CAP}
+    row = topic_or_404(scope, topic, fresh=False)
+    return {"t": row, "topic_name": topic, "now": now_ms(), "rendered_at": now_ms(), "action_cap": ACTION_CAP,
+            "shared_seconds": conf.cache_seconds()}
 
 
 @board_view

@@ -26,6 +26,9 @@ SCHEMA = load_sql(_PACKAGE, "sql/schema.sql")
 SCHEMA_OBJECTS: tuple[str, ...] = tuple(re.findall(r"(?:TABLE|INDEX) IF NOT EXISTS\s+(\w+)", SCHEMA))
 SCHEMA_STATISTICS: tuple[str, ...] = tuple(re.findall(r"STATISTICS IF NOT EXISTS\s+(\w+)", SCHEMA))
 RETIRED_OBJECTS: tuple[str, ...] = tuple(re.findall(r"DROP INDEX IF EXISTS\s+(\w+)", SCHEMA))
+#: The optional trigram index of the dead letters' text search (needs pg_trgm).
+SEARCH_SCHEMA = load_queries(_PACKAGE, "sql/search_schema.sql")
+SEARCH_INDEX: str = re.findall(r"INDEX IF NOT EXISTS\s+(\w+)", SEARCH_SCHEMA["search_index"])[0]
 
 
 # Looked up by any str: a caller's table key is checked here, not trusted.
@@ -163,6 +166,8 @@ def list_plan(scope: Scope, query: ListQuery) -> tuple[tuple[str, ...], dict[str
     if query.started_to is not None:
         parts.append("where_started_to")
         params["started_to"] = _started_bound(query.started_to)
+    if namespace is not None:
+        parts += [f"where_namespace_{bound}" for bound in ("started_from", "started_to") if bound in params]
     direction = "desc" if query.descending else "asc"
     if query.after is not None:
         key, params["after_id"] = query.after

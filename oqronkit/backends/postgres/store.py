@@ -24,6 +24,7 @@ from . import log
 from .arrays import BigintArray, TextArray
 from .health import read_health
 from .pool import LazyPool
+from .search import ensure_search_index
 from .statements import (
     QUERIES,
     RETIRED_OBJECTS,
@@ -71,6 +72,7 @@ class PostgresDurableStore:
         self._pool = LazyPool(url, "oqronkit-durable", label="store", min_size=min_size, max_size=max_size,
                               timeout=connect_timeout, autocommit=True)
         self._horizon = HorizonWatch()
+        self.text_search_indexed = False  # the dead letters' trigram index exists (ensure_schema says)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -83,6 +85,7 @@ class PostgresDurableStore:
                 # One transaction; the script's advisory lock serialises processes.
                 with conn.transaction():
                     conn.execute(SCHEMA)
+            self.text_search_indexed = ensure_search_index(conn)
 
     def has_table(self, table: str) -> bool:
         with self._pool.connection() as conn:

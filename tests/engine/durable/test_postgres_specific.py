@@ -261,7 +261,7 @@ def test_ensure_schema_drops_retired_indexes_of_an_older_schema(fresh_schema_url
                 "oqron_runs_other_module_started_f8_idx", "oqron_runs_run_name_started_f8_idx",
                 "oqron_runs_run_started_f8_idx", "oqron_runs_run_worker_started_f8_idx",
                 "oqron_runs_job_idx"} <= names
-        assert statistics == {"oqron_runs_status_module_stats"}
+        assert statistics == {"oqron_runs_status_module_stats", "oqron_runs_started_stats"}
     finally:
         store.close()
 

@@ -199,6 +199,16 @@ AND {started} >= %(started_from)s
 -- name: where_started_to
 AND {started} < %(started_to)s
 
+-- name: where_namespace_started_from
+-- The window again as a row beside the namespace: a partial index whose predicate is
+-- the namespace (oqron_runs_run_started_f8_idx) drops the equality from its conditions,
+-- and the range on startedAt, behind the namespace in the index, then bounds nothing
+-- (the scan read the index from its start). Implied by the conditions above: no row changes.
+AND (namespace, {started}) >= (%(namespace)s, %(started_from)s)
+
+-- name: where_namespace_started_to
+AND (namespace, {started}) < (%(namespace)s, %(started_to)s)
+
 -- name: after_started_asc
 AND ({started}, id COLLATE "C") > (%(after_key)s, %(after_id)s)
 
