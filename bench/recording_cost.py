@@ -101,7 +101,8 @@ def reset(url: str) -> None:
 def count_runs(url: str, project: str) -> tuple[int, int, int]:
     """Runs, jobs left, and module log records (``--env OQRON_MODULE_LOGS=...`` shows they were on)."""
     with psycopg.connect(url) as conn:
-        runs = conn.execute("SELECT count(*) FROM oqron_runs WHERE project = %s", (project,)).fetchone()[0]
+        runs = conn.execute("SELECT count(*) FROM oqron_runs WHERE project = %s AND record_kind = 'run'",
+                            (project,)).fetchone()[0]  # not the metrics history's rows (a deploy marker)
         jobs = conn.execute("SELECT count(*) FROM oqron_jobs WHERE project = %s", (project,)).fetchone()[0]
         logs = conn.execute("SELECT count(*) FROM oqron_records WHERE project = %s AND namespace LIKE %s",
                             (project, "module\\_logs:%")).fetchone()[0]
