@@ -99,6 +99,7 @@ def new_run(
     correlation_id: str | None = None,
     caused_by: str | None = None,
     started_at: int | None = None,
+    wait_ms: int | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> RunValue:
     """A run record in state ``running`` with an opening timeline entry."""
@@ -108,16 +109,16 @@ def new_run(
     run: dict[str, Any] = {"id": new_id(), "app": app, "logs": [], "name": name, "error": None, "input": input}
     if job_id is not None:
         run["jobId"] = job_id
-    run.update({
-        "module": module, "output": None, "status": "running", "endedAt": None, "trigger": trigger,
-        "attempts": attempts,
-        "timeline": [{"to": "running", "ts": started, "from": "waiting", "reason": f"attempt {attempts}"}],
-        "workerId": worker_id, "startedAt": started, "durationMs": None, "environment": environment,
-    })
+    run["module"], run["output"], run["status"] = module, None, "running"
+    if wait_ms is not None:  # a job's attempt: the metrics history's wait time
+        run["waitMs"] = wait_ms
+    run["endedAt"], run["trigger"], run["attempts"] = None, trigger, attempts
+    if correlation_id is not None and caused_by is not None:  # its job's cause: the trace nests it there
+        run["causedBy"] = caused_by
+    run["timeline"] = [{"to": "running", "ts": started, "from": "waiting", "reason": f"attempt {attempts}"}]
+    run["workerId"], run["startedAt"], run["durationMs"], run["environment"] = worker_id, started, None, environment
     if correlation_id is not None:
         run["correlationId"] = correlation_id
-        if caused_by is not None:  # its job's cause: the trace nests it there once the job is gone
-            run["causedBy"] = caused_by
     run["progressPercent"] = 0
     if extra:
         run.update(extra)

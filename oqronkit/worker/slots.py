@@ -122,8 +122,6 @@ class Slots:
         job, queue, config = inflight.job, inflight.queue, self.state.config
         job.started_at = job.updated_at = now
         extra = queue.run_fields(job) if queue.run_fields is not None else None
-        if job.created_at:  # the metrics history's wait time: from enqueued (or due) to started
-            extra = {**(extra or {}), "waitMs": max(now - max(job.created_at, job.run_at or 0), 0)}
         if job.group:  # the board links a group member's runs to its group page
             extra = {**(extra or {}), "groupId": job.group}
         if job.replay_of:  # the replay set's page pairs this run with the original
@@ -132,7 +130,8 @@ class Slots:
             name=queue.name, module=queue.module, trigger=queue.trigger, input=job.data, attempts=job.attempts,
             app=config.project, environment=config.environment, worker_id=self.state.worker_id,
             job_id=job.id, correlation_id=job.correlation_id, caused_by=job.caused_by, started_at=now,
-            extra=extra,
+            # the metrics history's wait time: from enqueued (or due) to started
+            wait_ms=max(now - max(job.created_at, job.run_at or 0), 0) if job.created_at else None, extra=extra,
         )
         job.run_id = run["id"]
         with inflight.lock:

@@ -33,9 +33,10 @@ def built_objects(run: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_runs_are_built_in_jsonb_order() -> None:
     for job_id in (None, "j1"):
-        for correlation_id in (None, "c1"):
+        for correlation_id, wait_ms, caused_by in ((None, None, None), ("c1", 12, "r0")):
             run = new_run(name="emails", module="queue", trigger="queue", input={"z": 1, "a": 2}, attempts=1,
-                          app="app", environment="prod", worker_id="w", job_id=job_id, correlation_id=correlation_id)
+                          app="app", environment="prod", worker_id="w", job_id=job_id, correlation_id=correlation_id,
+                          wait_ms=wait_ms, caused_by=caused_by)
             add_log(run, "info", "hello", limit=10)
             add_timeline(run, "running", "held", "paused", limit=10)
             finish_run(run, "failed", error=describe_error(ValueError("boom")))
