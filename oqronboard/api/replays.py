@@ -1,17 +1,23 @@
 """The API's replays: create a replay set (operators, audited with source ``api``),
-list the scope's sets, and read one with its pairs, diffs and summary."""
+list the scope's sets, and read one with its pairs, diffs and summary. More than
+``MAX_REPLAYS`` run ids become a tracked replay operation (202 with its URL)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.http import Http404, JsonResponse
+from django.urls import reverse
 
+from oqronkit.errors import InvalidRecord
+from oqronkit.operations import Operations
+from oqronkit.operations.replaying_ids import clean_ids
 from oqronkit.replay import MAX_REPLAYS, ReplayRefused, list_replay_sets, read_replay_set, replay
 
 from ..base.audit import Action
 from ..base.filters import clean_or_400
 from ..base.pages import BadFilter, BoardRequest, scope_of
+from ..base.scope import BoardScope
 from ..views.replays import NO_SET, PageForm
 from .base import SOURCE, api_view, body
 
@@ -49,11 +55,14 @@ def _last(fields: Any) -> int:
 def replay_create(request: BoardRequest) -> JsonResponse:
     """Replay ``run_ids`` (repeated, or a list), or the ``last`` (default 100) runs of
     ``handler`` with ``status`` (default completed). 201 with the set; 400 with the
-    refusal (naming the handler not declared replayable) otherwise."""
+    refusal (naming the handler not declared replayable) otherwise. More than
+    ``MAX_REPLAYS`` distinct run ids: 202 with the tracked operation replaying them."""
     fields = body(request)
     scope = scope_of(request)
     user = request.user.get_username()
     run_ids = [str(i) for i in fields.getlist("run_ids")]
+    if len(dict.fromkeys(run_ids)) > MAX_REPLAYS:
+        return _tracked(scope, user, run_ids)
     handler = fields.get("handler") or None
     status = fields.get("status", "completed") or None
     selection: dict[str, Any] = {"runIds": run_ids} if run_ids else {"handler": handler, "status": status}
@@ -70,3 +79,20 @@ def replay_create(request: BoardRequest) -> JsonResponse:
     audit.extra["replaySet"] = set_id
     audit.save(ok=True, result=f"Replay set {set_id}: {len(found.pairs)} run(s) replayed.")
     return JsonResponse(found.describe(), status=201)
+
+
+def _tracked(scope: BoardScope, user: str, run_ids: list[str]) -> JsonResponse:
+    """A tracked replay of ``run_ids``, audited: 202 with the operation and where to poll it."""
+    try:
+        ids = clean_ids(run_ids)
+    except InvalidRecord as exc:
+        raise BadFilter(str(exc)) from exc
+    op = Operations(scope.engine).create_replay_ids(user=user, run_ids=ids, source=SOURCE)
+    url = reverse("oqronboard:api-operation", args=[op.id])
+    Action(scope, user, "operation-replay", source=SOURCE, extra={
+        "operation": op.id, "replaySet": op.replay_set, "selection": {"runIds": len(ids)}, "target": op.name}).save(
+        ok=True, result=f"Operation {op.id} started: {op.name}.")
+    response = JsonResponse({"operation": op.to_dict(), "operationUrl": url, "replaySet": op.replay_set,
+                             "replaySetUrl": reverse("oqronboard:api-replay", args=[op.replay_set])}, status=202)
+    response["Location"] = url
+    return response
