@@ -1,16 +1,22 @@
 """``replay``: run past runs' input again and diff the outputs, the regression check of a
 deploy pipeline. ``--wait`` exits 0 only when every replay completed with the original's
-output, 1 when any output differs or any replay failed (or the wait timed out)."""
+output, 1 when any output differs or any replay failed (or the wait timed out). A list
+of run ids (``--run``, ``--run-ids-file``) longer than ``MAX_REPLAYS`` becomes a tracked
+replay operation, which the workers' leader runs in chunks."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from ..clock import now_ms
 from ..engine import Engine
-from ..replay import ReplaySet, read_replay_set, replay
+from ..errors import InvalidRecord
+from ..operations import Operations, replay_or_track
+from ..replay import MAX_REPLAYS, ReplaySet, read_replay_set, replay
 from .console import Console, UsageProblem
 from .output import Result
 
@@ -26,6 +32,9 @@ def add_replay_command(command: Any) -> None:
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--handler", help="replay this handler's (queue's) last runs")
     what.add_argument("--run", action="append", metavar="RUN_ID", help="replay this run (repeatable)")
+    what.add_argument("--run-ids-file", metavar="PATH",
+                      help=f"replay the run ids in this file, one a line ('-': standard input); more than "
+                           f"{MAX_REPLAYS:,} become a tracked operation")
     what.add_argument("--set", metavar="SET_ID", help="read (or --wait for) an existing replay set")
     parser.add_argument("--last", type=int, default=100, help="with --handler: how many completed runs (max 1,000)")
     parser.add_argument("--page", type=int, default=1,
@@ -42,13 +51,26 @@ def replay_command(engine: Engine, args: argparse.Namespace, console: Console) -
     else:
         if args.handler is not None and not 1 <= args.last <= 1000:
             raise UsageProblem(f"--last must be from 1 to 1,000, got {args.last}.")
-        set_id = replay(engine, run_ids=args.run or (), handler=args.handler,
-                        last=args.last if args.handler else None, user=console.user, source="cli")
+        run_ids = _read_ids(args.run_ids_file) if args.run_ids_file else args.run or ()
+        if run_ids:
+            try:
+                set_id, op = replay_or_track(Operations(engine), user=console.user, run_ids=run_ids, source="cli")
+            except InvalidRecord as exc:
+                raise UsageProblem(str(exc)) from exc
+        else:
+            set_id, op = replay(engine, handler=args.handler, last=args.last, user=console.user, source="cli"), None
         created = read_replay_set(engine, set_id)
         assert created is not None, "a replay set is readable once created"
-        audit = Audited(engine, console, "replay", targets=[(p.queue, p.job_id) for p in created.pairs],
-                        extra={"replaySet": set_id, "handlers": created.record.get("handlers", [])})
-        audit.finish(ok=True, message=f"Replay set {set_id}: {len(created.pairs)} run(s) replayed.", now=args.now)
+        if op is not None:
+            audit = Audited(engine, console, "operation-replay", extra={
+                "operation": op.id, "replaySet": set_id, "selection": {"runIds": op.planned}, "target": op.name})
+            audit.finish(ok=True, message=f"Operation {op.id} started: {op.name} (replay set {set_id}).",
+                         now=args.now)
+        else:
+            audit = Audited(engine, console, "replay", targets=[(p.queue, p.job_id) for p in created.pairs],
+                            extra={"replaySet": set_id, "handlers": created.record.get("handlers", [])})
+            audit.finish(ok=True, message=f"Replay set {set_id}: {len(created.pairs)} run(s) replayed.",
+                         now=args.now)
     if args.page < 1:
         raise UsageProblem(f"--page must be 1 or more, got {args.page}.")
     found = _wait(engine, set_id, args.timeout, args.page) if args.wait else read_replay_set(engine, set_id,
@@ -56,6 +78,18 @@ def replay_command(engine: Engine, args: argparse.Namespace, console: Console) -
     if found is None:
         raise UsageProblem(f"No replay set {set_id!r} in this project and environment.")
     return _result(found, waited=args.wait, created=created is not None)
+
+
+def _read_ids(path: str) -> list[str]:
+    """The run ids of a file (or standard input for '-'), one a line, blank lines skipped."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageProblem(f"Cannot read the run ids from {path}: {exc}") from exc
+    ids = [line.strip() for line in text.splitlines() if line.strip()]
+    if not ids:
+        raise UsageProblem(f"No run ids in {path}: one a line.")
+    return ids
 
 
 def _wait(engine: Engine, set_id: str, timeout: float, page: int = 1) -> ReplaySet | None:
