@@ -49,7 +49,8 @@ def count_replayable(scope: BoardScope, handler: str, status: str | None, starte
     return int(qs.count())
 
 
-def start_replay(scope: BoardScope, user: str, data: dict[str, Any], *, source: str = "board") -> Operation:
+def start_replay(scope: BoardScope, user: str, data: dict[str, Any], *, source: str = "board",
+                 name: str = "") -> Operation:
     """A tracked replay of a cleaned :class:`ReplayOperationForm`, audited; a refusal (a
     handler not declared replayable) is a 400 naming it, audited as refused."""
     if not data["name"]:
@@ -61,7 +62,7 @@ def start_replay(scope: BoardScope, user: str, data: dict[str, Any], *, source: 
     try:
         op = Operations(scope.engine).create_replay(
             user=user, handler=data["name"], status=status, started_from=started_from, last=data["last"],
-            planned=min(planned, data["last"]) if data["last"] else planned, source=source)
+            planned=min(planned, data["last"]) if data["last"] else planned, source=source, name=name)
     except ReplayRefused as exc:
         audit.save(ok=False, result=str(exc))
         raise BadFilter(str(exc)) from exc
@@ -77,12 +78,13 @@ def count_deliveries(scope: BoardScope, filters: AttemptFilters) -> int:
 
 
 def start_resend(scope: BoardScope, user: str, filters: AttemptFilters, shown: dict[str, Any], *,
-                 source: str = "board") -> Operation:
+                 source: str = "board", name: str = "") -> Operation:
     """A tracked resend of the deliveries the log's ``filters`` match (``before``: the
     page's render time), audited with the filters as the page showed them (``shown``)."""
     op = Operations(scope.engine).create_resend(
         user=user, since=filters.since, before=filters.before, webhook=filters.webhook, endpoint=filters.endpoint,
-        event=filters.event, status=filters.status, planned=count_deliveries(scope, filters), source=source)
+        event=filters.event, status=filters.status, planned=count_deliveries(scope, filters), source=source,
+        name=name)
     Action(scope, user, "operation-resend", source=source, extra={
         "operation": op.id, "filters": shown, "filter": op.filter.to_value(), "target": op.name}).save(
         ok=True, result=f"Operation {op.id} started: {op.name}, {op.planned:,} delivery(ies) to send again.")
