@@ -54,7 +54,8 @@ class DeadLetterFields(forms.Form):
 
 def _forms(data: Any = None, initial: Any = None) -> dict[str, forms.Form]:
     return {"form": NewOperationForm(data, initial=initial or {"action": "retry"}),
-            "dead": DeadLetterFields(data, prefix="dead"), "replay": ReplayOperationForm(data, prefix="replay"),
+            "dead": DeadLetterFields(data, prefix="dead"),
+            "replay": ReplayOperationForm(data, prefix="replay", initial={"status": "completed"}),
             "resend": DeliveryFilterForm(data, prefix="resend")}
 
 

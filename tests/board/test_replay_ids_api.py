@@ -73,6 +73,8 @@ def test_5000_ids_become_a_tracked_replay_done_once_each_through_a_crash(board: 
     except Crash:
         pass
     assert board.viewer.get(doc["operationUrl"]).json()["counts"]["done"] == 1000  # 700, then the part's last 300
+    page = board.viewer.get(reverse("oqronboard:operation", args=[op_id])).content.decode()
+    assert "1000 of 5000 selected runs looked at" in page and "replay 5000 selected runs" in page
     OperationRunner(engine, owner="heir", chunk=700).drain()
     op = board.viewer.get(doc["operationUrl"]).json()
     assert (op["status"], op["percent"], op["counts"]["done"], op["counts"]["failed"]) == ("done", 100, COUNT, 0)
