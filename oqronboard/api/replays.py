@@ -1,6 +1,7 @@
 """The API's replays: create a replay set (operators, audited with source ``api``),
 list the scope's sets, and read one with its pairs, diffs and summary. More than
-``MAX_REPLAYS`` run ids become a tracked replay operation (202 with its URL)."""
+``MAX_REPLAYS`` run ids, or a handler's ``last`` N above it, become a tracked replay
+operation (202 with its URL)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ from django.http import Http404, JsonResponse
 from django.urls import reverse
 
 from oqronkit.errors import InvalidRecord
-from oqronkit.operations import Operations
+from oqronkit.operations import Operation, Operations
 from oqronkit.operations.replaying_ids import clean_ids
 from oqronkit.replay import MAX_REPLAYS, ReplayRefused, list_replay_sets, read_replay_set, replay
 
 from ..base.audit import Action
 from ..base.filters import clean_or_400
 from ..base.pages import BadFilter, BoardRequest, scope_of
-from ..base.scope import BoardScope
+from ..views.operation_targets import MAX_LAST
 from ..views.replays import NO_SET, PageForm
 from .base import SOURCE, api_view, body
 
@@ -45,9 +46,9 @@ def _last(fields: Any) -> int:
     try:
         last = int(raw)
     except (TypeError, ValueError):
-        raise BadFilter(f"last must be an integer from 1 to {MAX_REPLAYS:,}, got {raw!r}.") from None
-    if not 1 <= last <= MAX_REPLAYS:
-        raise BadFilter(f"last must be an integer from 1 to {MAX_REPLAYS:,}, got {last}.")
+        raise BadFilter(f"last must be an integer from 1 to {MAX_LAST:,}, got {raw!r}.") from None
+    if not 1 <= last <= MAX_LAST:
+        raise BadFilter(f"last must be an integer from 1 to {MAX_LAST:,}, got {last}.")
     return last
 
 
@@ -56,20 +57,34 @@ def replay_create(request: BoardRequest) -> JsonResponse:
     """Replay ``run_ids`` (repeated, or a list), or the ``last`` (default 100) runs of
     ``handler`` with ``status`` (default completed). 201 with the set; 400 with the
     refusal (naming the handler not declared replayable) otherwise. More than
-    ``MAX_REPLAYS`` distinct run ids: 202 with the tracked operation replaying them."""
+    ``MAX_REPLAYS`` distinct run ids, or a ``last`` above it: 202 with the tracked
+    operation that replays them."""
     fields = body(request)
     scope = scope_of(request)
     user = request.user.get_username()
     run_ids = [str(i) for i in fields.getlist("run_ids")]
     if len(dict.fromkeys(run_ids)) > MAX_REPLAYS:
-        return _tracked(scope, user, run_ids)
+        try:
+            ids = clean_ids(run_ids)
+        except InvalidRecord as exc:
+            raise BadFilter(str(exc)) from exc
+        op = Operations(scope.engine).create_replay_ids(user=user, run_ids=ids, source=SOURCE)
+        return _accepted(Action(scope, user, "operation-replay", source=SOURCE,
+                                extra={"selection": {"runIds": len(ids)}}), op)
     handler = fields.get("handler") or None
     status = fields.get("status", "completed") or None
-    selection: dict[str, Any] = {"runIds": run_ids} if run_ids else {"handler": handler, "status": status}
-    audit = Action(scope, user, "replay", source=SOURCE, queue=handler, extra={"selection": selection})
+    last = None if run_ids else _last(fields)
+    selection: dict[str, Any] = {"runIds": run_ids} if run_ids else {"handler": handler, "status": status,
+                                                                     "last": last}
+    tracked = handler is not None and last is not None and last > MAX_REPLAYS
+    audit = Action(scope, user, "operation-replay" if tracked else "replay", source=SOURCE, queue=handler,
+                   extra={"selection": selection})
     try:
-        set_id = replay(scope.engine, run_ids=run_ids, handler=handler, last=None if run_ids else _last(fields),
-                        status=status, user=user, source=SOURCE)
+        if tracked:
+            return _accepted(audit, Operations(scope.engine).create_replay(
+                user=user, handler=str(handler), status=status, last=last, source=SOURCE))
+        set_id = replay(scope.engine, run_ids=run_ids, handler=handler, last=last, status=status, user=user,
+                        source=SOURCE)
     except ReplayRefused as exc:
         audit.save(ok=False, result=str(exc))
         raise
@@ -81,17 +96,12 @@ def replay_create(request: BoardRequest) -> JsonResponse:
     return JsonResponse(found.describe(), status=201)
 
 
-def _tracked(scope: BoardScope, user: str, run_ids: list[str]) -> JsonResponse:
-    """A tracked replay of ``run_ids``, audited: 202 with the operation and where to poll it."""
-    try:
-        ids = clean_ids(run_ids)
-    except InvalidRecord as exc:
-        raise BadFilter(str(exc)) from exc
-    op = Operations(scope.engine).create_replay_ids(user=user, run_ids=ids, source=SOURCE)
+def _accepted(audit: Action, op: Operation) -> JsonResponse:
+    """A tracked replay started, audited: 202 with the operation and where to poll it."""
+    assert op.replay_set is not None, "a replay operation has its set"
     url = reverse("oqronboard:api-operation", args=[op.id])
-    Action(scope, user, "operation-replay", source=SOURCE, extra={
-        "operation": op.id, "replaySet": op.replay_set, "selection": {"runIds": len(ids)}, "target": op.name}).save(
-        ok=True, result=f"Operation {op.id} started: {op.name}.")
+    audit.extra.update(operation=op.id, replaySet=op.replay_set, target=op.name)
+    audit.save(ok=True, result=f"Operation {op.id} started: {op.name}.")
     response = JsonResponse({"operation": op.to_dict(), "operationUrl": url, "replaySet": op.replay_set,
                              "replaySetUrl": reverse("oqronboard:api-replay", args=[op.replay_set])}, status=202)
     response["Location"] = url

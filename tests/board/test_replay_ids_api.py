@@ -100,3 +100,22 @@ def test_at_or_under_the_cap_is_replayed_at_once_and_bad_lists_are_400(board: Bo
     assert post(board, ["x" * 300] * 2 + ids[:MAX_REPLAYS]).status_code == 400
     assert post(board, ids, client="viewer").status_code == 403
     assert Operations(board.scope.engine).list()[0] == []
+
+
+def test_a_handlers_last_above_the_cap_is_a_tracked_replay(board: Board):
+    seed_pricing(board, 3)
+    url = reverse("oqronboard:api-replay-create")
+    made = board.operator.post(url, json.dumps({"handler": "pricing", "last": 5000}), content_type="application/json")
+    assert made.status_code == 202
+    op = made.json()["operation"]
+    assert (op["target"], op["filter"]["last"], op["filter"]["handler"]) == ("runs", 5000, "pricing")
+    assert made["Location"] == reverse("oqronboard:api-operation", args=[op["id"]])
+    refused = board.operator.post(url, json.dumps({"handler": "emails", "last": 5000}),
+                                  content_type="application/json")
+    assert refused.status_code == 400 and "'emails' is not declared replayable=True" in refused.json()["error"]
+    too_many = board.operator.post(url, json.dumps({"handler": "pricing", "last": 10**8}),
+                                   content_type="application/json")
+    assert too_many.status_code == 400
+    entries = audit(board, "operation-replay")
+    assert sorted(e["ok"] for e in entries) == [False, True]
+    assert next(e for e in entries if e["ok"])["operation"] == op["id"]

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 
 from oqronkit import Engine
+from oqronkit.cli import replay as replay_command
 from oqronkit.namespaces import RUNS
-from oqronkit.operations import OperationRunner, replaying_ids
+from oqronkit.operations import OperationRunner, Operations, replaying_ids
 from tests.engine.queue.conftest import running, wait_until
 
 from .conftest import audit_entries, cli
@@ -53,7 +54,7 @@ def test_replay_refuses_a_handler_not_declared_replayable_and_names_it(engine: E
     assert cli(engine, "replay", "--set", "missing").code == 2
 
 
-def test_a_run_ids_file_beyond_the_cap_is_a_tracked_replay(engine: Engine, tmp_path, monkeypatch):
+def test_a_run_ids_file_or_a_last_beyond_the_cap_is_a_tracked_replay(engine: Engine, tmp_path, monkeypatch):
     monkeypatch.setattr(replaying_ids, "MAX_REPLAYS", 2)  # the cap is 1,000: three ids stand for more
     q = engine.queue("double", handler=lambda ctx: {"out": ctx.data * 2}, replayable=True)
     q.add_bulk([1, 2, 3])
@@ -71,6 +72,12 @@ def test_a_run_ids_file_beyond_the_cap_is_a_tracked_replay(engine: Engine, tmp_p
         waited = cli(engine, "replay", "--set", doc["replay_set"]["id"], "--wait", "--json")
     assert waited.code == 0, waited.out
     assert json.loads(waited.out)["replay_set"]["summary"]["identical"] == 3
+    monkeypatch.setattr(replay_command, "MAX_REPLAYS", 2)
+    last = cli(engine, "replay", "--handler", "double", "--last", "3", "--json")
+    assert last.code == 0, last.err
+    op = Operations(engine).get(json.loads(last.out)["replay_set"]["operation"])
+    assert (op.target, op.filter.last) == ("runs", 3)  # type: ignore[union-attr]
+    assert audit_entries(engine, 1)[0]["operation"] == op.id
     ids_file.write_text("\n", encoding="utf-8")
     assert cli(engine, "replay", "--run-ids-file", str(ids_file)).code == 2
     assert cli(engine, "replay", "--run-ids-file", str(tmp_path / "none.txt")).code == 2
