@@ -54,7 +54,10 @@ def replay_matching(request: BoardRequest) -> HttpResponse:
         messages.warning(request, "No queue job's run matches these filters: nothing replayed.")
         return HttpResponseRedirect(back)
     if len(ids) > MAX_IDS:
-        raise BadFilter(f"More than {MAX_IDS:,} runs match: narrow the filters.")
+        problem = (f"More than {MAX_IDS:,} runs match: narrow the filters, or replay a handler's runs with the "
+                   "replay filter as a tracked operation (no bound).")
+        audit.save(ok=False, result=problem)
+        raise BadFilter(problem)
     try:
         set_id, op = replay_or_track(Operations(scope.engine), user=user, run_ids=ids, source="board")
     except ReplayRefused as exc:

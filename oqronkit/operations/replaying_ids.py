@@ -31,8 +31,9 @@ from .records import MAX_ERRORS_KEPT, Operation, Progress, Starter, check_texts,
 
 #: Ids per stored part of the selection (a record of about 30 kB).
 PART_SIZE = 1000
-#: The most ids one operation takes (bounded, so a request cannot fill the database).
-MAX_IDS = 10_000_000
+#: The most ids one operation takes: its creation is one write of every part (about 30 MB
+#: here); a larger set is a filter's replay (``create_replay``), which has no bound.
+MAX_IDS = 1_000_000
 MAX_ID_LENGTH = 200
 
 

@@ -4,10 +4,12 @@ that as a tracked operation of the id list; operators only, CSRF, audited."""
 
 from __future__ import annotations
 
+import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
+from oqronboard.views import replay_matching
 from oqronkit.clock import now_ms
 from oqronkit.namespaces import job_namespace
 from oqronkit.operations import Operations
@@ -57,8 +59,13 @@ def test_up_to_the_cap_is_replayed_at_once_and_a_mixed_selection_is_refused_by_n
     assert nothing.status_code == 302 and board.plane.count("replay_sets") == 1
 
 
-def test_operators_only_with_csrf_and_a_render_time(board: Board):
+def test_operators_only_with_csrf_a_render_time_and_a_bound(board: Board, monkeypatch: pytest.MonkeyPatch):
     seed_pricing(board, 2)
+    monkeypatch.setattr(replay_matching, "MAX_IDS", 1)
+    too_many = board.operator.post(reverse(URL), {"name": "pricing", "rendered_at": now_ms()})
+    assert too_many.status_code == 400 and "More than 1 runs match" in too_many.content.decode()
+    assert [e["ok"] for e in audit(board, "replay")] == [False]
+    monkeypatch.undo()
     assert board.viewer.post(reverse(URL), {"name": "pricing", "rendered_at": now_ms()}).status_code == 403
     assert board.operator.post(reverse(URL), {"name": "pricing"}).status_code == 400
     assert board.operator.post(reverse(URL), {"name": "pricing", "rendered_at": "x"}).status_code == 400
