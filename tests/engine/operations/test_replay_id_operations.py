@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from oqronkit import Engine
-from oqronkit.errors import InvalidRecord
+from oqronkit.errors import BackendUnavailable, InvalidRecord
 from oqronkit.namespaces import job_namespace, operation_items_namespace
 from oqronkit.operations import OperationRunner, Operations, replay_or_track
 from oqronkit.operations import replaying_ids as module
@@ -135,3 +135,29 @@ def test_refusals(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(InvalidRecord, match="user"):
         ops.create_replay_ids(user="", run_ids=["r1"])
     assert len(ops.list()[0]) == 1
+
+
+def test_a_chunk_whose_write_fails_leaves_nothing_and_is_done_once_later(engine: Engine,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    engine.queue("pricing", handler=double, replayable=True)
+    originals = seed_runs(engine, "pricing", 7)
+    ops = Operations(engine)
+    op = ops.create_replay_ids(user="ann", run_ids=originals)
+    calls = {"n": 0}
+    real = engine.durable.apply
+
+    def flaky(**kwargs: object) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise BackendUnavailable("the database went away mid-chunk")
+        real(**kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine.durable, "apply", flaky)
+    with pytest.raises(BackendUnavailable):
+        OperationRunner(engine, owner="w1", chunk=3).drain()
+    assert ops.get(op.id).progress.done == 3 and len(replay_jobs(engine, "pricing")) == 3  # chunk 2 left nothing
+    OperationRunner(engine, owner="w1", chunk=3).drain()
+    assert ops.get(op.id).progress.done == 7
+    assert sorted(j["replayOf"] for j in replay_jobs(engine, "pricing")) == sorted(originals)
+    found = read_replay_set(engine, op.replay_set, page=3)  # type: ignore[arg-type]
+    assert found is not None and found.pages == 3 and [p.original_id for p in found.pairs] == originals[6:]
