@@ -67,10 +67,12 @@ def test_the_replays_page_form_offers_a_tracked_replay_beyond_the_cap(board: Boa
     seed_pricing(board, 3)
     assert 'data-testid="replays-tracked"' in board.operator.get(reverse("oqronboard:replays")).content.decode()
     url = reverse("oqronboard:replay-create")
-    assert board.operator.post(url, {"name": "pricing", "status": "completed", "last": "5000"}).status_code == 400
     created = board.operator.post(url, {"name": "pricing", "status": "completed", "last": "5000", "tracked": "on"})
     (op,), _ = Operations(board.scope.engine).list()
     assert created.status_code == 302 and (op.planned, op.filter.last) == (3, 5000)  # type: ignore[union-attr]
+    unticked = board.operator.post(url, {"name": "pricing", "status": "completed", "last": "1001"})  # over the cap
+    assert unticked.status_code == 302 and len(Operations(board.scope.engine).list()[0]) == 2
+    assert board.operator.post(url, {"name": "pricing", "last": str(10**8)}).status_code == 400
 
 
 def test_a_tracked_replay_is_refused_by_name_for_a_handler_not_replayable_and_needs_an_operator(board: Board):
