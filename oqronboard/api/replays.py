@@ -10,15 +10,13 @@ from typing import Any
 from django.http import Http404, JsonResponse
 from django.urls import reverse
 
-from oqronkit.errors import InvalidRecord
 from oqronkit.operations import Operation, Operations
-from oqronkit.operations.replaying_ids import clean_ids
 from oqronkit.replay import MAX_REPLAYS, ReplayRefused, list_replay_sets, read_replay_set, replay
 
 from ..base.audit import Action
 from ..base.filters import clean_or_400
 from ..base.pages import BadFilter, BoardRequest, scope_of
-from ..views.operation_targets import MAX_LAST
+from ..views.operation_targets import MAX_LAST, start_id_replay
 from ..views.replays import NO_SET, PageForm
 from .base import SOURCE, api_view, body
 
@@ -64,13 +62,7 @@ def replay_create(request: BoardRequest) -> JsonResponse:
     user = request.user.get_username()
     run_ids = [str(i) for i in fields.getlist("run_ids")]
     if len(dict.fromkeys(run_ids)) > MAX_REPLAYS:
-        try:
-            ids = clean_ids(run_ids)
-        except InvalidRecord as exc:
-            raise BadFilter(str(exc)) from exc
-        op = Operations(scope.engine).create_replay_ids(user=user, run_ids=ids, source=SOURCE)
-        return _accepted(Action(scope, user, "operation-replay", source=SOURCE,
-                                extra={"selection": {"runIds": len(ids)}}), op)
+        return _accepted(start_id_replay(scope, user, run_ids, source=SOURCE))
     handler = fields.get("handler") or None
     status = fields.get("status", "completed") or None
     last = None if run_ids else _last(fields)
@@ -81,8 +73,11 @@ def replay_create(request: BoardRequest) -> JsonResponse:
                    extra={"selection": selection})
     try:
         if tracked:
-            return _accepted(audit, Operations(scope.engine).create_replay(
-                user=user, handler=str(handler), status=status, last=last, source=SOURCE))
+            op = Operations(scope.engine).create_replay(user=user, handler=str(handler), status=status, last=last,
+                                                        source=SOURCE)
+            audit.extra.update(operation=op.id, replaySet=op.replay_set, target=op.name)
+            audit.save(ok=True, result=f"Operation {op.id} started: {op.name}.")
+            return _accepted(op)
         set_id = replay(scope.engine, run_ids=run_ids, handler=handler, last=last, status=status, user=user,
                         source=SOURCE)
     except ReplayRefused as exc:
@@ -96,12 +91,10 @@ def replay_create(request: BoardRequest) -> JsonResponse:
     return JsonResponse(found.describe(), status=201)
 
 
-def _accepted(audit: Action, op: Operation) -> JsonResponse:
-    """A tracked replay started, audited: 202 with the operation and where to poll it."""
+def _accepted(op: Operation) -> JsonResponse:
+    """A tracked replay started: 202 with the operation and where to poll it."""
     assert op.replay_set is not None, "a replay operation has its set"
     url = reverse("oqronboard:api-operation", args=[op.id])
-    audit.extra.update(operation=op.id, replaySet=op.replay_set, target=op.name)
-    audit.save(ok=True, result=f"Operation {op.id} started: {op.name}.")
     response = JsonResponse({"operation": op.to_dict(), "operationUrl": url, "replaySet": op.replay_set,
                              "replaySetUrl": reverse("oqronboard:api-replay", args=[op.replay_set])}, status=202)
     response["Location"] = url

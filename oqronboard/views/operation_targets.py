@@ -13,7 +13,9 @@ from django.db.models import Q
 
 from oqronboard.runs.queries import runs_of
 from oqronboard.runs.webhooks import AttemptFilters, attempts
+from oqronkit.errors import InvalidRecord
 from oqronkit.operations import Operation, Operations
+from oqronkit.operations.replaying_ids import clean_ids
 from oqronkit.queues.runs import RUN_STATUSES
 from oqronkit.replay import ReplayRefused
 from oqronkit.replay.create import QUEUE_MODULES
@@ -68,6 +70,19 @@ def start_replay(scope: BoardScope, user: str, data: dict[str, Any], *, source: 
         raise BadFilter(str(exc)) from exc
     audit.extra.update(operation=op.id, replaySet=op.replay_set, target=op.name, filter=op.filter.to_value())
     audit.save(ok=True, result=f"Operation {op.id} started: {op.name}, {op.planned:,} run(s) to replay.")
+    return op
+
+
+def start_id_replay(scope: BoardScope, user: str, run_ids: list[str], *, source: str = "board") -> Operation:
+    """A tracked replay of an explicit list of run ids (any length), audited; a bad list is a 400."""
+    try:
+        ids = clean_ids(run_ids)
+    except InvalidRecord as exc:
+        raise BadFilter(str(exc)) from exc
+    op = Operations(scope.engine).create_replay_ids(user=user, run_ids=ids, source=source)
+    Action(scope, user, "operation-replay", source=source, extra={
+        "operation": op.id, "replaySet": op.replay_set, "selection": {"runIds": len(ids)}, "target": op.name}).save(
+        ok=True, result=f"Operation {op.id} started: {op.name}.")
     return op
 
 
