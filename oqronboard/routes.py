@@ -93,6 +93,7 @@ urlpatterns = [
     path("topics/", topics.topics_page, name="topics"),
     path("topics/<seg:topic>/", topics.topic_log, name="topic-log"),
     path("topics/<seg:topic>/messages/<seg:message_id>/", topics.message_detail, name="topic-message"),
+    path("topics/<seg:topic>/groups/<seg:group>/", handlers.topic_group_page, name="topic-group"),
     path("topics/<seg:topic>/groups/<seg:group>/pause/", topic_actions.group_pause, {"paused": True},
          name="group-pause"),
     path("topics/<seg:topic>/groups/<seg:group>/resume/", topic_actions.group_pause, {"paused": False},

@@ -79,3 +79,22 @@ def test_api_answers_the_history_and_400s_bad_input(board: Board):
         response = board.viewer.get(api, bad)
         assert response.status_code == 400, bad
         assert response.json()["error"]
+
+
+def test_topic_group_page_charts_its_deliveries(board: Board):
+    now = now_ms()
+    runs = [run_value(f"g{n}", name="ship", job_id=f"d{n}", module="topic", started=now - (5 + n) * MINUTE,
+                      status="failed" if n == 0 else "completed") for n in range(5)]
+    for run in runs:
+        run.update(topic="orders", group="shipping")
+    put_runs(board.plane, runs)
+    board.plane.put(METRICS_STATE, "rollup", {"next": now - 40 * MINUTE - now % MINUTE})
+    rollup(board.plane, now=now)
+    url = reverse("oqronboard:topic-group", args=["orders", "shipping"])
+    body = board.viewer.get(url + "?range=1h").content.decode()
+    assert totals(body) == "60 minute buckets: 4 completed, 1 failed"
+    assert reverse("oqronboard:topic-log", args=["orders"]) in body
+    other = board.viewer.get(reverse("oqronboard:topic-group", args=["orders", "billing"]) + "?range=1h")
+    assert totals(other.content.decode()) == "60 minute buckets: no run"
+    assert board.viewer.get(url + "?range=2w").status_code == 400
+    assert board.viewer.get(reverse("oqronboard:topic-group", args=["orders", "x" * 101])).status_code == 400

@@ -57,6 +57,8 @@ def test_a_viewer_is_refused_every_group_action_and_nothing_changes(board: Board
     page = board.viewer.get(reverse("oqronboard:topics")).content.decode()
     assert 'data-testid="pause-group-' not in page and 'data-testid="replay-' not in page
     assert 'data-testid="retry-dead-' not in page
+    history = reverse("oqronboard:topic-group", args=["orders", "billing"])
+    assert f'href="{history}"' in page and board.viewer.get(history).status_code == 200  # history is for viewers too
 
 
 def test_pause_and_resume_a_group_with_htmx_audited(board: Board, orders: SeededTopic):
