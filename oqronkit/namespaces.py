@@ -87,8 +87,9 @@ GROUP_MEMBERS_PREFIX: Final = "queue_group_members:"
 UNIQUE_PREFIX: Final = "queue_unique:"
 DEBOUNCE_PREFIX: Final = "queue_debounce:"
 # Not in the spec's table, kind record: a tracked replay's pairs in chunks (one row per
-# chunk of up to 1,000), and the items an operation has done (a resend's deliveries, so a
-# delivery with several attempts in the walk is sent once).
+# chunk of up to 1,000), and an operation's items: those it has done (a resend's
+# deliveries, so a delivery with several attempts in the walk is sent once) or its
+# frozen selection (an id-list replay's run ids, ``part.<n>`` of up to 1,000).
 REPLAY_PAIRS_PREFIX: Final = "replay_pairs:"
 OPERATION_ITEMS_PREFIX: Final = "operation_items:"
 

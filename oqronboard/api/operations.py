@@ -2,7 +2,8 @@
 ``?cursor=``) or shows one; POST creates one (operators: ``action`` retry or delete,
 with the dead letters' filters ``queue``, ``fingerprint``, ``q`` and optionally
 ``rendered_at``, the window's end; a delete needs ``confirmed=true``; ``replay`` with the
-runs page's ``name``, ``status``, ``window`` and optionally ``last``; ``resend`` with the
+runs page's ``name``, ``status``, ``window`` and optionally ``last``, or with ``run_ids``
+(a list of any length); ``resend`` with the
 delivery log's ``webhook``, ``endpoint``, ``event``, ``status``, ``window`` and
 optionally ``rendered_at``) or pauses, resumes, cancels one. Audited with source ``api``, as the board's own pages."""
 
@@ -14,7 +15,7 @@ from django.http import JsonResponse
 
 from ..base.filters import clean_or_400
 from ..base.pages import BoardRequest, scope_of
-from ..views.operation_targets import ReplayOperationForm, start_replay, start_resend
+from ..views.operation_targets import ReplayOperationForm, start_id_replay, start_replay, start_resend
 from ..views.operations import OperationForm, change_operation, create_operation, get_operation, list_operations
 from ..webhook_forms import FILTER_KEYS, delivery_filters, rendered_at
 from .base import SOURCE, api_view, body
@@ -33,7 +34,9 @@ def operation_list(request: BoardRequest) -> Any:
 def operation_create(request: BoardRequest) -> JsonResponse:
     """Start an operation (operators only, checked again here): 201 with it."""
     fields, scope, user = body(request), scope_of(request), request.user.get_username()
-    if fields.get("action") == "replay":
+    if fields.get("action") == "replay" and fields.getlist("run_ids"):
+        op = start_id_replay(scope, user, fields.getlist("run_ids"), source=SOURCE)
+    elif fields.get("action") == "replay":
         op = start_replay(scope, user, clean_or_400(ReplayOperationForm(fields)), source=SOURCE)
     elif fields.get("action") == "resend":
         at = rendered_at(fields) if fields.get("rendered_at") not in (None, "") else None

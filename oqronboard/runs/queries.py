@@ -10,7 +10,7 @@ startedAt index with a filter). Pages are keyset pages: the cursor is the last r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -31,6 +31,8 @@ QUEUE_MODULES = ("queue", "worker", "topic", "webhook")
 # (oqronkit/backends/postgres/sql/schema.sql).
 UNINDEXED_STATUSES = ("completed",)
 UNINDEXED_MODULES = ("queue", "worker")
+# The modules whose runs a replay can run again (oqronkit.replay.create.QUEUE_MODULES).
+REPLAYABLE_MODULES = ("queue", "worker")
 
 
 def list_fields() -> dict[str, JsonText]:
@@ -63,8 +65,8 @@ def runs_of(scope: BoardScope) -> RunRecordQuerySet:
     return RunRecord.objects.scoped(scope.project, scope.environment)
 
 
-def run_list(scope: BoardScope, filters: RunFilters, *, limit: int = PAGE_SIZE) -> tuple[list[dict], str | None]:
-    """One page of runs, newest first, and the next page's cursor (None at the end)."""
+def filtered_runs(scope: BoardScope, filters: RunFilters) -> RunRecordQuerySet:
+    """The runs ``filters`` match (every filter but the cursor), on the index it pins."""
     qs = runs_of(scope)
     fields = (("status", filters.status), ("name", filters.name), ("module", filters.module),
               ("workerId", filters.worker), ("jobId", filters.job))
@@ -82,6 +84,21 @@ def run_list(scope: BoardScope, filters: RunFilters, *, limit: int = PAGE_SIZE) 
         qs = qs.filter(started__lt=filters.until)
     if filters.search:
         qs = qs.alias(f_message=JsonText("error", "message")).filter(f_message__icontains=filters.search)
+    return qs
+
+
+def replayable_run_ids(scope: BoardScope, filters: RunFilters) -> Iterator[str]:
+    """The ids of the queue jobs' runs ``filters`` match, replays left out, newest first,
+    streamed (the runs page's "replay every match")."""
+    qs = (filtered_runs(scope, filters).alias(f_module=JsonText("module"), f_replay=JsonText("replayOf"))
+          .filter(f_module__in=REPLAYABLE_MODULES).filter(Q(f_replay__isnull=True) | Q(f_replay="")))
+    return cast(Iterator[str], qs.order_by(RunStarted().desc(), RowKey().desc()).values_list("id", flat=True)
+                .iterator(chunk_size=2000))
+
+
+def run_list(scope: BoardScope, filters: RunFilters, *, limit: int = PAGE_SIZE) -> tuple[list[dict], str | None]:
+    """One page of runs, newest first, and the next page's cursor (None at the end)."""
+    qs = filtered_runs(scope, filters)
     if filters.cursor is not None:
         # The plain bound lets SQLite start its index walk at the cursor too.
         qs = qs.filter(started__lte=filters.cursor[0]).filter(RowBefore(RunStarted(), RowKey(), *filters.cursor))

@@ -44,6 +44,7 @@ def _list(request: BoardRequest, *, failed: bool) -> HttpResponse:
         "status_choices": cast(forms.ChoiceField, RunFilterForm.base_fields["status"]).choices,
         "module_choices": cast(forms.ChoiceField, RunFilterForm.base_fields["module"]).choices,
         "windows": list(WINDOWS),
+        "rendered_at": now_ms(),
     }
     if request.htmx and filters.cursor is not None:
         return render(request, "oqronboard/runs/list.html#rows", context)  # "load more": just the next rows

@@ -13,7 +13,9 @@ from django.db.models import Q
 
 from oqronboard.runs.queries import runs_of
 from oqronboard.runs.webhooks import AttemptFilters, attempts
+from oqronkit.errors import InvalidRecord
 from oqronkit.operations import Operation, Operations
+from oqronkit.operations.replaying_ids import clean_ids
 from oqronkit.queues.runs import RUN_STATUSES
 from oqronkit.replay import ReplayRefused
 from oqronkit.replay.create import QUEUE_MODULES
@@ -49,7 +51,8 @@ def count_replayable(scope: BoardScope, handler: str, status: str | None, starte
     return int(qs.count())
 
 
-def start_replay(scope: BoardScope, user: str, data: dict[str, Any], *, source: str = "board") -> Operation:
+def start_replay(scope: BoardScope, user: str, data: dict[str, Any], *, source: str = "board",
+                 name: str = "") -> Operation:
     """A tracked replay of a cleaned :class:`ReplayOperationForm`, audited; a refusal (a
     handler not declared replayable) is a 400 naming it, audited as refused."""
     if not data["name"]:
@@ -61,12 +64,25 @@ def start_replay(scope: BoardScope, user: str, data: dict[str, Any], *, source: 
     try:
         op = Operations(scope.engine).create_replay(
             user=user, handler=data["name"], status=status, started_from=started_from, last=data["last"],
-            planned=min(planned, data["last"]) if data["last"] else planned, source=source)
+            planned=min(planned, data["last"]) if data["last"] else planned, source=source, name=name)
     except ReplayRefused as exc:
         audit.save(ok=False, result=str(exc))
         raise BadFilter(str(exc)) from exc
     audit.extra.update(operation=op.id, replaySet=op.replay_set, target=op.name, filter=op.filter.to_value())
     audit.save(ok=True, result=f"Operation {op.id} started: {op.name}, {op.planned:,} run(s) to replay.")
+    return op
+
+
+def start_id_replay(scope: BoardScope, user: str, run_ids: list[str], *, source: str = "board") -> Operation:
+    """A tracked replay of an explicit list of run ids (any length), audited; a bad list is a 400."""
+    try:
+        ids = clean_ids(run_ids)
+    except InvalidRecord as exc:
+        raise BadFilter(str(exc)) from exc
+    op = Operations(scope.engine).create_replay_ids(user=user, run_ids=ids, source=source)
+    Action(scope, user, "operation-replay", source=source, extra={
+        "operation": op.id, "replaySet": op.replay_set, "selection": {"runIds": len(ids)}, "target": op.name}).save(
+        ok=True, result=f"Operation {op.id} started: {op.name}.")
     return op
 
 
@@ -77,12 +93,13 @@ def count_deliveries(scope: BoardScope, filters: AttemptFilters) -> int:
 
 
 def start_resend(scope: BoardScope, user: str, filters: AttemptFilters, shown: dict[str, Any], *,
-                 source: str = "board") -> Operation:
+                 source: str = "board", name: str = "") -> Operation:
     """A tracked resend of the deliveries the log's ``filters`` match (``before``: the
     page's render time), audited with the filters as the page showed them (``shown``)."""
     op = Operations(scope.engine).create_resend(
         user=user, since=filters.since, before=filters.before, webhook=filters.webhook, endpoint=filters.endpoint,
-        event=filters.event, status=filters.status, planned=count_deliveries(scope, filters), source=source)
+        event=filters.event, status=filters.status, planned=count_deliveries(scope, filters), source=source,
+        name=name)
     Action(scope, user, "operation-resend", source=source, extra={
         "operation": op.id, "filters": shown, "filter": op.filter.to_value(), "target": op.name}).save(
         ok=True, result=f"Operation {op.id} started: {op.name}, {op.planned:,} delivery(ies) to send again.")

@@ -1,7 +1,8 @@
 """Tracked bulk operations (issue 37, item 5): the history list, one operation's page
 with its progress bar (polled by htmx until it finishes), starting one over the dead
-letters' filters (no 1,000-item cap: the leader's runner does it in chunks), and pause,
-resume and cancel. Operators only, audited; read and changed through the engine's
+letters' filters (no 1,000-item cap: the leader's runner does it in chunks; the form
+that starts any action is :mod:`.operation_new`), and pause, resume and cancel.
+Operators only, audited; read and changed through the engine's
 :class:`oqronkit.operations.Operations`, never the store."""
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
+from django_htmx.http import HttpResponseStopPolling
 
 from oqronboard.jobs.forms import FingerprintField, QueueField
-from oqronboard.jobs.queries import dlq_depths
 from oqronkit.errors import InvalidState, UnknownOperation
 from oqronkit.operations import DEAD_LETTER_ACTIONS, STATUSES, Operation, Operations
 
@@ -117,29 +117,6 @@ def operation_detail(request: BoardRequest, op_id: str) -> HttpResponse:
             return render(request, "oqronboard/operation.html#live", context)
         return HttpResponseStopPolling(render_to_string("oqronboard/operation.html#live", context, request))
     return render(request, "oqronboard/operation.html", context)
-
-
-@require_POST
-@board_view
-@operator_required
-def operation_create(request: BoardRequest) -> HttpResponse:
-    """Start an operation over the posted filters and go to its page (a delete after a
-    confirmation page that says how many dead letters it will look at)."""
-    scope = scope_of(request)
-    data = clean_or_400(OperationForm(request.POST))
-    if data["action"] == "delete" and not data["confirmed"]:
-        depths = dlq_depths(scope)
-        hidden = [(key, data[key]) for key in ("queue", "fingerprint", "q", "rendered_at", "name")
-                  if data[key] not in (None, "")]
-        return render(request, "oqronboard/operation_confirm.html", {
-            "data": data, "hidden": hidden,
-            "candidates": depths.get(data["queue"], 0) if data["queue"] else sum(depths.values())})
-    op = create_operation(scope, request.user.get_username(), data)
-    url = reverse("oqronboard:operation", args=[op.id])
-    if request.htmx:
-        return HttpResponseClientRedirect(url)
-    messages.success(request, f"Operation started: {op.name}.")
-    return redirect(url)
 
 
 @require_POST

@@ -25,7 +25,7 @@ from ..base.filters import TextFilter, WindowField, clean_or_400, window_start
 from ..base.pages import BoardRequest, board_view, scope_of
 from ..base.roles import operator_required
 from ..base.scope import BoardScope
-from .operation_targets import ReplayOperationForm, start_replay
+from .operation_targets import MAX_LAST, ReplayOperationForm, start_replay
 
 NO_SET = "No replay set with that id in this project and environment."
 LISTED = 50
@@ -38,7 +38,7 @@ class ReplayForm(forms.Form):
     name = TextFilter(max_length=100, label="handler")
     status = forms.ChoiceField(choices=[("", "any status")] + [(s, s) for s in RUN_STATUSES], required=False)
     window = WindowField(label="window")
-    last = forms.IntegerField(min_value=1, max_value=MAX_REPLAYS, required=False)
+    last = forms.IntegerField(min_value=1, max_value=MAX_LAST, required=False)
 
 
 class PageForm(forms.Form):
@@ -83,6 +83,10 @@ def pair_rows(found: ReplaySet) -> list[dict[str, Any]]:
     return rows
 
 
+def _over_cap(last: str | None) -> bool:
+    return bool(last) and str(last).isdigit() and int(str(last)) > MAX_REPLAYS
+
+
 @require_POST
 @board_view
 @operator_required
@@ -90,10 +94,10 @@ def replay_create(request: BoardRequest) -> HttpResponse:
     """Replay one run (``run``) or the last ``last`` runs of a handler the runs page's
     filter shows (``name``, ``status``, ``window``); audited. A refusal (a handler not
     declared replayable, nothing selected) comes back as a warning naming it. With
-    ``tracked``, the filter's every run (or its ``last``, uncapped) is replayed by a
-    tracked operation, whose page it opens."""
+    ``tracked``, or a ``last`` above ``MAX_REPLAYS``, the filter's every run (or its
+    ``last``, uncapped) is replayed by a tracked operation, whose page it opens."""
     scope = scope_of(request)
-    if request.POST.get("tracked"):
+    if request.POST.get("tracked") or _over_cap(request.POST.get("last")):
         op = start_replay(scope, request.user.get_username(), clean_or_400(ReplayOperationForm(request.POST)))
         messages.success(request, f"Operation started: {op.name}.")
         return redirect("oqronboard:operation", op.id)

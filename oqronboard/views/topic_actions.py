@@ -1,8 +1,9 @@
 """A consumer group's operator actions: pause, resume, replay (or seek) from an offset
 or a time after a confirmation that says how many messages, and retry its dead
-letters. Each goes through the engine's topic API (:class:`oqronkit.Topic` built
-with the topic's declared partitions on the board's scoped engine), is permission
-checked and audited like every other action."""
+letters (beyond ``ACTION_CAP`` as a tracked operation). Each goes through the
+engine's topic API (:class:`oqronkit.Topic` built with the topic's declared
+partitions on the board's scoped engine), is permission checked and audited like
+every other action."""
 
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ from typing import Any, cast
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from oqronboard.base.templating import render
 from oqronboard.jobs.queries import DeadFilters, dead_targets
 from oqronkit import Topic
 from oqronkit.errors import InvalidState
+from oqronkit.operations import Operations
 from oqronkit.topics import groups
 from oqronkit.topics.groups import GroupValue, Position
 
@@ -88,20 +92,35 @@ def group_pause(request: BoardRequest, topic: str, group: str, paused: bool) -> 
 @operator_required
 def group_retry_dead(request: BoardRequest, topic: str, group: str) -> HttpResponse:
     """Retry the group's dead letters that had died when the page was rendered
-    (``rendered_at``), at most ``ACTION_CAP`` per request."""
+    (``rendered_at``): at once up to ``ACTION_CAP``, else as a tracked retry operation
+    over the group's queue (no cap: the leader's runner, in chunks), whose page opens."""
     target = target_or_404(scope_of(request), topic, group)
     rendered_at = _rendered_at(request)
     queue = target.group.queue
     ids = [job_id for _, job_id in dead_targets(scope_of(request), DeadFilters(queue=queue, died_before=rendered_at),
-                                                 limit=ACTION_CAP)]
+                                                 limit=ACTION_CAP + 1)]
+    if len(ids) > ACTION_CAP:
+        return _retry_tracked(request, target, rendered_at)
     retried = len(target.topic.group_queue(group).retry_many(ids)) if ids else 0
     message = f"Retried {retried} of {len(ids)} dead letter(s) of {target.label}."
-    if len(ids) >= ACTION_CAP:
-        message += f" This request acts on at most {ACTION_CAP}; more may be dead: run it again."
     action = _audit(request, target, "retry", renderedAt=rendered_at)
     action.targets = targets(queue, ids)
     action.save(ok=retried > 0, result=message)
     return _answer(request, target, retried > 0, message)
+
+
+def _retry_tracked(request: BoardRequest, target: Target, rendered_at: int) -> HttpResponse:
+    op = Operations(scope_of(request).engine).create(
+        "retry", user=request.user.get_username(), source="board", queue=target.group.queue, died_to=rendered_at,
+        name=f"Retry dead letters of {target.label}")
+    message = f"Operation {op.id} started: {op.name}, {op.planned:,} dead letter(s) to look at."
+    _audit(request, target, "operation-retry", renderedAt=rendered_at, operation=op.id,
+           filter=op.filter.to_value()).save(ok=True, result=message)
+    url = reverse("oqronboard:operation", args=[op.id])
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    messages.success(request, message)
+    return redirect(url)
 
 
 def _rendered_at(request: BoardRequest) -> int:

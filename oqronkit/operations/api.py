@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..clock import now_ms
@@ -26,6 +27,7 @@ from .records import (
     new_operation,
 )
 from .replaying import create_replay
+from .replaying_ids import create_id_replay
 from .resending import create_resend
 
 if TYPE_CHECKING:
@@ -73,6 +75,15 @@ class Operations:
         board's), shown beside the progress; the runs are not counted here."""
         return create_replay(self, user=user, handler=handler, status=status, started_from=started_from,
                              started_to=started_to, last=last, planned=planned, source=source, name=name)
+
+    def create_replay_ids(self, *, user: str, run_ids: Sequence[str], source: str = "api",
+                          name: str = "") -> Operation:
+        """Start replaying ``run_ids`` (any number, deduplicated, in the order given) in
+        chunks: the list is stored with the operation as its frozen selection. A run that is
+        gone, not a queue job's, or of a handler not declared ``replayable=True`` counts as
+        failed with the reason; ``planned`` is the number of ids. Its replay set
+        (``op.replay_set``) pairs each run with its replay as chunks are done."""
+        return create_id_replay(self, user=user, run_ids=run_ids, source=source, name=name)
 
     def create_resend(self, *, user: str, since: int, before: int | None = None, webhook: str = "",
                       endpoint: str = "", event: str = "", status: str = "", planned: int | None = None,

@@ -11,6 +11,7 @@ from typing import Any, Final
 
 TARGET_RUNS: Final = "runs"
 TARGET_DELIVERIES: Final = "deliveries"
+TARGET_RUN_IDS: Final = "run_ids"
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -44,6 +45,22 @@ class RunFilter:
         """The durable plane's ``list`` filters that serve this walk from an index."""
         return {"name": self.handler, "status": self.status, "started_from": self.started_from,
                 "started_to": self.started_to}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunIdsFilter:
+    """An explicit list of run ids, frozen at creation in ``parts`` records of up to
+    1,000 ids each (``operation_items:<op>/part.<n>``): ``count`` ids in all."""
+
+    count: int
+    parts: int
+
+    def to_value(self) -> dict[str, Any]:
+        return {"runIds": self.count, "parts": self.parts}
+
+    @classmethod
+    def from_value(cls, value: dict[str, Any]) -> RunIdsFilter:
+        return cls(count=_int_or_none(value.get("runIds")) or 0, parts=_int_or_none(value.get("parts")) or 0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from ..errors import InvalidRecord
 from ..ids import new_id
-from .filters import TARGET_DELIVERIES, TARGET_RUNS, DeliveryFilter, RunFilter, window_percent
+from .filters import (
+    TARGET_DELIVERIES,
+    TARGET_RUN_IDS,
+    TARGET_RUNS,
+    DeliveryFilter,
+    RunFilter,
+    RunIdsFilter,
+    window_percent,
+)
 
 if TYPE_CHECKING:
     from ..durable import RecordWrite
@@ -117,7 +125,7 @@ class Operation:
     name: str
     action: Action
     target: str
-    filter: DeadLetterFilter | RunFilter | DeliveryFilter
+    filter: DeadLetterFilter | RunFilter | DeliveryFilter | RunIdsFilter
     queues: tuple[str, ...]
     planned: int | None  # None: not counted up front (a walk of runs the CLI started)
     status: Status
@@ -133,7 +141,10 @@ class Operation:
 
     @property
     def walks(self) -> int:
-        """How many walks the operation makes: one per queue for dead letters, one for runs."""
+        """How many walks the operation makes: one per queue for dead letters, one per
+        stored part of an id list, one for runs."""
+        if isinstance(self.filter, RunIdsFilter):
+            return self.filter.parts
         return len(self.queues) if self.target == TARGET_DEAD_LETTERS else 1
 
     @property
@@ -143,7 +154,8 @@ class Operation:
     @property
     def percent(self) -> int:
         """How far the walk is, 0-100: dead letters looked at of those planned; for runs
-        and deliveries, how much of the frozen window the newest-first walk has passed."""
+        and deliveries, how much of the frozen window the newest-first walk has passed;
+        for an id list, the ids looked at of those listed."""
         if self.status == "done":
             return 100
         if isinstance(self.filter, RunFilter):
@@ -178,8 +190,9 @@ class Operation:
                    replay_set=value.get("replaySet"), window_start=value.get("windowStart"))
 
 
-_FILTERS: Final[dict[str, type[DeadLetterFilter] | type[RunFilter] | type[DeliveryFilter]]] = {
-    TARGET_DEAD_LETTERS: DeadLetterFilter, TARGET_RUNS: RunFilter, TARGET_DELIVERIES: DeliveryFilter}
+_FILTERS: Final[dict[str, type[DeadLetterFilter] | type[RunFilter] | type[DeliveryFilter] | type[RunIdsFilter]]] = {
+    TARGET_DEAD_LETTERS: DeadLetterFilter, TARGET_RUNS: RunFilter, TARGET_DELIVERIES: DeliveryFilter,
+    TARGET_RUN_IDS: RunIdsFilter}
 
 
 def check_texts(**texts: str) -> None:

@@ -27,9 +27,10 @@ from ..namespaces import OPERATION_PROGRESS, dlq_namespace, job_namespace
 from ..queues.control import revive
 from ..queues.jobs import Job
 from .api import Operations
-from .filters import TARGET_DELIVERIES, TARGET_RUNS
+from .filters import TARGET_DELIVERIES, TARGET_RUN_IDS, TARGET_RUNS
 from .records import MAX_ERRORS_KEPT, DeadLetterFilter, Operation, Progress
 from .replaying import replay_chunk
+from .replaying_ids import replay_ids_chunk
 from .resending import resend_chunk
 
 if TYPE_CHECKING:
@@ -154,4 +155,4 @@ class OperationRunner:
 
 
 _WALKS: dict[str, Callable[[Any, Operation, int], Callable[[], None]]] = {
-    TARGET_RUNS: replay_chunk, TARGET_DELIVERIES: resend_chunk}
+    TARGET_RUNS: replay_chunk, TARGET_DELIVERIES: resend_chunk, TARGET_RUN_IDS: replay_ids_chunk}

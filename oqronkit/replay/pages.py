@@ -47,7 +47,8 @@ def _chunk_id(number: int) -> str:
 def _chunk_pairs(engine: Planes, set_id: str, chunk: dict[str, Any]) -> list[ReplayPair]:
     """A chunk's pairs with their states; its replays' runs by its correlation id."""
     queue, correlation = str(chunk.get("queue")), str(chunk.get("correlation"))
-    pairs_in = [{**p, "queue": queue} for p in chunk.get("pairs") or [] if isinstance(p, dict)]
+    # A filter's chunk names its one queue; an id list's pairs each name theirs.
+    pairs_in = [{**p, "queue": p.get("queue") or queue} for p in chunk.get("pairs") or [] if isinstance(p, dict)]
 
     def read_replays() -> dict[str, dict[str, Any]]:
         newest: dict[str, dict[str, Any]] = {}

@@ -67,10 +67,12 @@ def test_the_replays_page_form_offers_a_tracked_replay_beyond_the_cap(board: Boa
     seed_pricing(board, 3)
     assert 'data-testid="replays-tracked"' in board.operator.get(reverse("oqronboard:replays")).content.decode()
     url = reverse("oqronboard:replay-create")
-    assert board.operator.post(url, {"name": "pricing", "status": "completed", "last": "5000"}).status_code == 400
     created = board.operator.post(url, {"name": "pricing", "status": "completed", "last": "5000", "tracked": "on"})
     (op,), _ = Operations(board.scope.engine).list()
     assert created.status_code == 302 and (op.planned, op.filter.last) == (3, 5000)  # type: ignore[union-attr]
+    unticked = board.operator.post(url, {"name": "pricing", "status": "completed", "last": "1001"})  # over the cap
+    assert unticked.status_code == 302 and len(Operations(board.scope.engine).list()[0]) == 2
+    assert board.operator.post(url, {"name": "pricing", "last": str(10**8)}).status_code == 400
 
 
 def test_a_tracked_replay_is_refused_by_name_for_a_handler_not_replayable_and_needs_an_operator(board: Board):
@@ -138,7 +140,12 @@ def test_the_json_api_starts_a_replay_and_a_resend(board: Board):
                                content_type="application/json").status_code == 400
     assert board.viewer.post(create, json.dumps({"action": "replay", "name": "pricing"}),
                              content_type="application/json").status_code == 403
+    listed = board.operator.post(create, json.dumps({"action": "replay", "run_ids": ["p000", "p001", "p000"]}),
+                                 content_type="application/json")
+    assert listed.status_code == 201 and (listed.json()["target"], listed.json()["counts"]["planned"]) == ("run_ids", 2)
+    assert board.operator.post(create, json.dumps({"action": "replay", "run_ids": ["x" * 300]}),
+                               content_type="application/json").status_code == 400
     drain(board)
-    ops = {op.action: op for op in Operations(board.scope.engine).list()[0]}
-    assert ops["replay"].progress.done == 2 and ops["resend"].progress.done == 1
+    ops = {op.target: op for op in Operations(board.scope.engine).list()[0]}
+    assert ops["runs"].progress.done == 2 and ops["deliveries"].progress.done == 1 and ops["run_ids"].progress.done == 2
     assert board.plane.get(job_namespace(billing.queue), delivery) is not None  # the completed delivery, again

@@ -11,7 +11,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
+from oqronboard.views import topic_actions
 from oqronkit.clock import now_ms
+from oqronkit.operations import OperationRunner, Operations
 from oqronkit.topics import groups
 from tests.board.seed import MINUTE, Board
 from tests.board.topic_seed import SeededTopic, dead, group, publish
@@ -149,6 +151,27 @@ def test_retry_a_groups_dead_letters_up_to_the_render_time(board: Board, orders:
     assert sorted(entry["ids"]) == sorted(f"orders@billing/{i}" for i in orders.ids[:3])
     job_audit = board.plane.list(f"audit:job:orders@billing:{orders.ids[0]}").records
     assert job_audit and job_audit[0].value["action"] == "retry"
+
+
+def test_retry_beyond_the_cap_is_a_tracked_operation_over_the_groups_queue(board: Board, orders: SeededTopic,
+                                                                          monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(topic_actions, "ACTION_CAP", 2)  # 1,000: three dead letters stand for more
+    rendered = now_ms()
+    for message_id in orders.ids[:3]:
+        dead(board, orders, "billing", message_id, died=rendered - MINUTE)
+    dead(board, orders, "billing", orders.ids[3], died=rendered + MINUTE)  # after the page was rendered
+    response = board.operator.post(reverse("oqronboard:group-retry-dead", args=["orders", "billing"]),
+                                   {"rendered_at": rendered}, HTTP_HX_REQUEST="true")
+    (op,) = Operations(board.scope.engine).list()[0]
+    assert response.status_code == 200 and response["HX-Redirect"] == reverse("oqronboard:operation", args=[op.id])
+    assert (op.action, op.queues, op.created_by) == ("retry", ("orders@billing",), board.users["operator"].username)
+    OperationRunner(board.scope.engine, owner="test").drain()
+    assert Operations(board.scope.engine).get(op.id).progress.done == 3
+    for message_id in orders.ids[:3]:
+        assert board.plane.get("queue_job:orders@billing", message_id).value["status"] == "waiting"
+    assert board.plane.get("queue_dlq:orders@billing", orders.ids[3]) is not None
+    entry = audit_entries(board)[0]
+    assert entry["action"] == "operation-retry" and entry["operation"] == op.id and entry["ok"] is True
 
 
 def test_retry_dead_needs_the_render_time(board: Board, orders: SeededTopic):

@@ -2,7 +2,8 @@
 live board's own worker as the leader that runs them: an operator retries every dead
 letter of a queue from the dead-letter page, lands on the operation's page and watches it
 finish without a reload; a paused operation resumed with a click runs to the end; the
-Operations list shows both; a viewer gets no buttons."""
+Operations list shows both; a viewer gets no buttons; a replay operation started from
+the New operation form (a missing handler shown on the form first) runs to the end."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.harness import LiveBoard, manage
+from tests.browser.harness import LiveBoard, manage, wait_for
 from tests.browser.test_board import assert_not_reloaded, by_testid, mark_document, open_nav
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -85,3 +86,34 @@ def test_a_viewer_sees_operations_without_buttons(viewer_page: Any, seeded: Live
         by_testid(page, "operation-row").filter(has_text=f"queue {HELD_QUEUE}").locator("a").first.click()
     assert "paused" in by_testid(page, "operation-status").inner_text()
     assert by_testid(page, "operation-actions").count() == 0 and by_testid(page, "operation-resume").count() == 0
+
+
+def test_create_a_replay_operation_from_the_new_operation_form(operator_page: Any, board: LiveBoard):
+    from tests.browser.test_replays import QUOTES, completed_quotes
+
+    manage(board.env, "shell", "-c", "from tests.browser.test_replays import seed; seed()")
+    wait_for(lambda: completed_quotes(board) >= QUOTES, timeout=60, what="the quotes completed", board=board)
+    page = operator_page
+    page.goto("/operations/")
+    with page.expect_navigation():
+        by_testid(page, "operation-new").click()
+    by_testid(page, "action-replay").check()
+    with page.expect_navigation():
+        by_testid(page, "operation-new-submit").click()  # no handler: the form says so
+    assert "Say which handler" in by_testid(page, "operation-new-errors").inner_text()
+    assert by_testid(page, "action-replay").is_checked()
+    assert page.errors == ["Failed to load resource: the server responded with a status of 400 (Bad Request)"]
+    page.errors.clear()  # that 400 was the point
+    page.fill('input[name="replay-name"]', "quotes")
+    page.select_option('select[name="replay-status"]', "completed")
+    page.fill('input[name="replay-last"]', "2")
+    page.fill('input[name="name"]', "quotes after the deploy")
+    with page.expect_navigation():
+        by_testid(page, "operation-new-submit").click()
+    assert "/operations/" in page.url and "quotes after the deploy" in page.locator("h1").inner_text()
+    mark_document(page)
+    by_testid(page, "operation-status").filter(has_text="done").wait_for(timeout=LIVE_TIMEOUT_MS)
+    assert_not_reloaded(page)  # the progress panel updated in place
+    assert "2 replayed, 0 failed" in by_testid(page, "operation-counts").inner_text()
+    assert "100%" in by_testid(page, "operation-progress").inner_text()
+    assert not page.errors

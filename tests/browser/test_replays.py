@@ -1,7 +1,8 @@
 """Replays in a real browser (issue 37 item 2): an operator replays a handler's last runs
 from the Replays page and watches the set's summary arrive live; after a "deploy" (the
 price list changes) a replay of the runs a runs-page filter shows lists every pair as
-changed, with the diff's path; and the same replay as a tracked operation."""
+changed, with the diff's path; and the same replay as a tracked operation; and the runs
+page's "Replay every match"."""
 
 from __future__ import annotations
 
@@ -74,4 +75,19 @@ def test_replay_the_last_runs_then_a_filter_after_a_deploy(operator_page: Any, b
         by_testid(page, "operation-replay-set").click()
     summary.filter(has_text=f"0 identical, {QUOTES} changed, 0 failed").wait_for(timeout=LIVE_TIMEOUT_MS)
     assert by_testid(page, "replay-operation").count() == 1
+    assert not page.errors
+
+
+def test_replay_every_match_from_the_runs_page(operator_page: Any, board: LiveBoard):
+    manage(board.env, "shell", "-c", "from tests.browser.test_replays import seed; seed()")
+    wait_for(lambda: completed_quotes(board) >= QUOTES, timeout=60, what="the quotes completed", board=board)
+    page = operator_page
+    page.goto("/runs/?name=quotes&status=completed&window=1h")
+    with page.expect_navigation():
+        by_testid(page, "replay-matching").click()
+    assert "/replays/" in page.url
+    by_testid(page, "replay-verdict").wait_for(timeout=LIVE_TIMEOUT_MS)  # shown once every replay finished
+    pairs = by_testid(page, "replay-pair")
+    assert pairs.count() >= QUOTES and "0 failed" in by_testid(page, "replay-summary").inner_text()
+    assert {pairs.nth(i).get_attribute("data-state") for i in range(pairs.count())} <= {"identical", "changed"}
     assert not page.errors
