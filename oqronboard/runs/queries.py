@@ -134,6 +134,17 @@ def runs_by_id(scope: BoardScope, ids: list[str]) -> dict[str, Mapping[str, Any]
     return {row["id"]: row for row in rows}
 
 
+def open_run_facts(scope: BoardScope, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """What the rollup's buckets need of each run by id to count it (name, module, status,
+    jobId, queue): one primary-key read, a few fields of each row, not the rows."""
+    if not ids:
+        return {}
+    rows = runs_of(scope).filter(namespace=RUNS, id__in=ids).values(
+        "id", name=JsonText("name"), module=JsonText("module"), status=JsonText("status"), jobId=JsonText("jobId"),
+        queue=JsonText("queue"))
+    return {row.pop("id"): row for row in rows}
+
+
 def late_counts(scope: BoardScope, modules: tuple[str, ...], *, since: int, late_ms: int
                 ) -> dict[tuple[str, str], tuple[int, int]]:
     """Per (module, name) of ``modules``: runs started since ``since`` and how many of
