@@ -192,7 +192,8 @@ def _queue_drift(engine: Engine, queue: str, sample: int, settled: int, live: se
             drift.lapsed.add(lease.job_id)
         elif lease.expires_at <= now + heartbeat:
             drift.lapsing.add(lease.job_id)
-    _orphans(engine, queue, namespace, list(held.entries), drift, counter)
+    # A hot entry the durable sample (read first) holds is no orphan: only the others are looked up.
+    _orphans(engine, queue, namespace, [id for id in held.entries if id not in statuses], drift, counter)
     return drift
 
 
