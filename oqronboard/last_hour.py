@@ -60,7 +60,8 @@ def read_last_hour(scope: BoardScope, first_bucket: int) -> LastHour:
     hour = LastHour(first_bucket)
     recent = recent_outcomes(scope.engine.durable, since, now_ms(), read_open=False)
     # The runs open when their minute was rolled, a few fields each (not whole runs through the engine).
-    recent.settle(open_run_facts(scope, sorted(recent.open)))
+    rolled = {id: status for id, (_, status) in recent.open.items()}
+    recent.settle(open_run_facts(scope, rolled, since=since, until=recent.until))
     hour.rolled_until = recent.until
     for (kind, key), minutes in recent.counts.items():
         for minute, outcomes in minutes.items():
