@@ -29,7 +29,8 @@
 
 Figures several pages share between viewers for ``OQRON_BOARD_CACHE_SECONDS`` (2 s by
 default; each page says when it read them) are shared between the timed requests too;
-``--cold`` times every request reading afresh. Re-run one page on a noisy minute:
+``--cold`` times one viewer, who finds them expired at every request. Either way a thread
+does what a cluster's leader does for the board (``bench/leader_duties.py``). Re-run one page on a noisy minute:
 ``--only 'dead-export|trace'`` (a regex over the URL name and path). Exit status 0 when
 every timed URL passes, 1 otherwise. Not part of the test suite; bench/README.md
 ("Issue 37 item 6") has the last table.
@@ -41,6 +42,7 @@ import argparse
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -51,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import seed  # bench/seed.py, beside this file
 import topic_seed  # bench/topic_seed.py
+from leader_duties import LeaderDuties, forget_shared  # bench/leader_duties.py
 from page_extras import Extras, ensure_extras  # bench/page_extras.py
 from page_report import Endpoint, check_targets, explain, print_table
 
@@ -238,8 +241,9 @@ class EngineSQL:
 
         @contextmanager
         def recording() -> Iterator[Any]:
-            with original() as conn:
-                yield _RecordingConnection(conn, sink)
+            with original() as conn:  # the timed requests' statements, not the leader's (leader_duties.py)
+                main = threading.current_thread() is threading.main_thread()
+                yield _RecordingConnection(conn, sink) if main else conn
 
         backend._connection = recording
         self.targets.append(backend)
@@ -280,7 +284,8 @@ def request(client: Any, endpoint: Endpoint) -> tuple[float, float]:
     return first_row, (time.perf_counter() - started) * 1000
 
 
-def time_endpoint(client: Any, endpoint: Endpoint, engine_sql: EngineSQL, *, repeat: int, warmup: int) -> None:
+def time_endpoint(client: Any, endpoint: Endpoint, engine_sql: EngineSQL, *, repeat: int, warmup: int,
+                  cold: bool = False) -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -289,6 +294,8 @@ def time_endpoint(client: Any, endpoint: Endpoint, engine_sql: EngineSQL, *, rep
     if endpoint.status not in (200, 286, 302):
         return
     for _ in range(repeat):
+        if cold:
+            forget_shared()
         with CaptureQueriesContext(connection) as queries, engine_sql.capture() as engine_queries:
             answered, whole = request(client, endpoint)
         endpoint.timings.append(answered)
@@ -350,10 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=1_000_000, help="retained messages (0: no topics)")
     parser.add_argument("--topics", type=int, default=20)
     parser.add_argument("--cold", action="store_true",
-                        help="OQRON_BOARD_CACHE_SECONDS=0: nothing shared between requests (each one reads afresh)")
+                        help="one viewer: what viewers share has expired before every request (leader_duties.py)")
     args = parser.parse_args(argv)
-    if args.cold:
-        os.environ["OQRON_BOARD_CACHE_SECONDS"] = "0"
 
     sample = seed.ensure_seeded(args.database_url, seed.SeedPlan(runs=args.runs, jobs=args.jobs), reseed=args.reseed)
     topics = topic_seed.ensure_topics_seeded(args.database_url, topic_seed.TopicPlan(args.messages, args.topics),
@@ -363,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     from oqronkit.contrib.django.engine import engine_for
 
     extras = ensure_extras(args.database_url, engine_for(seed.PROJECT, seed.ENVIRONMENT), sample)
+    duties = LeaderDuties(engine_for(seed.PROJECT, seed.ENVIRONMENT)).start()
     endpoints, skipped = discover(sample, topics, extras)
     if args.only:
         endpoints = [e for e in endpoints if re.search(args.only, f"{e.name} {e.url}")]
@@ -370,10 +376,11 @@ def main(argv: list[str] | None = None) -> int:
     engine_sql.install()
     print(f"\ntiming {len(endpoints)} URLs, {args.repeat} requests each after {args.warmup} warm-up(s)")
     for endpoint in endpoints:
-        time_endpoint(client, endpoint, engine_sql, repeat=args.repeat, warmup=args.warmup)
+        time_endpoint(client, endpoint, engine_sql, repeat=args.repeat, warmup=args.warmup, cold=args.cold)
     fragments = add_fragments(client, endpoints)
     for endpoint in fragments:
-        time_endpoint(client, endpoint, engine_sql, repeat=args.repeat, warmup=args.warmup)
+        time_endpoint(client, endpoint, engine_sql, repeat=args.repeat, warmup=args.warmup, cold=args.cold)
+    duties.stop()
     timed = sorted(endpoints + fragments, key=lambda e: (e.url, e.hx))
     print_table(timed)
     for line in skipped:

@@ -21,22 +21,20 @@ from django.db.models.functions import Concat
 from oqronboard.definitions.models import Record
 from oqronboard.jobs.models import JobRecord
 from oqronboard.jobs.queries import dlq_depths, job_queues
-from oqronboard.runs.queries import QUEUE_MODULES, last_hour_counts
 from oqronkit import OqronError
 from oqronkit.clock import now_ms
 from oqronkit.live import WorkerInfo, live_workers
 from oqronkit.namespaces import JOB_PREFIX, QUEUE
+from oqronkit.services.kept_depths import read_depths
 
 from .base import conf
 from .base.expressions import JsonNumber, JsonText
-from .base.filters import HOUR_MS
 from .base.scope import BoardScope
-from .base.shared import shared
+from .base.shared import kept_depths_ms, shared
 from .charts import Chart, stacked_bars
+from .last_hour import BUCKET_MS, BUCKETS, LastHour, read_last_hour
 
 logger = logging.getLogger(__name__)
-BUCKET_MS = 5 * 60 * 1000
-BUCKETS = HOUR_MS // BUCKET_MS
 
 
 @dataclass
@@ -127,7 +125,7 @@ class SharedReads:
     at: int
     states: dict[str, dict[str, Any]]
     dead: dict[str, int]
-    counts: list[dict[str, Any]]
+    last_hour: LastHour
     holding: list[str]
     workers: list[WorkerInfo] = field(default_factory=list)
     depths: dict[str, Any] = field(default_factory=dict)
@@ -137,12 +135,13 @@ class SharedReads:
 def read_shared(scope: BoardScope, first_bucket: int) -> SharedReads:
     now = now_ms()
     reads = SharedReads(at=now, states=queue_states(scope), dead=dlq_depths(scope), holding=job_queues(scope),
-                        counts=last_hour_counts(scope, since=first_bucket * BUCKET_MS, bucket_ms=BUCKET_MS))
-    names = set(reads.states) | set(reads.dead) | set(reads.holding)
-    names |= {row["name"] for row in reads.counts if row["module"] in QUEUE_MODULES and row["name"]}
+                        last_hour=read_last_hour(scope, first_bucket))
+    names = set(reads.states) | set(reads.dead) | set(reads.holding) | reads.last_hour.queues
     try:
         reads.workers = live_workers(scope.engine.hot, now=now)
-        reads.depths = scope.engine.hot.depths_many(sorted(names), now)
+        # The leader's count when it is recent enough (kept_depths.py): a count of every hot row otherwise.
+        depths = read_depths(scope.engine.hot, sorted(names), now=now, max_age_ms=kept_depths_ms())
+        reads.depths, reads.at = depths.depths, min(reads.at, depths.at)
     except OqronError as exc:
         reads.workers, reads.hot_problem = [], str(exc)
     return reads
@@ -154,19 +153,9 @@ def build(scope: BoardScope, *, include_internal: bool = True) -> Overview:
     first_bucket = now // BUCKET_MS - (BUCKETS - 1)
     # Shared by every viewer's poll for a few seconds (the page says as of when).
     reads = shared(scope, f"overview:{first_bucket}", lambda: read_shared(scope, first_bucket))
-    states, dead, counts, holding = reads.states, reads.dead, reads.counts, reads.holding
-    per_queue: dict[str, list[list[int]]] = defaultdict(lambda: [[0, 0] for _ in range(BUCKETS)])
-    status_counts: dict[str, int] = defaultdict(int)
-    overall = [[0, 0] for _ in range(BUCKETS)]
-    for row in counts:
-        status_counts[row["status"] or "unknown"] += row["count"]
-        index = row["bucket"] - first_bucket
-        if not 0 <= index < BUCKETS or row["status"] not in ("completed", "failed"):
-            continue
-        column = 0 if row["status"] == "completed" else 1
-        overall[index][column] += row["count"]
-        if row["module"] in QUEUE_MODULES and row["name"]:
-            per_queue[row["name"]][index][column] += row["count"]
+    states, dead, holding, hour = reads.states, reads.dead, reads.holding, reads.last_hour
+    per_queue, overall = hour.per_queue, hour.overall
+    status_counts = hour.status_counts
     # A queue no worker has seen yet has no record: its jobs make it appear (unattended).
     names = sorted(set(states) | set(dead) | set(per_queue) | set(holding))
     hidden = [] if include_internal else sorted(set(names) & internal_queues())

@@ -73,7 +73,8 @@ DJANGO_SETTINGS: Final[dict[str, Entry]] = {e.name: e for e in (
     Entry("OQRON_BOARD_CACHE_SECONDS", "`2`", "how long every viewer's poll shares the figures that count "
           "every row (the overview's, a queue's job counts, the dead letters' depth and groups, the topics' lags, "
           "the plane drift; each page says when it read them, and any action reads them afresh; `0` turns the "
-          "cache off)"),
+          "cache off), and how old the queue depths the leader keeps counted while a board reads them may be "
+          "when a page takes them"),
     Entry("OQRON_BOARD_GROUPS", "`False`", "`migrate` creates the groups `viewers` and `operators` with the "
           "board's permissions"),
     Entry("OQRON_READ_DATABASE_ALIAS", "none", "the `DATABASES` alias of a read replica the board's list and "

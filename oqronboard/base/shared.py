@@ -13,6 +13,8 @@ from typing import Any
 from django.core.cache import cache
 
 from oqronkit.clock import now_ms
+from oqronkit.errors import OqronError
+from oqronkit.services.kept_depths import forget_kept
 
 from . import conf
 from .scope import BoardScope
@@ -52,11 +54,23 @@ def shared_at[T](scope: BoardScope, name: str, compute: Callable[[], T]) -> tupl
 
 
 def new_generation(scope: BoardScope) -> None:
-    """Forget what was shared for ``scope`` (after an action changed what it shows)."""
+    """Forget what was shared for ``scope`` (after an action changed what it shows),
+    the queue depths the leader keeps counted included."""
     try:
         cache.incr(_generation_key(scope))
     except ValueError:  # no generation yet
         cache.set(_generation_key(scope), 1, timeout=None)
+    try:
+        forget_kept(scope.engine.hot)
+    except OqronError as exc:  # the hot plane is away: nothing is read from it either
+        logger.warning("could not mark the kept queue depths stale: %s", exc,
+                       extra={"action": "board.kept_depths_stale"})
+
+
+def kept_depths_ms() -> int:
+    """How old the queue depths the leader keeps counted may be when a page takes them:
+    as old as any figure every viewer shares (0: each read counts)."""
+    return int(conf.cache_seconds() * 1000)
 
 
 def refresh_scope(*, project: str, environment: str, **kwargs: Any) -> None:

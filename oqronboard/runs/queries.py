@@ -151,6 +151,30 @@ def runs_by_id(scope: BoardScope, ids: list[str]) -> dict[str, Mapping[str, Any]
     return {row["id"]: row for row in rows}
 
 
+def open_run_facts(scope: BoardScope, rolled: Mapping[str, str], *, since: int, until: int
+                   ) -> dict[str, dict[str, Any]]:
+    """What the rollup's buckets need to count each run of ``rolled`` (id -> the status it
+    was rolled under; started in ``[since, until)``) as it is now: the runs of the window
+    still in each such status, one range of ``oqron_runs_other_status_started_f8_idx``
+    (ids only: no run is decoded), then name, module, status, jobId and queue of those
+    that moved on, by primary key. A run not found is left out (deleted)."""
+    if not rolled:
+        return {}
+    unchanged: dict[str, dict[str, Any]] = {}
+    for status in sorted(set(rolled.values())):
+        ids = (runs_of(scope).filter(namespace=RUNS)
+               .alias(f_status=JsonText("status"), started=RunStarted())
+               .filter(f_status=status, started__gte=since, started__lt=until).values_list("id", flat=True))
+        unchanged.update({id: {"status": status} for id in ids if rolled.get(id) == status})
+    changed = [id for id in rolled if id not in unchanged]
+    if not changed:
+        return unchanged
+    rows = runs_of(scope).filter(namespace=RUNS, id__in=changed).values(
+        "id", name=JsonText("name"), module=JsonText("module"), status=JsonText("status"), jobId=JsonText("jobId"),
+        queue=JsonText("queue"))
+    return {**unchanged, **{row.pop("id"): row for row in rows}}
+
+
 def late_counts(scope: BoardScope, modules: tuple[str, ...], *, since: int, late_ms: int
                 ) -> dict[tuple[str, str], tuple[int, int]]:
     """Per (module, name) of ``modules``: runs started since ``since`` and how many of

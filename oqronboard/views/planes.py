@@ -23,7 +23,7 @@ from ..base.audit import Action
 from ..base.pages import BoardRequest, board_view, refresh_others, scope_of
 from ..base.roles import operator_required
 from ..base.scope import BoardScope
-from ..base.shared import shared
+from ..base.shared import kept_depths_ms, shared
 
 logger = logging.getLogger(__name__)
 FINDINGS = (
@@ -40,7 +40,7 @@ def shared_drift(scope: BoardScope) -> PlaneDrift:
     """The comparison (about 90 plane calls for a few queues), shared by every viewer for
     ``OQRON_BOARD_CACHE_SECONDS`` and read afresh after any action (running the reconciler
     is one); the page and the API give its time (``at``)."""
-    return shared(scope, "planes", lambda: plane_drift(scope.engine))
+    return shared(scope, "planes", lambda: plane_drift(scope.engine, depths_age_ms=kept_depths_ms()))
 
 
 def drift_context(scope: BoardScope) -> dict[str, Any]:

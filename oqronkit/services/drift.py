@@ -30,6 +30,7 @@ from ..backends.hot_types import QueueDepths
 from ..clock import now_ms
 from ..live import live_workers
 from ..namespaces import QUEUE, job_namespace
+from .kept_depths import read_depths
 from .leader import LEADER_LOCK, known_queues
 from .passes import ServicePass, kept_passes, last_passes
 
@@ -118,10 +119,11 @@ class PlaneDrift:
 
 
 def plane_drift(engine: Engine, queues: Sequence[str] | None = None, *, sample: int = SAMPLE,
-                grace_ms: int = GRACE_MS) -> PlaneDrift:
+                grace_ms: int = GRACE_MS, depths_age_ms: int = 0) -> PlaneDrift:
     """Compare the planes for ``queues`` (default: every known queue, :data:`MAX_QUEUES` at
     most), ``sample`` rows of each structure per queue; a job that moved within
-    ``grace_ms`` is not drift yet."""
+    ``grace_ms`` is not drift yet. The hot depths may be the leader's count of at most
+    ``depths_age_ms`` ago (kept_depths.py; 0: counted now)."""
     started = time.perf_counter()
     names = list(queues) if queues is not None else known_queues(engine)
     truncated = len(names) > MAX_QUEUES
@@ -130,8 +132,9 @@ def plane_drift(engine: Engine, queues: Sequence[str] | None = None, *, sample: 
     counter = _Counter()
     names = names[:MAX_QUEUES]
     recorded = {r.id: r.value for r in engine.durable.get_many(QUEUE, names)}
-    # Every queue's depths in one call (a pass over the hot rows in postgres mode, not one per queue).
-    depths = engine.hot.depths_many(names, now)
+    # Every queue's depths in one call (a pass over the hot rows in postgres mode, not one
+    # per queue), or the leader's recent count of them.
+    depths = read_depths(engine.hot, names, now=now, max_age_ms=depths_age_ms).depths
     compared = [_queue_drift(engine, name, sample, now - grace_ms, live, counter,
                              _heartbeat_ms(engine, name, recorded), depths.get(name, NO_DEPTHS)) for name in names]
     report = PlaneDrift(at=now, sample=sample, queues=compared, truncated=truncated,
@@ -189,7 +192,8 @@ def _queue_drift(engine: Engine, queue: str, sample: int, settled: int, live: se
             drift.lapsed.add(lease.job_id)
         elif lease.expires_at <= now + heartbeat:
             drift.lapsing.add(lease.job_id)
-    _orphans(engine, queue, namespace, list(held.entries), drift, counter)
+    # A hot entry the durable sample (read first) holds is no orphan: only the others are looked up.
+    _orphans(engine, queue, namespace, [id for id in held.entries if id not in statuses], drift, counter)
     return drift
 
 

@@ -15,6 +15,7 @@ from ..namespaces import QUEUE
 from ..operations.runner import OperationRunner
 from ..scheduler import Scheduler
 from .hot_reset import ResetWatch
+from .kept_depths import KEEP_EVERY_S, keep_depths
 from .passes import ServicePass, record_pass
 from .reconciler import Reconciler
 from .rescuer import _lease_ms, rescue_expired
@@ -52,6 +53,7 @@ class Services:
         scheduler_every: float = 0.2,
         operations_every: float = 1.0,
         rollup_every: float = 60.0,
+        depths_every: float = KEEP_EVERY_S,
     ) -> None:
         self.engine = engine
         self.worker_id = worker_id
@@ -60,7 +62,7 @@ class Services:
         self.intervals = {"scheduler": scheduler_every, "scheduler-recovery": 1.0, "rescue": rescue_every,
                           "reconcile": reconcile_every, "sweep": sweep_every, "retention": retention_every,
                           "upkeep": upkeep_every, "horizon": horizon_every, "operations": operations_every,
-                          "rollup": rollup_every}
+                          "rollup": rollup_every, "depths": depths_every}
         self.is_leader = False
         self.reconciler = Reconciler(engine)
         self.scheduler = Scheduler(engine, worker_id=worker_id)
@@ -70,6 +72,7 @@ class Services:
         self.operations = OperationRunner(engine, owner=worker_id)
         self._operations: threading.Thread | None = None
         self._rollup: threading.Thread | None = None
+        self._depths: threading.Thread | None = None
         self.on_rescued: Callable[[int], None] | None = None  # the worker's metrics count the rescues
         # Monotonic time an outage this process saw last ended (None: none since it started):
         # its last failed call, then the first call answered after it.
@@ -157,6 +160,9 @@ class Services:
             return
         if name == "rollup":
             self._rollup = self._start_once(self._rollup, self._run_rollup, "oqron-rollup")
+            return
+        if name == "depths":  # a count of every hot row (postgres): never in the scheduler's way
+            self._depths = self._start_once(self._depths, self._run_kept_depths, "oqron-depths")
             return
         try:
             self._run_service(name)
@@ -254,6 +260,16 @@ class Services:
         except Exception:
             logger.exception("rollup failed", extra={"action": "services.failed"})
 
+    def _run_kept_depths(self) -> None:
+        """Count the queue depths a board asked for lately (kept_depths.py); nothing when none did."""
+        try:
+            keep_depths(self.engine.hot)
+        except OqronError as exc:  # readers count for themselves meanwhile
+            self.note_outage(exc)
+            logger.info("kept depths: %s", exc, extra={"action": "services.error"})
+        except Exception:
+            logger.exception("kept depths failed", extra={"action": "services.failed"})
+
     def known_queues(self) -> list[str]:
         return known_queues(self.engine)
 
@@ -268,7 +284,7 @@ class Services:
                 pass
             self.is_leader = False
         deadline = time.monotonic() + SIDE_THREADS_WAIT_S
-        for thread in (self._rollup, self._operations, self._upkeep, self._horizon):
+        for thread in (self._rollup, self._depths, self._operations, self._upkeep, self._horizon):
             if thread is not None and thread is not threading.current_thread():
                 thread.join(timeout=max(0.0, deadline - time.monotonic()))
 

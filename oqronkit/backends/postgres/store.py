@@ -107,7 +107,7 @@ class PostgresDurableStore:
     def upkeep(self) -> list[str]:
         """ANALYZE / VACUUM the three tables where autovacuum lags (see upkeep.py)."""
         with self._pool.connection() as conn:
-            return table_upkeep(conn, list(TABLE_NAMES.values()))
+            return table_upkeep(conn, list(TABLE_NAMES.values()), after_inserts=True)
 
     # -- writes ----------------------------------------------------------------------
 

@@ -30,27 +30,37 @@ from psycopg import sql
 ANALYZE_AFTER_CHANGES = 1_000
 #: Dead rows that call for a VACUUM, when they also outnumber the live ones.
 VACUUM_AFTER_DEAD = 10_000
+#: Rows inserted since the last VACUUM that call for one, when they are also this share
+#: of the live rows (autovacuum's insert rule): it marks their pages all-visible, so the
+#: board's counts over an index (dead letters per queue) skip the table's rows.
+VACUUM_AFTER_INSERTS = 10_000
+INSERTED_SHARE = 0.2
 #: Seconds between two runs of the same command on a table (autovacuum's count too).
 MIN_INTERVAL_S = 60
 
 _HEALTH = b"""
 SELECT t.name, s.n_live_tup, s.n_dead_tup, s.n_mod_since_analyze,
        extract(epoch FROM now() - greatest(s.last_analyze, s.last_autoanalyze)),
-       extract(epoch FROM now() - greatest(s.last_vacuum, s.last_autovacuum))
+       extract(epoch FROM now() - greatest(s.last_vacuum, s.last_autovacuum)), s.n_ins_since_vacuum
 FROM unnest(%(names)s::text[]) AS t(name)
 JOIN pg_stat_user_tables AS s ON s.relid = to_regclass(t.name)
 """
 
 
-def table_upkeep(conn: psycopg.Connection[Any], tables: Sequence[str]) -> list[str]:
+def table_upkeep(conn: psycopg.Connection[Any], tables: Sequence[str], *, after_inserts: bool = False) -> list[str]:
     """ANALYZE / VACUUM those of ``tables`` that need it, on an autocommit connection
-    (VACUUM cannot run in a transaction); returns what was done, e.g. ``["analyze oqron_jobs"]``."""
+    (VACUUM cannot run in a transaction); returns what was done, e.g. ``["analyze oqron_jobs"]``.
+    ``after_inserts``: the insert rule too (the durable tables; a hot row never stays long
+    enough for its page to matter)."""
     done: list[str] = []
-    for name, live, dead, changed, analyzed_ago, vacuumed_ago in conn.execute(_HEALTH, {"names": list(tables)}):
+    for name, live, dead, changed, analyzed_ago, vacuumed_ago, inserted in conn.execute(
+            _HEALTH, {"names": list(tables)}):
         if changed >= ANALYZE_AFTER_CHANGES and _due(analyzed_ago):
             conn.execute(sql.SQL("ANALYZE (SKIP_LOCKED) {}").format(sql.Identifier(name)))
             done.append(f"analyze {name}")
-        if dead >= VACUUM_AFTER_DEAD and dead >= live and _due(vacuumed_ago):
+        dead_rule = dead >= VACUUM_AFTER_DEAD and dead >= live
+        insert_rule = after_inserts and inserted >= VACUUM_AFTER_INSERTS and inserted >= live * INSERTED_SHARE
+        if (dead_rule or insert_rule) and _due(vacuumed_ago):
             conn.execute(sql.SQL("VACUUM (SKIP_LOCKED) {}").format(sql.Identifier(name)))
             done.append(f"vacuum {name}")
     return done

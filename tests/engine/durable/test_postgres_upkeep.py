@@ -14,7 +14,7 @@ import pytest
 from oqronkit.backends.hot_types import Signal
 from oqronkit.backends.postgres import PostgresDurableStore
 from oqronkit.backends.postgres.hot import PostgresHotPlane
-from oqronkit.backends.postgres.upkeep import VACUUM_AFTER_DEAD
+from oqronkit.backends.postgres.upkeep import VACUUM_AFTER_DEAD, VACUUM_AFTER_INSERTS
 from oqronkit.backends.types import Scope
 from oqronkit.config import OqronConfig
 from oqronkit.durable import DurablePlane
@@ -48,6 +48,15 @@ def wait_for_counters(url: str, table: str, field: str, at_least: int) -> None:
         time.sleep(0.1)
 
 
+def all_visible_share(url: str, table: str) -> float:
+    """The share of the table's pages VACUUM marked all-visible (index-only scans skip them)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT relallvisible::float8 / greatest(relpages, 1) FROM pg_class "
+                           "WHERE oid = to_regclass(%s)", [table]).fetchone()
+    assert row is not None
+    return float(row[0])
+
+
 def get_many_plan(url: str, project: str) -> str:
     with psycopg.connect(url, autocommit=True) as conn:
         rows = conn.execute(
@@ -72,8 +81,10 @@ def test_a_bulk_enqueue_gets_statistics_and_primary_key_lookups(schema_url: str)
 
         store = PostgresDurableStore(schema_url)
         try:
-            assert store.upkeep() == ["analyze oqron_jobs"]
+            # 40,000 rows inserted, none vacuumed yet: their pages are marked all-visible too.
+            assert store.upkeep() == ["analyze oqron_jobs", "vacuum oqron_jobs"]
             assert table_stats(schema_url, "oqron_jobs")["analyzed"] is not None
+            assert all_visible_share(schema_url, "oqron_jobs") > 0.9
             # A batch's lookups are primary-key probes now, not a walk of the queue's rows.
             assert "oqron_jobs_pkey" in get_many_plan(schema_url, project)
             # Within the minute nothing runs again, whatever changed meanwhile.
@@ -117,6 +128,24 @@ def test_a_churned_hot_table_is_vacuumed(schema_url: str) -> None:
         assert "vacuum oqron_hot_jobs" in plane.upkeep()
         assert table_stats(schema_url, "oqron_hot_jobs")["vacuumed"] is not None
         assert "vacuum oqron_hot_jobs" not in plane.upkeep()  # not twice in a minute
+    finally:
+        plane.close()
+
+
+def test_a_hot_table_is_not_vacuumed_for_inserts_alone(schema_url: str) -> None:
+    plane = PostgresHotPlane(schema_url)
+    plane.ensure_ready()
+    try:
+        count = VACUUM_AFTER_INSERTS + 500  # signalled, never claimed: inserts, no dead rows
+        for start in range(0, count, 1000):
+            ids = range(start, min(start + 1000, count))
+            plane.signal(Scope("p-hot", "test"), "q", [Signal(f"j{i}", 0, None, False) for i in ids], 1)
+    finally:
+        plane.close()
+    wait_for_counters(schema_url, "oqron_hot_jobs", "changed", VACUUM_AFTER_INSERTS)
+    plane = PostgresHotPlane(schema_url)
+    try:
+        assert "vacuum oqron_hot_jobs" not in plane.upkeep()
     finally:
         plane.close()
 
