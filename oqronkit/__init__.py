@@ -1,14 +1,18 @@
 """oqronkit: task queues, schedules and the spec's two-plane storage model, in Python.
 
-This module is the public API and nothing else. Its names load on first use (PEP 562):
-a worker that declares no topic, webhook, cache or schedule never imports them, and
-``import oqronkit`` costs a few modules instead of the whole package.
+This module is the public API and nothing else. Its names load on first use (PEP 562)
+past the engine's core: a worker that declares no topic, webhook, cache or rate limit
+never imports them, nor the operator CLI.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
+
+# Eager: importing it installs the default engine's lookup, which a queue, topic or webhook
+# declared without an engine uses (queues/queue.py); every worker needs it anyway.
+from . import engine as _engine  # noqa: F401
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from .backends.types import ABSENT, StoredRecord

@@ -5,7 +5,6 @@ Kept apart from :mod:`oqronkit.queues.queue` so the rules for a valid job are in
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,6 +18,7 @@ from ..codec import (
     check_text,
     dumps_compact,
     encode_value,
+    read_back,
     storage_problem,
     utf8_size,
 )
@@ -73,7 +73,7 @@ def encode_payload(data: Any, *, limit: int, queue: str) -> tuple[str, Any]:
             f"Queue {queue!r}: the job payload is {size:,} bytes of JSON, over the {limit:,}-byte "
             "limit (OQRON max_record_bytes). Store large data elsewhere and pass a reference."
         )
-    return text, json.loads(text)  # the job holds exactly what a worker will read back
+    return text, read_back(data, text)  # the job holds exactly what a worker will read back
 
 
 def check_attempts(attempts: Any) -> int:
