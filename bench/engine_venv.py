@@ -12,9 +12,9 @@ benchmarked modes use. The engine itself still comes from the measured checkout
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -51,6 +51,8 @@ def ensure_engine_venv(base_python: str, *, timeout: float = 900) -> str:
     return str(python)
 
 
-if __name__ == "__main__":  # python bench/engine_venv.py [BASE_PYTHON]: build it ahead of a run
-    peers_python = ROOT / "bench" / ".peers-venv" / "bin" / "python"
-    print(ensure_engine_venv(sys.argv[1] if len(sys.argv) > 1 else str(peers_python)))
+if __name__ == "__main__":  # build it ahead of a run
+    parser = argparse.ArgumentParser(description="Create or update bench/.oqron-venv; print its interpreter.")
+    parser.add_argument("base_python", nargs="?", default=str(ROOT / "bench" / ".peers-venv" / "bin" / "python"),
+                        help="the interpreter that makes it (default: the peers' virtualenv's)")
+    print(ensure_engine_venv(parser.parse_args().base_python))
