@@ -51,7 +51,8 @@ SPARE_SLOTS = 1
 class WorkerProcess:
     """Runs the handlers of ``queues`` (default: every declared queue with a handler).
     ``topic_poll_interval``: how soon an idle topic dispatcher looks for messages whose
-    wake on publish did not reach it (or on a hot plane that cannot broadcast)."""
+    wake on publish did not reach it (or on a hot plane that cannot broadcast); None: the
+    dispatcher's own ``IDLE_WAIT``."""
 
     def __init__(self, engine: Engine, *, queues: list[str] | None = None, concurrency: int | None = None,
                  burst: bool = False, record_runs: bool = True, services: bool = True, poll_interval: float = 1.0,
