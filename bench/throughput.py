@@ -26,7 +26,9 @@ what a registered callback costs the worker). Redis peers use the ``--redis-url`
 each phase under its own key namespace, deleted afterwards (nothing is flushed).
 
 The peers run in their own virtualenv (``bench/.peers-venv``, created on first use from
-``bench/requirements-peers.txt``). Figures are medians of ``--repeat`` interleaved runs.
+``bench/requirements-peers.txt``), our engine in ``bench/.oqron-venv``: the same interpreter
+with the engine's runtime requirements only (``--engine-env dev``: this .venv instead; see
+``bench/engine_venv.py``). Figures are medians of ``--repeat`` interleaved runs.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ab_table import print_ab  # this folder: the scripts' own
 from checkouts import describe, other_checkout, unlink_matching
+from engine_venv import ensure_engine_venv
 from targets36 import issue36_targets
 
 from oqronkit.namespaces import RUNS
@@ -376,11 +379,11 @@ class OqronSystem(System):
             extra += ["--processes", str(self.processes)]
         if self.record_runs and self.services:
             metrics = ["--metrics-port", "0"] if self.metrics else []
-            return [OUR_PYTHON, "-m", "oqronkit", "worker", "--import", "oqron_tasks", "--queues", "bench",
+            return [self.python, "-m", "oqronkit", "worker", "--import", "oqron_tasks", "--queues", "bench",
                     "--log-level", "warning", *metrics, *extra]
         flags = [f for f, on in (("--no-record-runs", not self.record_runs), ("--no-services", not self.services))
                  if on]
-        return [OUR_PYTHON, str(self.peers / "oqron_worker.py"), *flags, *extra]
+        return [self.python, str(self.peers / "oqron_worker.py"), *flags, *extra]
 
     def verify(self, bench: Bench, phase: Phase, n: int) -> str | None:
         runs, jobs, completed, left = self._count(bench, phase)
@@ -392,7 +395,7 @@ class OqronSystem(System):
     def _count(self, bench: Bench, phase: Phase) -> tuple[int, int, int, int]:
         """(run records, distinct jobs among them, completed runs, jobs left in oqron_jobs)."""
         if self.mode == "redis":  # no SQL to read: ask the engine's durable plane
-            out = run_checked([OUR_PYTHON, str(self.peers / "oqron_verify.py")], phase.env, timeout=300, cwd=phase.cwd,
+            out = run_checked([self.python, str(self.peers / "oqron_verify.py")], phase.env, timeout=300, cwd=phase.cwd,
                               what="bench/peers/oqron_verify.py")
             try:
                 got = json.loads(out.strip().splitlines()[-1])
@@ -895,7 +898,8 @@ def summary(results: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any
 def print_table(systems: list[System], med: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
     print(f"\nEngine {args.engine_revision}. Medians of {args.repeat} run(s); N = {args.n:,} (processing, bulk), "
           f"single enqueue on "
-          f"{args.single_n:,}, latency {args.latency_n} jobs {args.latency_gap * 1000:.0f} ms apart.\n")
+          f"{args.single_n:,}, latency {args.latency_n} jobs {args.latency_gap * 1000:.0f} ms apart. "
+          f"Our workers: {args.engine_python}.\n")
     head = ("system", "enqueue single/s", "enqueue bulk/s", "process/s", "process/s excl start-up",
             "worker CPU us/job", "latency p50 ms", "latency p99 ms", "peak RSS MiB", "run records")
     print("| " + " | ".join(head) + " |")
@@ -1124,6 +1128,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="a maintenance database URL; the bench creates oqron_bench* databases next to it")
     parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"))
     parser.add_argument("--peers-python", default="python3.13", help="interpreter that creates bench/.peers-venv")
+    parser.add_argument("--engine-env", choices=("runtime", "dev"), default="runtime",
+                        help="where our workers and drivers run: runtime (the default) is bench/.oqron-venv, made "
+                             "by the peers' interpreter with the engine's runtime requirements only, like the "
+                             "peers' own virtualenv (bench/engine_venv.py); dev is this interpreter (.venv, with "
+                             "the development requirements: redis-py then loads the OpenTelemetry SDK)")
     parser.add_argument("--stall-timeout", type=float, default=60.0,
                         help="fail a phase after this many seconds without progress")
     parser.add_argument("--stop-timeout", type=float, default=30.0, help="SIGTERM grace before SIGKILL")
@@ -1163,6 +1172,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                 names.append(canonical)
     args.system_names = names
     return args
+
+
+def interpreter(python: str) -> str:
+    """Which virtualenv and Python version ``python`` is, for the report."""
+    version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
+                             text=True, timeout=30).stdout.strip()
+    return f"{Path(python).parent.parent.name}, Python {version}"
 
 
 def engine_revision() -> str:
@@ -1235,12 +1251,18 @@ def run_systems(args: argparse.Namespace, bench: Bench, systems: list[System], s
     try:
         check_servers(bench)
         bench.take_lock(args.lock_timeout)
-        if any(not isinstance(s, OqronSystem) for s in systems):
+        ours = [s for s in systems if type(s) is OqronSystem]  # django-tasks-oqron needs Django: .venv
+        if any(not isinstance(s, OqronSystem) for s in systems) or (ours and args.engine_env == "runtime"):
             ensure_peers_venv(args.peers_python)
+        if ours and args.engine_env == "runtime":
+            engine_python = ensure_engine_venv(str(PEERS_VENV / "bin" / "python"))
+            for system in ours:
+                system.python = engine_python
         for system in systems:
             system.prepare(bench)
         args.engine_revision = engine_revision()
-        print(f"engine: {args.engine_revision}; Python {sys.version.split()[0]}", flush=True)
+        args.engine_python = interpreter(ours[0].python if ours else OUR_PYTHON)
+        print(f"engine: {args.engine_revision}; our workers: {args.engine_python}", flush=True)
         results = measure(bench, systems)
         if engine_revision() != args.engine_revision:
             print(f"warning: the engine changed during the run (now {engine_revision()})", flush=True)

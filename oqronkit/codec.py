@@ -267,6 +267,23 @@ def decode_json(data: str | bytes | bytearray | memoryview) -> Any:
     return json.loads(data)
 
 
+#: The exact types whose JSON text decodes to an equal value of the same type (floats are
+#: finite here: the encoder refuses NaN and infinity; subclasses such as enums are not).
+_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def read_back(value: Any, text: str) -> Any:
+    """What decoding ``text``, :func:`dumps_compact`'s text of ``value``, gives: a copy of
+    a scalar or of a flat dict of str keys and scalars without decoding (the common
+    payload; 0.3 instead of 2.5 us), anything else decoded by :func:`decode_json`."""
+    kind = type(value)
+    if kind in _PLAIN_SCALARS:
+        return value
+    if kind is dict and all(type(k) is str and type(v) in _PLAIN_SCALARS for k, v in value.items()):
+        return dict(value)
+    return decode_json(text)
+
+
 def decode_value(text: str | bytes) -> dict[str, Any]:
     """Decode stored JSON text."""
     value: dict[str, Any] = decode_json(text)

@@ -17,12 +17,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .backends import open_durable_store
 from .backends.protocols import HotPlane
-from .caches.cache import Cache
 from .config import OqronConfig, config_from_env
 from .durable import DurablePlane
 from .errors import ConfigurationError, UnknownQueue
-from .history.read import History, metrics_history
-from .history.rollup import Retention, RollupReport, rollup
 from .hot import HotPlaneFacade
 from .ids import node_id
 from .lifecycle import Callback, register
@@ -30,15 +27,18 @@ from .module_logs import ModuleLogHandler, attach, detach
 from .namespaces import TABLE_NAMES
 from .planes import commit_together
 from .queues.queue import Queue, Registry, default_registry, set_default_engine_lookup
-from .ratelimit import RateLimiter
-from .topics.topic import Topic
 from .trace import DEFAULT_LIMIT as DEFAULT_TRACE_LIMIT
 from .trace import Trace, read_trace
 from .transactions import TransactionLookup
-from .webhooks.webhook import Webhook
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the features' modules load when first used (a plain worker needs none of them)
     from .backends.db_health import DatabaseHealth
+    from .caches.cache import Cache
+    from .history.read import History
+    from .history.rollup import RollupReport
+    from .ratelimit import RateLimiter
+    from .topics.topic import Topic
+    from .webhooks.webhook import Webhook
 
 logger = logging.getLogger(__name__)
 
@@ -150,18 +150,26 @@ class Engine:
 
     def topic(self, name: str, **options: Any) -> Topic:
         """Declare a topic on this engine (see :func:`oqronkit.topic`)."""
+        from .topics.topic import Topic
+
         return Topic(name, engine=self, **options)
 
     def rate_limit(self, name: str, **options: Any) -> RateLimiter:
         """Declare a rate limiter on this engine (see :func:`oqronkit.rate_limit`)."""
+        from .ratelimit import RateLimiter
+
         return RateLimiter(name, engine=self, **options)
 
     def cache(self, name: str, **options: Any) -> Cache:
         """Declare a cache on this engine (see :func:`oqronkit.cache`)."""
+        from .caches.cache import Cache
+
         return Cache(name, engine=self, **options)
 
     def webhook(self, name: str, **options: Any) -> Webhook:
         """Declare a webhook on this engine (see :func:`oqronkit.webhook`)."""
+        from .webhooks.webhook import Webhook
+
         return Webhook(name, engine=self, **options)
 
     def on(self, event: str, fn: Callback | None = None) -> Any:
@@ -204,10 +212,14 @@ class Engine:
         ``topic``; ``all`` with key ``*``) over ``range`` (``1h``, ``24h``, ``7d``, ``30d``,
         ``90d``, ``1y``) from the leader's rollups, with the deploy markers in it
         (:mod:`oqronkit.history`). Raises InvalidRecord (a ValueError) for a bad argument."""
+        from .history.read import metrics_history
+
         return metrics_history(self.durable, scope, key, range)
 
     def rollup_history(self, *, now: int | None = None) -> RollupReport:
         """Run the metrics history's rollup pass now (the leader runs it each minute)."""
+        from .history.rollup import Retention, rollup
+
         return rollup(self.durable, retention=Retention.from_config(self.config), now=now)
 
     def scoped(self, *, project: str, environment: str) -> Engine:

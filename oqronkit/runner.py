@@ -172,11 +172,13 @@ def child_argv(argv: Sequence[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m oqronkit worker --import myjobs [--queues a,b] [--processes N]``, or an
     operator command (``queues``, ``dead``, ``retry``...: :mod:`oqronkit.cli`)."""
-    from . import cli
-
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # A worker needs none of the operator commands' modules (replay, operations, webhooks...).
+    parser = build_parser(operator_commands=argv[:1] != ["worker"])
     args = parser.parse_args(argv)
     if args.command != "worker":
+        from . import cli
+
         return cli.run(args, cli.Console())
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     if args.log_format == "json":
@@ -194,17 +196,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(2, f"python -m oqronkit: error: {exc}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, operator_commands: bool = True) -> argparse.ArgumentParser:
     """``python -m oqronkit``'s whole parser: ``worker`` and the operator commands (the CLI
-    reference page is generated from it)."""
-    from . import cli
-
+    reference page is generated from it); ``worker`` alone without ``operator_commands``."""
     parser = argparse.ArgumentParser(prog="python -m oqronkit", description="Run and operate oqronkit workers.")
     sub = parser.add_subparsers(dest="command", required=True)
     work = sub.add_parser("worker", help="run the worker engine and, when elected, the scheduler services",
                           description="Run the worker engine and, when elected, the scheduler services.")
     add_worker_arguments(work)
-    cli.add_commands(sub, connection_options=True)
+    if operator_commands:
+        from . import cli
+
+        cli.add_commands(sub, connection_options=True)
     return parser
 
 

@@ -102,3 +102,93 @@ def test_a_redis_worker_loads_no_postgres_driver_django_or_httpx():
     loaded = worker_loads("redis", None, require_redis())
     assert "redis" in loaded
     assert not set(loaded) & {"psycopg", "psycopg_pool", "django", "django_redis", "httpx", "httpcore"}
+
+
+#: The features' modules a worker whose queues declare none of them never loads, its leader
+#: services included (what they run for the whole project, scheduler, group sweep, topic
+#: retention, operations' dead-letter walk and rollups, is not in this list).
+FEATURE_MODULES = ("oqronkit.topics.topic", "oqronkit.topics.subscription", "oqronkit.topics.dispatch",
+                   "oqronkit.topics.publish", "oqronkit.webhooks", "oqronkit.caches", "oqronkit.ratelimit",
+                   "oqronkit.replay", "oqronkit.cli", "oqronkit.operations.replaying",
+                   "oqronkit.operations.resending")
+
+LEADING_WORKER = """
+import json, sys, threading, time
+import oqronkit
+from oqronkit.worker import WorkerProcess
+engine = oqronkit.Engine(oqronkit.OqronConfig(mode={mode!r}, database_url={url!r}, redis_url={redis_url!r},
+                                              project={project!r}, environment="test"), registry=oqronkit.Registry())
+engine.queue("plain", handler=lambda ctx: ctx.data["n"] + 1)
+engine.get_queue("plain").add({{"n": 1}})
+process = WorkerProcess(engine, queues=["plain"], poll_interval=0.05)
+runner = threading.Thread(target=process.run)
+runner.start()
+deadline = time.monotonic() + 30
+while not (process.services is not None and process.services.is_leader
+           and engine.durable.count("queue_job:plain") == 0):
+    assert time.monotonic() < deadline, "no leader, or the job did not run"
+    time.sleep(0.05)
+time.sleep(1.0)  # the leader's first round runs every service once
+process.request_stop()
+runner.join(30)
+engine.close()
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("oqronkit."))))
+"""
+
+
+def worker_modules(mode: str, url: str | None, redis_url: str | None = None) -> list[str]:
+    """The oqronkit modules a leading worker of ``mode`` loaded by the time its job ran and
+    its leader services had run once."""
+    project = unique_name("features").replace("_", "-")
+    code = LEADING_WORKER.format(mode=mode, url=url, redis_url=redis_url, project=project)
+    try:
+        result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                                timeout=90, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    finally:
+        if redis_url:
+            drop_redis_project(redis_url, project)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_a_postgres_worker_loads_no_feature_it_does_not_use():
+    url = require_postgres()
+    schema = unique_name("oqron_features")
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')  # our own name
+    try:
+        loaded = worker_modules("postgres", with_search_path(url, schema))
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    assert "oqronkit.services.leader" in loaded  # the services ran
+    assert [m for m in loaded if m.startswith(FEATURE_MODULES)] == []
+
+
+def test_a_redis_worker_loads_no_feature_it_does_not_use():
+    loaded = worker_modules("redis", None, require_redis())
+    assert "oqronkit.services.leader" in loaded
+    assert [m for m in loaded if m.startswith(FEATURE_MODULES)] == []
+
+
+def test_import_oqronkit_loads_the_features_public_api_on_first_use():
+    script = (
+        "import sys, oqronkit\n"
+        f"features = [m for m in sys.modules if m.startswith({FEATURE_MODULES!r})]\n"
+        "assert features == [] and 'oqronkit.engine' in sys.modules, features\n"
+        "for name in oqronkit.__all__:\n"
+        "    exec(f'from oqronkit import {name}')\n"
+        "assert 'oqronkit.webhooks.webhook' in sys.modules and oqronkit.Webhook.__name__ == 'Webhook'\n"
+        "assert set(oqronkit.__all__) <= set(dir(oqronkit))\n"
+        "try:\n"
+        "    oqronkit.no_such_name\n"
+        "except AttributeError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise AssertionError('no AttributeError')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr

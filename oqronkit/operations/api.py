@@ -26,9 +26,6 @@ from .records import (
     check_texts,
     new_operation,
 )
-from .replaying import create_replay
-from .replaying_ids import create_id_replay
-from .resending import create_resend
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -73,6 +70,8 @@ class Operations:
         ``started_to`` or now, frozen here. Its replay set (``op.replay_set``) pairs each
         run with its replay as chunks are done. ``planned``: a count made elsewhere (the
         board's), shown beside the progress; the runs are not counted here."""
+        from .replaying import create_replay  # replay's modules load for a replay, not for every leader
+
         return create_replay(self, user=user, handler=handler, status=status, started_from=started_from,
                              started_to=started_to, last=last, planned=planned, source=source, name=name)
 
@@ -83,6 +82,8 @@ class Operations:
         gone, not a queue job's, or of a handler not declared ``replayable=True`` counts as
         failed with the reason; ``planned`` is the number of ids. Its replay set
         (``op.replay_set``) pairs each run with its replay as chunks are done."""
+        from .replaying_ids import create_id_replay  # as create_replay's
+
         return create_id_replay(self, user=user, run_ids=run_ids, source=source, name=name)
 
     def create_resend(self, *, user: str, since: int, before: int | None = None, webhook: str = "",
@@ -93,6 +94,8 @@ class Operations:
         started in ``[since, before)``; ``before`` is frozen here (at most now). Each
         delivery is sent once, as the board's resend does: a dead letter retried, a
         completed delivery added again from its newest attempt's input, a queued one left."""
+        from .resending import create_resend  # webhooks' modules load for a resend, not for every leader
+
         return create_resend(self, user=user, since=since, before=before, webhook=webhook, endpoint=endpoint,
                              event=event, status=status, planned=planned, source=source, name=name)
 

@@ -29,9 +29,6 @@ from ..queues.jobs import Job
 from .api import Operations
 from .filters import TARGET_DELIVERIES, TARGET_RUN_IDS, TARGET_RUNS
 from .records import MAX_ERRORS_KEPT, DeadLetterFilter, Operation, Progress
-from .replaying import replay_chunk
-from .replaying_ids import replay_ids_chunk
-from .resending import resend_chunk
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -104,7 +101,7 @@ class OperationRunner:
             except InvalidState:  # paused or cancelled just now: its walk is over either way
                 pass
             return False
-        walk = _WALKS.get(op.target)
+        walk = chunk_walk(op.target)
         send_signals = walk(self.engine, op, self.chunk) if walk is not None else self._dead_letters(op)
         if self.after_write is not None:
             self.after_write(op)
@@ -154,5 +151,19 @@ class OperationRunner:
         return lambda: self.engine.hot.signal(queue, signals, now)
 
 
-_WALKS: dict[str, Callable[[Any, Operation, int], Callable[[], None]]] = {
-    TARGET_RUNS: replay_chunk, TARGET_DELIVERIES: resend_chunk, TARGET_RUN_IDS: replay_ids_chunk}
+def chunk_walk(target: str) -> Callable[[Any, Operation, int], Callable[[], None]] | None:
+    """The chunk step of a replay or a resend (None: dead letters, the runner's own); their
+    modules (replay's, webhooks') load with the first such operation, not with every leader."""
+    if target == TARGET_RUNS:
+        from .replaying import replay_chunk
+
+        return replay_chunk
+    if target == TARGET_DELIVERIES:
+        from .resending import resend_chunk
+
+        return resend_chunk
+    if target == TARGET_RUN_IDS:
+        from .replaying_ids import replay_ids_chunk
+
+        return replay_ids_chunk
+    return None

@@ -5,7 +5,6 @@ Kept apart from :mod:`oqronkit.queues.queue` so the rules for a valid job are in
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,12 +18,13 @@ from ..codec import (
     check_text,
     dumps_compact,
     encode_value,
+    read_back,
     storage_problem,
     utf8_size,
 )
 from ..correlation import current as current_correlation
 from ..errors import InvalidJob
-from ..ids import new_id
+from ..ids import ascending_ids_at, new_id
 from ..telemetry.tracing import current_trace_context
 from .backoff import make_backoff, to_ms
 from .jobs import PARENT_FAILURE_POLICIES, Job, ParentFailure
@@ -73,7 +73,7 @@ def encode_payload(data: Any, *, limit: int, queue: str) -> tuple[str, Any]:
             f"Queue {queue!r}: the job payload is {size:,} bytes of JSON, over the {limit:,}-byte "
             "limit (OQRON max_record_bytes). Store large data elsewhere and pass a reference."
         )
-    return text, json.loads(text)  # the job holds exactly what a worker will read back
+    return text, read_back(data, text)  # the job holds exactly what a worker will read back
 
 
 def check_attempts(attempts: Any) -> int:
@@ -107,15 +107,16 @@ def plain_job_rows(queue: Any, payloads: Sequence[Any], jobs: list[Job]) -> Iter
     middle = encode_value(shared, limit=1 << 62, what="job")[1:-1]
     limit = payload_limit(queue)
     fields = {name: getattr(first, name) for name in _PLAIN_FIELDS}
+    next_id = ascending_ids_at(first.created_at)  # the batch's rows enter the id index at one place
     for index, payload in enumerate(payloads):
         if index == 0:
             job = first
             text = encode_payload(payload, limit=limit, queue=queue.name)[0]
         else:
             text, data = encode_payload(payload, limit=limit, queue=queue.name)
-            job = Job(id=new_id(), data=data, tags=list(first.tags), **fields)
+            job = Job(id=next_id(), data=data, tags=list(first.tags), **fields)
         jobs.append(job)
-        yield job.id, f'{{"id":"{job.id}",{middle},"data":{text}}}'  # new_id() is plain hex
+        yield job.id, f'{{"id":"{job.id}",{middle},"data":{text}}}'  # both id makers write plain hex
 
 
 # Job fields a plain job copies from the batch's first job (lists are made afresh).

@@ -18,7 +18,6 @@ from ..backends.hot_types import Lease
 from ..clock import now_ms
 from ..durable import RecordWrite
 from ..errors import BackendUnavailable, OqronError
-from ..groups.ledger import members_completed
 from ..namespaces import job_namespace
 from ..queues.dependencies import on_parent_done
 from .inflight import Outcome
@@ -120,6 +119,8 @@ class Completions:
         members = [(o.inflight.job, o.output) for o in outcomes
                    if o.inflight.job.group and (o.inflight.job.queue, o.inflight.job.id) in deleted]
         if members:
+            from ..groups.ledger import members_completed  # jobs of a group only: a plain worker never loads it
+
             try:
                 members_completed(self.state.durable, self.state.hot, members)
             except Exception as exc:  # the group sweep settles them later

@@ -9,6 +9,7 @@ import functools
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 from collections import Counter
@@ -22,9 +23,6 @@ from ..history.deploys import record_deploy_quietly
 from ..live import WorkerInfo, forget_worker
 from ..reachable import until_reachable
 from ..services import Services
-from ..topics.dispatch import IDLE_WAIT as TOPIC_POLL_INTERVAL
-from ..topics.dispatch import Dispatcher
-from ..topics.subscription import subscriptions_for
 from .batch_buffer import BatchBuffer
 from .batching import BatchSlots
 from .buffer import QueueBuffer
@@ -43,6 +41,7 @@ if TYPE_CHECKING:
     from ..engine import Engine
     from ..queues.queue import Queue
     from ..telemetry.worker_metrics import WorkerMetrics
+    from ..topics.dispatch import Dispatcher
 
 logger = logging.getLogger(__name__)
 #: Slot threads beyond the concurrency (idle unless a slot is being handed over).
@@ -52,12 +51,13 @@ SPARE_SLOTS = 1
 class WorkerProcess:
     """Runs the handlers of ``queues`` (default: every declared queue with a handler).
     ``topic_poll_interval``: how soon an idle topic dispatcher looks for messages whose
-    wake on publish did not reach it (or on a hot plane that cannot broadcast)."""
+    wake on publish did not reach it (or on a hot plane that cannot broadcast); None: the
+    dispatcher's own ``IDLE_WAIT``."""
 
     def __init__(self, engine: Engine, *, queues: list[str] | None = None, concurrency: int | None = None,
                  burst: bool = False, record_runs: bool = True, services: bool = True, poll_interval: float = 1.0,
                  drain_timeout: float = 30.0, metrics: WorkerMetrics | None = None,
-                 topic_poll_interval: float = TOPIC_POLL_INTERVAL) -> None:
+                 topic_poll_interval: float | None = None) -> None:
         self.engine = engine
         self.config = engine.config
         self.queues = _handled_queues(engine, queues)
@@ -111,11 +111,7 @@ class WorkerProcess:
                 # A few spare slots take over from handlers still stuck after a timeout.
                 for n in range(buffer.concurrency + SPARE_SLOTS):
                     self._spawn(f"oqron-slot-{buffer.name}-{n}", self._slot_loop(buffer), buffer)
-        subscriptions = [s for q in self.queues if (s := subscriptions_for(self.engine.registry).get(q.name))]
-        if subscriptions:
-            self.dispatcher = Dispatcher(self.engine, subscriptions, self.worker_id,
-                                         idle_wait=self.topic_poll_interval)
-            self._spawn("oqron-topics", self.dispatcher.loop, self.state.stopping)
+        self._start_topics()
         if self.run_services:
             self.services = Services(self.engine, worker_id=self.worker_id)
             self.services.on_rescued = metrics.rescued if (metrics := self.state.metrics) is not None else None
@@ -123,6 +119,20 @@ class WorkerProcess:
         logger.info("worker %s started: %s", self.worker_id,
                     ", ".join(f"{q.name}x{self.concurrency[q.name]}" for q in self.queues) or "no queues",
                     extra={"action": "worker.start"})
+
+    def _start_topics(self) -> None:
+        """The topic dispatcher, when a queue here delivers a topic's subscription."""
+        declared = sys.modules.get("oqronkit.topics.subscription")
+        if declared is None:  # subscribing imports that module: a process without it declared none
+            return
+        from ..topics.dispatch import IDLE_WAIT, Dispatcher
+
+        by_queue = declared.subscriptions_for(self.engine.registry)
+        subscriptions = [s for q in self.queues if (s := by_queue.get(q.name))]
+        if subscriptions:
+            idle_wait = IDLE_WAIT if self.topic_poll_interval is None else self.topic_poll_interval
+            self.dispatcher = Dispatcher(self.engine, subscriptions, self.worker_id, idle_wait=idle_wait)
+            self._spawn("oqron-topics", self.dispatcher.loop, self.state.stopping)
 
     def _slot_loop(self, buffer: QueueBuffer) -> Callable[..., None]:
         return self.batch_slots.slot_loop if isinstance(buffer, BatchBuffer) else self.slots.slot_loop

@@ -133,3 +133,32 @@ def test_nesting_past_the_encoders_limit_says_so_on_every_version():
         value = [value]
     with pytest.raises(NestingTooDeep, match=f"deeper than {MAX_JSON_DEPTH} levels"):
         codec.dumps_compact(value)
+
+
+class _Level(enum.IntEnum):
+    HIGH = 1
+
+
+class _Text(str):
+    pass
+
+
+@pytest.mark.parametrize("value", [
+    {"i": 7, "to": "user-7@example.com"}, {"f": 1.5, "z": -0.0, "big": 10**30, "t": True, "n": None, "s": "é\u2028"},
+    {}, "text", 3, 2.5e300, None, False, {"nested": {"a": 1}}, {"list": [1, (2, 3)]}, (1, 2), {"e": _Level.HIGH},
+    {"s": _Text("x")}, _Level.HIGH,
+])
+def test_read_back_is_what_decoding_the_text_gives(value):
+    text = codec.dumps_compact(value)
+    got, want = codec.read_back(value, text), json.loads(text)
+    assert got == want and type(got) is type(want)
+    if isinstance(want, dict):
+        assert list(got) == list(want)  # the same key order
+        assert [type(v) for v in got.values()] == [type(v) for v in want.values()]  # no enum, no str subclass kept
+
+
+def test_read_back_shares_no_container_with_the_value():
+    value = {"i": 1}
+    got = codec.read_back(value, codec.dumps_compact(value))
+    value["i"] = 2
+    assert got == {"i": 1}

@@ -176,3 +176,16 @@ def test_delayed_job_is_stored_as_delayed(engine: Engine):
     assert job.status == "delayed" and job.run_at is not None
     counts = q.counts()
     assert counts["delayed"] == 1 and counts["waiting"] == 0
+
+
+def test_a_plain_bulk_takes_ascending_ids_and_stores_what_was_given(engine: Engine):
+    # Ascending ids put the batch's rows at one place of the id index (ids.ascending_ids_at);
+    # each job holds what a worker reads back: a tuple a list, an enum its value.
+    q = engine.queue("emails")
+    payloads = [{"i": i, "to": f"u{i}@x.com"} for i in range(300)] + [{"pair": (1, 2)}, {"n": None, "f": 1.5}]
+    jobs = q.add_bulk(payloads)
+    ids = [j.id for j in jobs[1:]]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids) and all(len(i) == 26 for i in ids)
+    assert [j.data for j in jobs[-2:]] == [{"pair": [1, 2]}, {"n": None, "f": 1.5}]
+    stored = {r.id: r.value["data"] for r in engine.durable.get_many("queue_job:emails", [j.id for j in jobs])}
+    assert [stored[j.id] for j in jobs] == [j.data for j in jobs]
