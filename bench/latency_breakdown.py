@@ -16,7 +16,8 @@ Steps (each from the end of the previous one):
   ``add`` in postgres mode and in redis mode, ``queues/one_trip.py``);
 * ``wake-up``: until the idle claim loop's wait returns;
 * ``claim``: the claim round trip (from the wake-up to its answer);
-* ``read``: the durable read of the claimed job's row;
+* ``read``: the durable read of the claimed job's row (0 where the claim reads it: redis
+  mode, ``worker/limited.py``);
 * ``hand-off``: to the handler's first line (the slot thread's start, the run opened);
 * ``total``: ``add`` called to the handler's start; ``add call``: ``add``'s own duration.
 
@@ -107,6 +108,20 @@ class Stamps:
                 return out
 
             store.insert_and_signal = stamped_insert_and_signal
+        if hasattr(store, "claim_and_read"):  # worker/limited.py: the claim and the read in one call
+            claim_and_read = store.claim_and_read
+
+            def stamped_claim_and_read(*a: Any, **k: Any) -> Any:
+                woke = self.woke.pop(threading.get_ident(), None)
+                leases, records = claim_and_read(*a, **k)
+                done, ids = clock(), [le.job_id for le in leases]
+                if woke is not None:
+                    self.put(ids, "wake-up", woke)
+                self.put(ids, "claim", done)
+                self.put(ids, "read", done)  # the read step: 0, it is the same call
+                return leases, records
+
+            store.claim_and_read = stamped_claim_and_read
 
 
 def floor(mode: str, jobs: int, url: str) -> dict[str, float]:
