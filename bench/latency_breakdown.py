@@ -5,9 +5,10 @@ queue while this script adds ``--jobs`` jobs ``--gap`` seconds apart, one ``add`
 The planes' facades are wrapped (this process only) to stamp, per job: the durable
 insert, the hot-plane signal, the claim loop's wake-up (its wait returning), the claim
 round trip, the durable read of the claimed job, and the handler's start. Printed per
-mode, the median and p99 of each step in ms, and the floor measured in the same run:
-a bare ``INSERT`` of a job-sized row into a plain (logged) table, committed, and a bare
-``LPUSH`` (the round trips a Postgres-backed and a Redis-backed queue cannot go below).
+mode, the median and p99 of each step in ms, and the floor measured in the same run,
+one of each per job just before its ``add``: a bare ``INSERT`` of a job-sized row
+into a plain (logged) table, committed, and a bare ``LPUSH`` (the round trips a
+Postgres-backed and a Redis-backed queue cannot go below).
 
 Steps (each from the end of the previous one):
 
@@ -16,7 +17,8 @@ Steps (each from the end of the previous one):
   ``add`` in postgres mode and in redis mode, ``queues/one_trip.py``);
 * ``wake-up``: until the idle claim loop's wait returns;
 * ``claim``: the claim round trip (from the wake-up to its answer);
-* ``read``: the durable read of the claimed job's row;
+* ``read``: the durable read of the claimed job's row (0 where the claim reads it: redis
+  mode, ``worker/limited.py``);
 * ``hand-off``: to the handler's first line (the slot thread's start, the run opened);
 * ``total``: ``add`` called to the handler's start; ``add call``: ``add``'s own duration.
 
@@ -107,39 +109,71 @@ class Stamps:
                 return out
 
             store.insert_and_signal = stamped_insert_and_signal
+        if hasattr(store, "claim_and_read"):  # worker/limited.py: the claim and the read in one call
+            claim_and_read = store.claim_and_read
+
+            def stamped_claim_and_read(*a: Any, **k: Any) -> Any:
+                woke = self.woke.pop(threading.get_ident(), None)
+                leases, records = claim_and_read(*a, **k)
+                done, ids = clock(), [le.job_id for le in leases]
+                if woke is not None:
+                    self.put(ids, "wake-up", woke)
+                self.put(ids, "claim", done)
+                self.put(ids, "read", done)  # the read step: 0, it is the same call
+                return leases, records
+
+            store.claim_and_read = stamped_claim_and_read
 
 
-def floor(mode: str, jobs: int, url: str) -> dict[str, float]:
-    """Medians (ms) of a bare INSERT of a job-sized row and a bare LPUSH."""
-    out: dict[str, float] = {}
-    value = '{"id": "%s", "data": {"i": 1, "to": "user-1@example.com"}, "status": "waiting"}'
-    if mode != "redis":
-        import psycopg
+class Floor:
+    """A bare committed ``INSERT`` of a job-sized row into a plain (logged) table (the
+    Postgres modes) and a bare ``LPUSH`` (the Redis modes), one of each per job, timed
+    just before that job's ``add``: the floor under the same load as the job."""
 
-        with psycopg.connect(url, autocommit=True) as conn:  # a scratch database, dropped afterwards
-            conn.execute("CREATE TABLE floor_jobs (id text PRIMARY KEY, value jsonb)")
-            times = []
-            for _ in range(jobs):
-                job_id = uuid.uuid4().hex
-                started = time.perf_counter()
-                conn.execute("INSERT INTO floor_jobs (id, value) VALUES (%s, %s)", (job_id, value % job_id))
-                times.append((time.perf_counter() - started) * 1000)
-            out["INSERT"] = statistics.median(times)
-    if mode != "postgres":
-        import redis
+    VALUE = '{"id": "%s", "data": {"i": 1, "to": "user-1@example.com"}, "status": "waiting"}'
 
-        with redis.Redis.from_url(REDIS_URL) as client:
-            key, times = f"oqron-floor:{uuid.uuid4().hex}", []
-            for _ in range(jobs):
-                started = time.perf_counter()
-                client.lpush(key, uuid.uuid4().hex)
-                times.append((time.perf_counter() - started) * 1000)
-            client.delete(key)
-            out["LPUSH"] = statistics.median(times)
-    return out
+    def __init__(self, mode: str, url: str) -> None:
+        self.times: dict[str, list[float]] = {}
+        self.conn: Any = None
+        self.client: Any = None
+        self.key = f"oqron-floor:{uuid.uuid4().hex}"
+        if mode != "redis":
+            import psycopg
+
+            self.conn = psycopg.connect(url, autocommit=True)  # a scratch database, dropped afterwards
+            self.conn.execute("CREATE TABLE floor_jobs (id text PRIMARY KEY, value jsonb)")
+            self.times["INSERT"] = []
+        if mode != "postgres":
+            import redis
+
+            self.client = redis.Redis.from_url(REDIS_URL)
+            self.times["LPUSH"] = []
+
+    def measure(self) -> None:
+        if self.conn is not None:
+            job_id = uuid.uuid4().hex
+            started = time.perf_counter()
+            self.conn.execute("INSERT INTO floor_jobs (id, value) VALUES (%s, %s)", (job_id, self.VALUE % job_id))
+            self.times["INSERT"].append((time.perf_counter() - started) * 1000)
+        if self.client is not None:
+            started = time.perf_counter()
+            self.client.lpush(self.key, uuid.uuid4().hex)
+            self.times["LPUSH"].append((time.perf_counter() - started) * 1000)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        if self.client is not None:
+            self.client.delete(self.key)
+            self.client.close()
 
 
-def run_mode(mode: str, args: argparse.Namespace) -> tuple[dict[str, list[float]], dict[str, float]]:
+def above_floor(totals: list[float], bare: dict[str, list[float]]) -> float:
+    """The median total less the floor under it (a bare INSERT, a bare LPUSH or both)."""
+    return statistics.median(totals) - sum(statistics.median(v) for v in bare.values())
+
+
+def run_mode(mode: str, args: argparse.Namespace) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     from checkouts import drop_redis_project, scratch_database  # this folder: the scripts' own
 
     from oqronkit import Engine, OqronConfig, Registry
@@ -162,6 +196,7 @@ def run_mode(mode: str, args: argparse.Namespace) -> tuple[dict[str, list[float]
         worker = WorkerProcess(engine, queues=["latency"], services=False)
         thread = threading.Thread(target=worker.run, daemon=True)
         thread.start()
+        floor = Floor(mode, url)
         try:
             queue.add({"warm": True})
             done.acquire(timeout=30)
@@ -169,18 +204,19 @@ def run_mode(mode: str, args: argparse.Namespace) -> tuple[dict[str, list[float]
             calls: dict[str, tuple[float, float]] = {}
             for i in range(args.jobs):
                 time.sleep(args.gap)
+                floor.measure()  # just before the add, with the worker idle as for the add
                 began = time.perf_counter()
                 job = queue.add({"i": i, "to": f"user-{i}@example.com"})
                 calls[job.id] = (began, time.perf_counter())
                 if not done.acquire(timeout=30):
                     raise SystemExit(f"{mode}: job {i} never started")
         finally:
+            floor.close()
             worker.request_stop()
             thread.join(30)
             engine.close()
             if redis_url:
                 drop_redis_project(redis_url, project)
-        bare = floor(mode, min(args.jobs, 200), url)
     steps: dict[str, list[float]] = {name: [] for name in STEPS}
     order = ("insert", "signal", "wake-up", "claim", "read")
     for job_id, (began, ended) in calls.items():
@@ -194,7 +230,7 @@ def run_mode(mode: str, args: argparse.Namespace) -> tuple[dict[str, list[float]
         steps["hand-off"].append((started[job_id] - previous) * 1000)
         steps["total"].append((started[job_id] - began) * 1000)
         steps["add call"].append((ended - began) * 1000)
-    return steps, bare
+    return steps, floor.times
 
 
 def main() -> int:
@@ -210,8 +246,11 @@ def main() -> int:
         steps, bare = run_mode(mode, args)
         cells = [f"{statistics.median(v):6.2f}/{p99(v):<6.2f}" if v else f"{'-':>13}" for v in steps.values()]
         print(f"{mode:15} " + " ".join(f"{c:>13}" for c in cells) + "   "
-              + ", ".join(f"{k} {v:.2f}" for k, v in bare.items())
+              + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in bare.items())
+              + f", total above it {above_floor(steps['total'], bare):.2f}"
               + f"   ({len(steps['total'])} of {args.jobs} jobs took the idle path)")
+    print("floor: one bare op of each kind per job, just before its add (the same load), medians; "
+          "total above it: the total's median less the floor's (the sum of its medians)")
     return 0
 
 

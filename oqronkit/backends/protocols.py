@@ -143,6 +143,17 @@ class SignallingStore(DurableStore, Protocol):
         :class:`~oqronkit.errors.DuplicateRecord`, and then nothing is written or signalled."""
 
 
+@runtime_checkable
+class ClaimingStore(SignallingStore, Protocol):
+    """A durable store that claims on the hot plane of its server and reads the claimed
+    rows in the same atomic call (redis mode on a standalone server)."""
+
+    def claim_and_read(self, scope: Scope, queue: str, table: str, namespace: str, *, worker_id: str, limit: int,
+                       lease_ms: int, now: int) -> tuple[builtins.list[Lease], builtins.list[StoredRecord]]:
+        """``HotPlane.claim`` of ``queue`` and the claimed jobs' rows of ``namespace`` in
+        ``table``, in one round trip (a job whose row is gone: a lease, no record)."""
+
+
 class ReleasingStore(SignallingStore, Protocol):
     """A durable store that shares its database with the hot plane (postgres mode)."""
 

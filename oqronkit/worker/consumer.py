@@ -1,5 +1,6 @@
 """One queue's claim loop: claim in batches as slots and the prefetch buffer free up,
-read the claimed jobs, and hand them to the queue's buffer as held attempts."""
+read the claimed jobs (in the claim's own round trip where the store can: limited.py),
+and hand them to the queue's buffer as held attempts."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 from collections.abc import Callable
 
 from ..backends.hot_types import Lease, Signal
+from ..backends.types import StoredRecord
 from ..clock import now_ms
 from ..errors import OqronError
 from ..queues.jobs import Job
@@ -39,16 +41,19 @@ class Consumer:
         stopping = self.state.stopping
         unread: list[Lease] = []  # claimed, but their jobs could not be read yet
         while not stopping.is_set():
-            retrying = bool(unread)
+            retrying, read = bool(unread), None
             if retrying:
                 leases, unread = unread, []
             else:
-                claimed = self._recover() if self.state.unsure.take(self.queue.name) else self._claim()
+                if self.state.unsure.take(self.queue.name):
+                    claimed = self._recover()
+                else:
+                    claimed, read = self._claim() or (None, None)
                 if not claimed:
                     continue
                 leases = claimed
             try:
-                self._hold_jobs(leases)
+                self._hold_jobs(leases, read)
             except OqronError as exc:
                 unread = self._keep_unread(leases, exc, log=not retrying)
         if self.state.unsure.take(self.queue.name):  # a last look: what it holds unknowingly goes back now
@@ -79,8 +84,9 @@ class Consumer:
         self.state.hot_ok = True
         return found
 
-    def _claim(self) -> list[Lease] | None:
-        """Claim what there is room for; None (after waiting a little) when nothing was."""
+    def _claim(self) -> tuple[list[Lease], list[StoredRecord] | None] | None:
+        """Claim what there is room for, with the claimed jobs' records where the claim
+        read them too; None (after waiting a little) when nothing was claimed."""
         state, buffer, name = self.state, self.buffer, self.queue.name
         if name in state.paused:
             buffer.idle = True
@@ -99,7 +105,7 @@ class Consumer:
             return None
         asked_at = time.monotonic()  # what the claim saw is as of its start
         try:
-            leases = self._limit.claim(min(free, CLAIM_BATCH))
+            leases, read = self._limit.claim(min(free, CLAIM_BATCH))
             state.hot_ok = True
         except OqronError as exc:
             state.unsure.mark(name)  # it may have run: ask what we hold once the plane answers
@@ -122,7 +128,7 @@ class Consumer:
         buffer.claimed(len(leases))
         if state.metrics is not None:
             state.metrics.claimed(name, len(leases))
-        return leases
+        return leases, read
 
     def _keep_unread(self, leases: list[Lease], exc: OqronError, *, log: bool) -> list[Lease]:
         """Claimed jobs that could not be read (an outage) or started: keep their leases,
@@ -173,11 +179,13 @@ class Consumer:
         self.state.hot_ok = False
         self.state.stopping.wait(1.0)
 
-    def _hold_jobs(self, leases: list[Lease]) -> None:
-        """Read the claimed jobs and keep them as held attempts; the queue's slots
-        start as many as they have room for."""
+    def _hold_jobs(self, leases: list[Lease], read: list[StoredRecord] | None = None) -> None:
+        """Read the claimed jobs (unless the claim did: ``read``) and keep them as held
+        attempts; the queue's slots start as many as they have room for."""
         state, queue = self.state, self.queue
-        records = {r.id: r for r in state.durable.get_many(queue.namespace, [le.job_id for le in leases])}
+        if read is None:
+            read = state.durable.get_many(queue.namespace, [le.job_id for le in leases])
+        records = {r.id: r for r in read}
         gone = [le for le in leases if le.job_id not in records]
         if gone:  # deleted or cancelled while signalled: nothing to run
             state.hot.ack(queue.name, gone)

@@ -4,7 +4,10 @@ after a claim the limits held back: until the rate window frees a claim, or, for
 global concurrency (freed by an ack anywhere in the cluster, which wakes no waiter), a
 poll that backs off from 25 ms to a quarter of the queue's observed handler time (at
 most 250 ms), so a freed slot sits idle for a small part of a job at most. A held-back
-job was never claimed: it burns no attempt and holds no lease, so it can never stall."""
+job was never claimed: it burns no attempt and holds no lease, so it can never stall.
+
+A queue without limits on a store that claims with a read (redis mode on a standalone
+server: ``ClaimingStore``) gets the claimed jobs' rows in the claim's own round trip."""
 
 from __future__ import annotations
 
@@ -12,7 +15,11 @@ import time
 from typing import TYPE_CHECKING
 
 from ..backends.hot_types import Lease
+from ..backends.protocols import ClaimingStore
+from ..backends.types import StoredRecord
 from ..clock import now_ms
+from ..namespaces import classify_namespace, table_for_kind
+from ..planes import signal_together
 
 if TYPE_CHECKING:
     from ..queues.queue import Queue
@@ -35,13 +42,22 @@ class LimitedClaims:
         self.held = False
         self._resume_at = 0.0  # monotonic time before which a held queue claims nothing
         self._poll = FIRST_POLL
+        store = state.durable.store
+        #: Set when one call claims and reads: the store, and the table of the queue's jobs.
+        self._reader = (store, table_for_kind(classify_namespace(queue.namespace))) if (
+            queue.limits is None and isinstance(store, ClaimingStore) and signal_together(state.engine)) else None
 
-    def claim(self, limit: int) -> list[Lease]:
-        """Claim up to ``limit`` jobs: a plain claim, or a limited one for a limited queue."""
+    def claim(self, limit: int) -> tuple[list[Lease], list[StoredRecord] | None]:
+        """Claim up to ``limit`` jobs: a plain claim, or a limited one for a limited queue;
+        with the claimed jobs' records where the claim read them too (else None)."""
         state, queue = self.state, self.queue
+        if self._reader is not None:
+            store, table = self._reader
+            return store.claim_and_read(state.durable.scope, queue.name, table, queue.namespace,
+                                        worker_id=state.worker_id, limit=limit, lease_ms=queue.lease_ms, now=now_ms())
         if queue.limits is None:
             return state.hot.claim(queue.name, worker_id=state.worker_id, limit=limit, lease_ms=queue.lease_ms,
-                                   now=now_ms())
+                                   now=now_ms()), None
         now = now_ms()
         got = state.hot.claim_limited(queue.name, worker_id=state.worker_id, limit=limit, lease_ms=queue.lease_ms,
                                       now=now, limits=queue.limits)
@@ -49,7 +65,7 @@ class LimitedClaims:
         if got.leases or not got.held:  # progress: a slot was free, so poll soon again
             self._poll = FIRST_POLL
         if not got.held:
-            return got.leases
+            return got.leases, None
         if got.retry_at is not None:  # the rate window frees a claim then (never before)
             delay = max(got.retry_at - now, 1) / 1000
         else:
@@ -57,7 +73,7 @@ class LimitedClaims:
             longest = LONGEST_POLL if job is None else min(LONGEST_POLL, max(FIRST_POLL, job / 4))
             delay, self._poll = min(self._poll, longest), min(self._poll * 2, longest)
         self._resume_at = time.monotonic() + min(delay, state.poll_interval)
-        return got.leases
+        return got.leases, None
 
     def waiting(self) -> bool:
         """Wait (a slice, so a stop or a pause is seen) while the limits hold the queue

@@ -17,8 +17,13 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+# redis: the worker claims and reads its jobs in one script (claim_and_read.lua)
+@pytest.fixture(params=["sqlite", "postgres", "redis"])
 def config(request, tmp_path, scope_names) -> OqronConfig:
+    if request.param == "redis":
+        from tests.services import require_redis
+
+        return OqronConfig(mode="redis", database_url=None, redis_url=require_redis(), project=scope_names[0])
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'oqron.sqlite3'}"
     else:
@@ -33,10 +38,15 @@ def producer(config):
     engine.queue("quick")
     yield engine
     engine.close()
+    if config.redis_url:
+        from tests.services import drop_redis_project
+
+        drop_redis_project(config.redis_url, config.project)
 
 
 def spawn(config: OqronConfig, *args: str) -> subprocess.Popen:
     env = {**os.environ, "OQRON_MODE": config.mode, "OQRON_DATABASE_URL": config.database_url or "",
+           "OQRON_REDIS_URL": config.redis_url or "",
            "OQRON_PROJECT": config.project, "OQRON_ENVIRONMENT": config.environment, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
         [sys.executable, "-m", "oqronkit", "worker", "--import", "tests.processes.worker_app",

@@ -33,12 +33,14 @@ from ..hot_types import Signal
 from ..matching import fields_match, matches_query
 from ..types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
 from . import log
+from .claim_read import RedisClaimReads
 from .connection import (
     CONNECT_TIMEOUT_S,
     READ_RETRIES,
     SOCKET_TIMEOUT_S,
     call,
     check_eviction_policy,
+    not_run_retry,
     open_client,
     read_retry,
 )
@@ -67,7 +69,7 @@ PRUNE_BATCH = 1000
 #: compare_and_set retries its atomic swap while other writers keep changing the row.
 CAS_ATTEMPTS = 100
 
-class RedisDurableStore:
+class RedisDurableStore(RedisClaimReads):
     """Durable store on Redis (``redis`` mode). Building one never touches the network."""
 
     name = "redis"
@@ -75,7 +77,8 @@ class RedisDurableStore:
     transaction_domain: str | None = None
     joins_database: str | None = None
     #: The server's URL: the hot plane on it is signalled in an insert's own script
-    #: (insert_and_signal). A Redis Cluster URL never gets here (open_client).
+    #: (insert_and_signal) and claimed with a read (claim_and_read). A Redis Cluster URL
+    #: never gets here (open_client).
     signal_domain: str | None
 
     def __init__(
@@ -91,8 +94,8 @@ class RedisDurableStore:
         self.signal_domain = url
         self._check_eviction = check_eviction
         self._client = open_client(url, connect_timeout=connect_timeout, socket_timeout=socket_timeout)
-        self._scripts = Scripts(self._client, ("durable_write", "durable_page", "insert_and_signal"))
-        self._retry = read_retry(read_retries)
+        self._scripts = Scripts(self._client, ("durable_write", "durable_page", "insert_and_signal", "claim_and_read"))
+        self._retry, self._not_run = read_retry(read_retries), not_run_retry(read_retries)
         self._closed = False
 
     # -- lifecycle -------------------------------------------------------------------

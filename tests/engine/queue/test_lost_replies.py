@@ -4,7 +4,8 @@ and runs (or acks again) what it did not know of (issue 39). Before that, the jo
 lost claim sat until their 30 s lease lapsed and, with ``retries=0``, the rescuer
 dead-lettered them unrun; a lost ack's leases stayed 30 s. A proxy on loopback
 (tests/lossy_proxy.py) loses the reply, in front of a private Redis or of one master of
-the local cluster; redis-postgres mode. Each test fails without the recovery."""
+the local cluster; redis-postgres mode, and redis mode (whose claim also reads the jobs'
+rows: claim_and_read.lua). Each test fails without the recovery."""
 
 from __future__ import annotations
 
@@ -37,12 +38,13 @@ def sha(script: str) -> bytes:
     return hashlib.sha1(lua_source(script).encode()).hexdigest().encode()
 
 
-@pytest.fixture(params=["standalone", "cluster"])
+# "redis": redis mode, where the claim is claim_and_read.lua (the claim with its jobs' rows)
+@pytest.fixture(params=["standalone", "cluster", "redis"])
 def lossy(request: pytest.FixtureRequest, pg_schema_url: str, scope_names: tuple[str, str],
           monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Engine, LossyProxy]]:
     project, environment = scope_names
     with contextlib.ExitStack() as stack:
-        if request.param == "standalone":
+        if request.param in ("standalone", "redis"):
             from tests.dedicated import dedicated_redis
 
             redis_server = stack.enter_context(dedicated_redis())
@@ -58,7 +60,9 @@ def lossy(request: pytest.FixtureRequest, pg_schema_url: str, scope_names: tuple
             _route_through(monkeypatch, master, proxy.port)
             url = cluster.url
         stack.callback(proxy.close)
-        config = OqronConfig(mode="redis-postgres", database_url=pg_schema_url, redis_url=url, project=project,
+        redis_mode = request.param == "redis"
+        config = OqronConfig(mode="redis" if redis_mode else "redis-postgres",
+                             database_url=None if redis_mode else pg_schema_url, redis_url=url, project=project,
                              environment=environment)
         engine = Engine(config, registry=Registry())
         stack.callback(engine.close)
@@ -116,7 +120,7 @@ def test_a_claim_whose_reply_was_lost_runs_its_jobs_once_at_once(lossy: tuple[En
     """The claim ran and its reply was lost: its jobs sat until their 30 s lease lapsed,
     and the rescuer dead-lettered them (retries=0) unrun."""
     engine, proxy = lossy
-    proxy.drop_reply(sha("claim.lua"), down_for=1.0)
+    proxy.drop_reply(sha("claim_and_read.lua" if engine.config.mode == "redis" else "claim.lua"), down_for=1.0)
     runs, dead, drained_after = _run_all(engine, proxy)
     assert dead == [] and set(runs.values()) == {1}, (dead[:3], Counter(runs.values()))
     assert drained_after < DRAIN_AFTER_BACK_S, drained_after

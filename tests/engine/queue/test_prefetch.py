@@ -66,13 +66,16 @@ def test_claims_come_in_batches_of_at_most_claim_batch(engine: Engine, monkeypat
 
     monkeypatch.setattr(consumer, "CLAIM_BATCH", 4)
     limits: list[int] = []
-    claim = engine.hot.claim
 
-    def counted(*args, **kwargs):
-        limits.append(kwargs["limit"])
-        return claim(*args, **kwargs)
+    def counting(claim):
+        def counted(*args, **kwargs):
+            limits.append(kwargs["limit"])
+            return claim(*args, **kwargs)
+        return counted
 
-    monkeypatch.setattr(engine.hot, "claim", counted)
+    monkeypatch.setattr(engine.hot, "claim", counting(engine.hot.claim))
+    if hasattr(engine.durable.store, "claim_and_read"):  # redis mode: the claim with its read
+        monkeypatch.setattr(engine.durable.store, "claim_and_read", counting(engine.durable.store.claim_and_read))
     q = engine.queue("batched", handler=lambda ctx: None, concurrency=2, prefetch=20)
     q.add_bulk([{"n": n} for n in range(30)])
     with running(engine):
