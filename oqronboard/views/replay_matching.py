@@ -19,8 +19,8 @@ from django.views.decorators.http import require_POST
 
 from oqronboard.runs.forms import run_filters
 from oqronboard.runs.queries import replayable_run_ids
-from oqronkit.operations import Operations, replay_or_track
-from oqronkit.operations.replaying_ids import MAX_IDS
+from oqronkit.operations import Operations
+from oqronkit.operations.replaying_ids import MAX_IDS, replay_or_track
 from oqronkit.replay import REPLAY_SETS, ReplayRefused
 
 from ..base.audit import Action

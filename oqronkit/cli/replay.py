@@ -15,7 +15,8 @@ from typing import Any
 from ..clock import now_ms
 from ..engine import Engine
 from ..errors import InvalidRecord
-from ..operations import Operation, Operations, replay_or_track
+from ..operations import Operation, Operations
+from ..operations.replaying_ids import replay_or_track
 from ..replay import MAX_REPLAYS, ReplaySet, read_replay_set, replay
 from .console import Console, UsageProblem
 from .output import Result

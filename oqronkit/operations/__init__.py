@@ -8,8 +8,7 @@ from __future__ import annotations
 from .api import Operations
 from .filters import DeliveryFilter, RunFilter, RunIdsFilter
 from .records import ACTIONS, DEAD_LETTER_ACTIONS, STATUSES, DeadLetterFilter, Operation, Progress
-from .replaying_ids import replay_or_track
 from .runner import DEFAULT_CHUNK, OperationRunner
 
 __all__ = ["ACTIONS", "DEAD_LETTER_ACTIONS", "DEFAULT_CHUNK", "STATUSES", "DeadLetterFilter", "DeliveryFilter",
-           "Operation", "OperationRunner", "Operations", "Progress", "RunFilter", "RunIdsFilter", "replay_or_track"]
+           "Operation", "OperationRunner", "Operations", "Progress", "RunFilter", "RunIdsFilter"]

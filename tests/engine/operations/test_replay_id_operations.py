@@ -11,8 +11,9 @@ import pytest
 from oqronkit import Engine
 from oqronkit.errors import BackendUnavailable, InvalidRecord
 from oqronkit.namespaces import job_namespace, operation_items_namespace
-from oqronkit.operations import OperationRunner, Operations, replay_or_track
+from oqronkit.operations import OperationRunner, Operations
 from oqronkit.operations import replaying_ids as module
+from oqronkit.operations.replaying_ids import replay_or_track
 from oqronkit.replay import read_replay_set
 from tests.engine.queue.conftest import running, wait_until
 
