@@ -45,14 +45,14 @@ def part_key(number: int) -> str:
 def clean_ids(run_ids: Sequence[Any]) -> list[str]:
     """``run_ids`` deduplicated in the order given; :class:`InvalidRecord` for a non-text
     or overlong id, an empty list or more than ``MAX_IDS``."""
+    for run_id in run_ids:  # checked first: an unhashable value (a JSON object) must be a clear refusal
+        if not isinstance(run_id, str) or not run_id or len(run_id) > MAX_ID_LENGTH or "\x00" in run_id:
+            raise InvalidRecord(f"A run id is text of 1 to {MAX_ID_LENGTH} characters without NUL, got {run_id!r:.60}.")
     ids = list(dict.fromkeys(run_ids))
     if not ids:
         raise InvalidRecord("No run ids given: nothing to replay.")
     if len(ids) > MAX_IDS:
         raise InvalidRecord(f"At most {MAX_IDS:,} run ids in one operation, got {len(ids):,}.")
-    for run_id in ids:
-        if not isinstance(run_id, str) or not run_id or len(run_id) > MAX_ID_LENGTH or "\x00" in run_id:
-            raise InvalidRecord(f"A run id is text of 1 to {MAX_ID_LENGTH} characters without NUL, got {run_id!r:.60}.")
     return ids
 
 

@@ -99,6 +99,10 @@ def test_at_or_under_the_cap_is_replayed_at_once_and_bad_lists_are_400(board: Bo
     assert post(board, [*ids[:MAX_REPLAYS], ""]).status_code == 400  # an empty id in a tracked list
     assert post(board, ["x" * 300] * 2 + ids[:MAX_REPLAYS]).status_code == 400
     assert post(board, ids, client="viewer").status_code == 403
+    operations = reverse("oqronboard:api-operations")
+    answer = board.operator.post(operations, json.dumps({"action": "replay", "run_ids": [{"id": "x"}, "y"]}),
+                                 content_type="application/json")
+    assert answer.status_code == 400, answer.content  # an object among the ids: named, not a 500
     assert Operations(board.scope.engine).list()[0] == []
 
 

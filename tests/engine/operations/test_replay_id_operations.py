@@ -162,3 +162,12 @@ def test_a_chunk_whose_write_fails_leaves_nothing_and_is_done_once_later(engine:
     assert sorted(j["replayOf"] for j in replay_jobs(engine, "pricing")) == sorted(originals)
     found = read_replay_set(engine, op.replay_set, page=3)  # type: ignore[arg-type]
     assert found is not None and found.pages == 3 and [p.original_id for p in found.pairs] == originals[6:]
+
+
+def test_clean_ids_refuses_a_non_text_id_by_name():
+    from oqronkit.errors import InvalidRecord
+    from oqronkit.operations.replaying_ids import clean_ids
+
+    with pytest.raises(InvalidRecord, match="A run id is text"):
+        clean_ids([{"id": "x"}, "y"])  # unhashable: refused, not a TypeError
+    assert clean_ids(["b", "a", "b"]) == ["b", "a"]
