@@ -186,3 +186,37 @@ def test_the_claims_asynchronous_commit_stays_in_its_transaction(pg_planes) -> N
     assert claim_and_read(store, scope, 10)[0]
     with store._pool.connection() as conn:
         assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
+
+
+def claim_read_plan(url: str, scope: Scope, *, analyzed: bool, plan_cache_mode: str) -> str:
+    from oqronkit.backends.postgres.statements import claim_read_statement
+
+    params = {"project": scope.project, "environment": scope.environment, "queue": "mail", "now": NOW,
+              "limit": 10, "expires_at": NOW + LEASE, "worker": "w", "namespace": NAMESPACE}
+    with psycopg.connect(url) as conn:
+        if analyzed:
+            conn.execute("ANALYZE oqron_jobs")
+        conn.execute(f"SET plan_cache_mode = {plan_cache_mode}")
+        [(plan,)] = conn.execute(b"EXPLAIN (FORMAT JSON) " + claim_read_statement("jobs"), params).fetchall()
+        conn.rollback()
+    return json.dumps(plan)
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["force_custom_plan", "force_generic_plan"])
+def test_each_claimed_jobs_row_is_read_by_its_primary_key(pg_planes, pg_schema_url, plan_cache_mode) -> None:
+    """Not by walking the namespace's rows: a queue of a million waiting jobs would read them all."""
+    store, hot, scope = pg_planes
+    add(store, hot, scope, *(Signal(f"j{i:04d}") for i in range(500)))
+    plan = claim_read_plan(pg_schema_url, scope, analyzed=True, plan_cache_mode=plan_cache_mode)
+    assert '"Index Name": "oqron_jobs_pkey"' in plan and "Join Filter" not in plan, plan
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["force_custom_plan", "force_generic_plan"])
+def test_before_any_statistics_the_claimed_id_still_bounds_the_index_scan(pg_planes, pg_schema_url,
+                                                                           plan_cache_mode) -> None:
+    """The lateral read is never flattened into a join (OFFSET 0): flattened, a table
+    without statistics had the id as a join filter applied to every row of the namespace."""
+    store, hot, scope = pg_planes
+    add(store, hot, scope, *(Signal(f"j{i:04d}") for i in range(500)))
+    plan = claim_read_plan(pg_schema_url, scope, analyzed=False, plan_cache_mode=plan_cache_mode)
+    assert "Join Filter" not in plan and "(id = c.job_id)" in plan, plan

@@ -273,6 +273,10 @@ SELECT set_config('synchronous_commit', 'off', true);
 -- part, as "claimed", and each claimed job's row is read by its primary key, so a
 -- worker's start is one round trip after its wake-up instead of a claim and then a read.
 -- A job whose row is gone keeps its lease and comes back without a row (the worker acks it).
+-- OFFSET 0 keeps the lateral subquery from being flattened into a join, so each claimed
+-- id is a condition of the index scan (the primary key's once the table has statistics);
+-- flattened, on a table without statistics yet, it was a join filter over every row of
+-- the namespace.
 SELECT c.*, r.namespace, r.id, r.record_kind, r.value, r.inserted_at, r.expires_at
 FROM claimed AS c
 LEFT JOIN LATERAL (
@@ -280,4 +284,5 @@ LEFT JOIN LATERAL (
     FROM {table}
     WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
       AND namespace = (SELECT %(namespace)s::text) AND id = c.job_id
+    OFFSET 0
 ) AS r ON true
