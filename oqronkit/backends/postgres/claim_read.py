@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
 from ..hot_types import Lease
 from ..types import Scope, StoredRecord
@@ -47,8 +48,10 @@ class PostgresClaimReads:
         def claim(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
             # One implicit transaction up to the pipeline's sync: promoted rows are seen
             # by the claim that follows, and the commit-mode setting covers both.
+            own = conn.info.transaction_status == TransactionStatus.IDLE  # not an application's, lent
             with conn.pipeline():
-                conn.execute(QUERIES["claim_commit_async"])
+                if own:  # on a lent connection the setting would outlive us into its transaction
+                    conn.execute(QUERIES["claim_commit_async"])
                 conn.execute(HOT_QUERIES["promote_due"], keys)
                 cursor = conn.execute(query, params)
             return cursor.fetchall()

@@ -220,3 +220,18 @@ def test_before_any_statistics_the_claimed_id_still_bounds_the_index_scan(pg_pla
     add(store, hot, scope, *(Signal(f"j{i:04d}") for i in range(500)))
     plan = claim_read_plan(pg_schema_url, scope, analyzed=False, plan_cache_mode=plan_cache_mode)
     assert "Join Filter" not in plan and "(id = c.job_id)" in plan, plan
+
+
+def test_on_a_lent_connection_the_applications_commit_stays_synchronous(pg_planes, pg_schema_url) -> None:
+    """A claim on a connection an application lent (borrowed.py) runs in its transaction:
+    the claim's asynchronous commit must not become the application's."""
+    from oqronkit.backends.borrowed import lending
+
+    store, hot, scope = pg_planes
+    add(store, hot, scope, Signal("a"))
+    with psycopg.connect(pg_schema_url) as conn:
+        conn.execute("SELECT 1")  # the application's transaction is open
+        with lending(pg_schema_url, conn):
+            leases, records = claim_and_read(store, scope, 10)
+        assert [le.job_id for le in leases] == ["a"] and [r.id for r in records] == ["a"]
+        assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
