@@ -146,7 +146,7 @@ class SignallingStore(DurableStore, Protocol):
 @runtime_checkable
 class ClaimingStore(SignallingStore, Protocol):
     """A durable store that claims on the hot plane of its server and reads the claimed
-    rows in the same atomic call (redis mode on a standalone server)."""
+    rows in the same atomic call (postgres mode, and redis mode on a standalone server)."""
 
     def claim_and_read(self, scope: Scope, queue: str, table: str, namespace: str, *, worker_id: str, limit: int,
                        lease_ms: int, now: int) -> tuple[builtins.list[Lease], builtins.list[StoredRecord]]:
