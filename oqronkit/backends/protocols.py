@@ -138,7 +138,7 @@ class SignallingStore(DurableStore, Protocol):
 
     def insert_and_signal(self, scope: Scope, rows: Sequence[EncodedRow], queue: str, signals: Sequence[Signal],
                           now: int) -> None:
-        """Insert fresh ``rows`` and signal ``signals`` of ``queue`` atomically, in one
+        """Insert fresh ``rows`` and signal ``signals`` (of those rows) of ``queue`` atomically, in one
         round trip (:func:`oqronkit.queues.one_trip.add_in_one_trip`); a taken id raises
         :class:`~oqronkit.errors.DuplicateRecord`, and then nothing is written or signalled."""
 
