@@ -71,7 +71,8 @@ SKIPPED_NAMES = {"login", "logout", "password_change", "password_change_done", "
 VARIANTS = {
     "runs": ("name={queue}", "module=worker", "status=failed&window=7d", "q=timed out"),
     "failed-runs": ("name={queue}", "q=gateway", "window=7d"),
-    "dead-letters": ("queue={queue}", "fingerprint={fingerprint}", "q=declined"),
+    # panel=groups without htmx: the groups' own page, the dead-letter page's link without script.
+    "dead-letters": ("queue={queue}", "fingerprint={fingerprint}", "q=declined", "panel=groups"),
     "jump": ("id={run}", "id={dead_job}", "id={trace}"),
     "dead-export": ("format=csv", "format=json&queue={queue}"),
     "topic-log": ("key={key}", "correlation={correlation}", "window=1h", "before={before}"),

@@ -38,14 +38,26 @@ def shared[T](scope: BoardScope, name: str, compute: Callable[[], T]) -> T:
     seconds = conf.cache_seconds()
     if seconds <= 0:
         return compute()
-    generation = cache.get(_generation_key(scope), 0)
-    key = f"shared:{_scope_key(scope)}:{generation}:{name}"
+    key = _shared_key(scope, name)
     found = cache.get(key)
     if found is not None:
         return found  # type: ignore[no-any-return,unused-ignore]
     value = compute()
     cache.set(key, value, timeout=seconds)
     return value
+
+
+def _shared_key(scope: BoardScope, name: str) -> str:
+    generation = cache.get(_generation_key(scope), 0)
+    return f"shared:{_scope_key(scope)}:{generation}:{name}"
+
+
+def shared_fresh(scope: BoardScope, name: str) -> Any:
+    """What :func:`shared` (or :func:`shared_at`) holds for ``scope`` and ``name`` now,
+    without computing it: None when nothing fresh is held (or nothing is shared)."""
+    if conf.cache_seconds() <= 0:
+        return None
+    return cache.get(_shared_key(scope, name))
 
 
 def shared_at[T](scope: BoardScope, name: str, compute: Callable[[], T]) -> tuple[T, int]:

@@ -27,7 +27,7 @@ from oqronboard.base.audit import ACTION_CAP, Action, by_queue
 from oqronboard.base.pages import BadFilter, BoardRequest, back, board_view, refresh_others, safe_next, scope_of
 from oqronboard.base.roles import operator_required
 from oqronboard.base.scope import BoardScope
-from oqronboard.base.shared import shared_at
+from oqronboard.base.shared import shared_at, shared_fresh
 from oqronboard.base.templating import render
 from oqronkit.clock import now_ms
 from oqronkit.namespaces import queue_of
@@ -45,7 +45,8 @@ FORMULA_CONTROLS = frozenset("\t\r")
 
 @board_view
 def dead_letters(request: BoardRequest) -> HttpResponse:
-    """The page, or one of its live panels (``?panel=depth|groups|list``) for htmx."""
+    """The page, or one of its live panels (``?panel=depth|groups|list``) for htmx;
+    ``?panel=groups`` without htmx is a page of the groups alone."""
     scope = scope_of(request)
     filters, data = dead_filters(request.GET)
     panel = request.GET.get("panel", "") if request.htmx else ""
@@ -53,16 +54,16 @@ def dead_letters(request: BoardRequest) -> HttpResponse:
                      "filter_query": urlencode({k: v for k, v in data.items() if v and k != "cursor"})}
     if panel == "depth":
         return render(request, "oqronboard/jobs/dead.html#depth", {**context, **dead_depths(scope)})
-    if panel == "groups":
-        return render(request, "oqronboard/jobs/dead.html#groups",
-                      {**context, **dead_groups_shared(scope, filters.queue)})
+    if request.GET.get("panel") == "groups":  # without htmx: a page of its own, the page's link for no script
+        template = "oqronboard/jobs/dead.html#groups" if request.htmx else "oqronboard/jobs/dead_groups.html"
+        return render(request, template, {**context, **dead_groups_shared(scope, filters.queue)})
     rows, next_cursor = dead_list(scope, filters)
     query = {k: v for k, v in request.GET.items() if k not in ("cursor", "panel") and v}
     context.update(rows=rows, next_query=urlencode({**query, "cursor": next_cursor}) if next_cursor else "")
     if panel == "list" or (request.htmx and filters.cursor is not None):
         return render(request,
                       "oqronboard/jobs/dead.html#rows" if filters.cursor else "oqronboard/jobs/dead.html#list", context)
-    context.update({**dead_depths(scope), **dead_groups_shared(scope, filters.queue)})
+    context.update({**dead_depths(scope), **(dead_groups_held(scope, filters.queue) or {"groups_later": True})})
     return render(request, "oqronboard/jobs/dead.html", context)
 
 
@@ -73,8 +74,22 @@ def dead_depths(scope: BoardScope) -> dict[str, Any]:
     return {"depths": depths, "depths_at": at, "shared_seconds": conf.cache_seconds()}
 
 
+def _groups_name(queue: str) -> str:
+    return f"dead:groups:{queue}"
+
+
 def dead_groups_shared(scope: BoardScope, queue: str) -> dict[str, Any]:
-    groups, at = shared_at(scope, f"dead:groups:{queue}", lambda: dead_groups(scope, queue=queue))
+    groups, at = shared_at(scope, _groups_name(queue), lambda: dead_groups(scope, queue=queue))
+    return {"groups": groups, "groups_at": at, "shared_seconds": conf.cache_seconds()}
+
+
+def dead_groups_held(scope: BoardScope, queue: str) -> dict[str, Any] | None:
+    """The groups another viewer's read left fresh, or None: the page then loads them
+    after itself (their count reads every dead letter, as long again as the list)."""
+    held = shared_fresh(scope, _groups_name(queue))
+    if held is None:
+        return None
+    groups, at = held
     return {"groups": groups, "groups_at": at, "shared_seconds": conf.cache_seconds()}
 
 

@@ -41,6 +41,7 @@ def test_payloads_errors_and_logs_are_escaped_everywhere(board: Board):
         "runs": reverse("oqronboard:runs"),
         "failed runs": reverse("oqronboard:failed-runs"),
         "dead letters": reverse("oqronboard:dead-letters"),
+        "dead-letter groups": reverse("oqronboard:dead-letters") + "?panel=groups",
         "job detail": reverse("oqronboard:job", args=["emails", "evil-job"]),
         "running run": reverse("oqronboard:run", args=["evil-live"]),
     }
@@ -52,6 +53,7 @@ def test_payloads_errors_and_logs_are_escaped_everywhere(board: Board):
     run_page = board.operator.get(pages["run detail"]).content.decode()
     assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in run_page  # input, error, log line
     assert "log line &lt;script&gt;" in run_page
+    assert "bad &lt;script&gt;alert" in board.operator.get(pages["dead-letter groups"]).content.decode()
     live = board.operator.get(pages["live panel"]).content.decode()
     assert "&lt;script&gt;alert" in live
 
