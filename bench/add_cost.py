@@ -35,27 +35,40 @@ ROOT = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("OQRON_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("OQRON_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 
-DRIVER = """
+# The Redis server's own CPU seconds (INFO cpu): per call only on a server nobody else uses.
+SERVER_CPU = """
+def server_cpu(url):
+    if not url:
+        return 0.0
+    import redis
+    info = redis.Redis.from_url(url).info("cpu")
+    return info["used_cpu_user"] + info["used_cpu_sys"]
+"""
+
+DRIVER = SERVER_CPU + """
 import json, sys, time, oqronkit
 mode, url, redis_url, project, singles, bulk = sys.argv[1:7]
 oqronkit.configure(oqronkit.OqronConfig(mode=mode, database_url=url, redis_url=redis_url or None,
                                          project=project, environment="bench"))
 q = oqronkit.queue("bench-add")
 q.add({"warm": True})
-started = time.perf_counter()
+server = server_cpu(redis_url)
+started, cpu = time.perf_counter(), time.process_time()
 for n in range(int(singles)):
     q.add({"n": n, "to": "someone@example.com"})
-single_s = time.perf_counter() - started
+single_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu
+server_s = server_cpu(redis_url) - server
 items = [{"n": n, "to": "someone@example.com"} for n in range(int(bulk))]
 started = time.perf_counter()
 for start in range(0, len(items), 1000):
     q.add_bulk(items[start:start + 1000])
 bulk_s = time.perf_counter() - started
-print(json.dumps({"single_us": single_s / int(singles) * 1e6, "bulk_us_per_job": bulk_s / int(bulk) * 1e6}))
+print(json.dumps({"single_us": single_s / int(singles) * 1e6, "bulk_us_per_job": bulk_s / int(bulk) * 1e6,
+                  "single_cpu_us": cpu_s / int(singles) * 1e6, "server_cpu_us": server_s / int(singles) * 1e6}))
 """
 
 
-HUEY_DRIVER = """
+HUEY_DRIVER = SERVER_CPU + """
 import json, sys, time
 from huey import RedisHuey
 redis_url, name, singles = sys.argv[1:4]
@@ -66,12 +79,15 @@ def bench_task(data):
     pass
 
 bench_task({"warm": True})
-started = time.perf_counter()
+server = server_cpu(redis_url)
+started, cpu = time.perf_counter(), time.process_time()
 for n in range(int(singles)):
     bench_task({"n": n, "to": "someone@example.com"})
-single_s = time.perf_counter() - started
+single_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu
+server_s = server_cpu(redis_url) - server
 huey.storage.flush_all()
-print(json.dumps({"single_us": single_s / int(singles) * 1e6}))
+print(json.dumps({"single_us": single_s / int(singles) * 1e6, "single_cpu_us": cpu_s / int(singles) * 1e6,
+                  "server_cpu_us": server_s / int(singles) * 1e6}))
 """
 PEERS_PYTHON = ROOT / "bench" / ".peers-venv" / "bin" / "python"
 
@@ -164,6 +180,13 @@ def report(args: argparse.Namespace, found: dict[tuple[str, str], list[dict[str,
                       for arm in ("base", "this")]
             print(f"{mode:16} {statistics.median(h['single_us'] for h in runs):10.0f} {ratios[0]:10.2f} "
                   f"{ratios[1]:10.2f}")
+        print(f"\n{'mode':16} {'arm':6} {'client CPU us':>14} {'Redis CPU us':>13}  (per single call, medians; Redis "
+              "CPU from INFO cpu: only meaningful on a Redis nobody else uses, OQRON_BENCH_REDIS_URL)")
+        for mode in args.modes.split(","):
+            for arm in ("base", "this", "huey"):
+                runs = found[(mode, arm)]
+                print(f"{mode:16} {arm:6} {statistics.median(r['single_cpu_us'] for r in runs):14.1f} "
+                      f"{statistics.median(r['server_cpu_us'] for r in runs):13.1f}")
 
 
 if __name__ == "__main__":

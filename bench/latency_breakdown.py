@@ -18,7 +18,7 @@ Steps (each from the end of the previous one):
 * ``wake-up``: until the idle claim loop's wait returns;
 * ``claim``: the claim round trip (from the wake-up to its answer);
 * ``read``: the durable read of the claimed job's row (0 where the claim reads it: redis
-  mode, ``worker/limited.py``);
+  and postgres modes, ``worker/limited.py``);
 * ``hand-off``: to the handler's first line (the slot thread's start, the run opened);
 * ``total``: ``add`` called to the handler's start; ``add call``: ``add``'s own duration.
 

@@ -138,7 +138,7 @@ class SignallingStore(DurableStore, Protocol):
 
     def insert_and_signal(self, scope: Scope, rows: Sequence[EncodedRow], queue: str, signals: Sequence[Signal],
                           now: int) -> None:
-        """Insert fresh ``rows`` and signal ``signals`` of ``queue`` atomically, in one
+        """Insert fresh ``rows`` and signal ``signals`` (of those rows) of ``queue`` atomically, in one
         round trip (:func:`oqronkit.queues.one_trip.add_in_one_trip`); a taken id raises
         :class:`~oqronkit.errors.DuplicateRecord`, and then nothing is written or signalled."""
 
@@ -146,7 +146,7 @@ class SignallingStore(DurableStore, Protocol):
 @runtime_checkable
 class ClaimingStore(SignallingStore, Protocol):
     """A durable store that claims on the hot plane of its server and reads the claimed
-    rows in the same atomic call (redis mode on a standalone server)."""
+    rows in the same atomic call (postgres mode, and redis mode on a standalone server)."""
 
     def claim_and_read(self, scope: Scope, queue: str, table: str, namespace: str, *, worker_id: str, limit: int,
                        lease_ms: int, now: int) -> tuple[builtins.list[Lease], builtins.list[StoredRecord]]:

@@ -6,8 +6,9 @@ poll that backs off from 25 ms to a quarter of the queue's observed handler time
 most 250 ms), so a freed slot sits idle for a small part of a job at most. A held-back
 job was never claimed: it burns no attempt and holds no lease, so it can never stall.
 
-A queue without limits on a store that claims with a read (redis mode on a standalone
-server: ``ClaimingStore``) gets the claimed jobs' rows in the claim's own round trip."""
+A queue without limits on a store that claims with a read (``ClaimingStore``: postgres
+mode, and redis mode on a standalone server) gets the claimed jobs' rows in the claim's
+own round trip."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
 
-# redis: the worker claims and reads its jobs in one script (claim_and_read.lua)
+# redis and postgres: the worker claims and reads its jobs in one call (claim_and_read)
 @pytest.fixture(params=["sqlite", "postgres", "redis"])
 def config(request, tmp_path, scope_names) -> OqronConfig:
     if request.param == "redis":

@@ -94,6 +94,18 @@ def release_statement(parts: tuple[bytes, ...]) -> bytes:
     return head + ctes + b"\nSELECT job_id FROM released"
 
 
+@lru_cache(maxsize=8)
+def claim_read_statement(table: str) -> bytes:
+    """The hot plane's ``claim`` (floor, SKIP LOCKED, tokens in claim order) as
+    ``claimed``, then ``claim_and_read_rows``: each claimed job with its row of ``table``
+    (NULLs where the row is gone). Parameters: the claim's and ``namespace``."""
+    from .hot import QUERIES as HOT_QUERIES  # the claim is the hot plane's own statement
+
+    columns = b"claimed (job_id, token, expires_at, rank, ord, floor_rank, floor_ord)"
+    return (b"WITH " + columns + b" AS (\n" + _bare(HOT_QUERIES["claim"].encode()) + b"\n)\n"
+            + _bare(statement("claim_and_read_rows", table)))
+
+
 def _bare(text: bytes) -> bytes:
     """A statement without its leading comments and trailing ";"."""
     return re.sub(rb"^\s*(--[^\n]*\n\s*)*", b"", text).rstrip().rstrip(b";")

@@ -22,7 +22,10 @@ from ..matching import fields_match
 from ..types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
 from . import log
 from .arrays import BigintArray, TextArray
+from .claim_read import PostgresClaimReads
+from .heads import FloorRaiser
 from .health import read_health
+from .pipeline import pipelined as _pipelined
 from .pool import LazyPool
 from .search import ensure_search_index
 from .statements import (
@@ -51,7 +54,7 @@ CHUNK_ROWS = 5000
 MAX_JOINED_PARTS = 8
 
 
-class PostgresDurableStore:
+class PostgresDurableStore(PostgresClaimReads):
     """Durable store on PostgreSQL (``postgres`` and ``redis-postgres`` modes).
 
     The pool opens on first use, so building a store never touches the network;
@@ -72,6 +75,7 @@ class PostgresDurableStore:
         self._pool = LazyPool(url, "oqronkit-durable", label="store", min_size=min_size, max_size=max_size,
                               timeout=connect_timeout, autocommit=True)
         self._horizon = HorizonWatch()
+        self._floors = FloorRaiser(self._pool)  # claim_and_read raises queues' floors as the hot plane's claim does
         self.text_search_indexed = False  # the dead letters' trigram index exists (ensure_schema says)
 
     # -- lifecycle -------------------------------------------------------------------
@@ -363,32 +367,6 @@ def _atomic(conn: psycopg.Connection[Any], needed: bool) -> AbstractContextManag
     is sent (insert_many's RETURNING); one statement is atomic by itself. Writes that
     need no results go through :func:`_apply`, one round trip."""
     return conn.transaction() if needed else nullcontext()
-
-
-def _pipelined(conn: psycopg.Connection[Any], parts: list[tuple[bytes, dict[str, Any]]]) -> None:
-    """Several write statements sent as one pipeline inside one transaction: BEGIN,
-    the statements and COMMIT cost one round trip instead of one each. That matters
-    most in a busy worker, where every wait on the socket hands the GIL to another
-    thread and getting it back can take longer than the statement did.
-
-    BEGIN and COMMIT are plain statements of the pipeline: psycopg's ``transaction()``
-    inside a pipeline syncs on its own at the end (a second round trip; 540 instead of
-    180 us for two statements here). A failed statement makes the server skip the rest,
-    COMMIT included, so the transaction is rolled back before re-raising. On a connection
-    already in a transaction (an application's, lent) the statements join that one."""
-    own = conn.info.transaction_status == TransactionStatus.IDLE
-    try:
-        with conn.pipeline():
-            if own:
-                conn.execute(QUERIES["begin"])
-            for query, params in parts:
-                conn.execute(query, params)
-            if own:
-                conn.execute(QUERIES["commit"])
-    except BaseException:
-        if own and not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
-            conn.rollback()
-        raise
 
 
 def _keys(scope: Scope, namespace: str, **more: Any) -> dict[str, Any]:

@@ -361,9 +361,13 @@ def signal_calls(scope: Scope, queue: str, signals: Sequence[Signal], now: int, 
     signalling half of the durable store's insert_and_signal.lua)."""
     k = queue_keys(scope, queue)
     keys = [k.ready, k.delayed, k.meta, k.leases, k.seq]
-    return [(keys, [now, k.channel, _dumps([[s.job_id, _priority(s.priority), s.run_at, bool(s.lifo)]
-                                            for s in signals[start:start + SIGNAL_BATCH]]), publish])
+    return [(keys, [now, k.channel, signals_json(signals[start:start + SIGNAL_BATCH]), publish])
             for start in range(0, len(signals), SIGNAL_BATCH)]
+
+
+def signals_json(signals: Sequence[Signal]) -> str:
+    """signal_lib.lua's batch argument: [[job id, priority, run_at or null, lifo], ...]."""
+    return _dumps([[s.job_id, _priority(s.priority), s.run_at, bool(s.lifo)] for s in signals])
 
 
 def _priority(priority: int) -> int:

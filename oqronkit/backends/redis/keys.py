@@ -63,9 +63,14 @@ class QueueKeys:
     channel: str  # pub/sub channel (not a key) the queue's wake-ups go to
 
 
+def queue_prefix(scope: Scope, queue: str) -> str:
+    """What every key of ``queue`` starts with (insert_and_signal.lua names them from it)."""
+    return f"{scope_prefix(scope)}{{{scope.project}:{scope.environment}:{queue}}}:"
+
+
 @lru_cache(maxsize=4096)
 def queue_keys(scope: Scope, queue: str) -> QueueKeys:
-    base = f"{scope_prefix(scope)}{{{scope.project}:{scope.environment}:{queue}}}:"
+    base = queue_prefix(scope, queue)
     return QueueKeys(*(base + part for part in ("ready", "delayed", "meta", "leases", "expiry", "seq", "token",
                                                 "starts", "held", "wake")))
 

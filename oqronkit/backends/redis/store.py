@@ -44,8 +44,8 @@ from .connection import (
     open_client,
     read_retry,
 )
-from .hot import signal_calls
-from .keys import durable_base
+from .hot import signals_json
+from .keys import durable_base, queue_prefix
 from .rows import (
     FILTER_FIELDS,
     KEY_WIDTH,
@@ -143,16 +143,17 @@ class RedisDurableStore(RedisClaimReads):
 
     def insert_and_signal(self, scope: Scope, rows: Sequence[EncodedRow], queue: str, signals: Sequence[Signal],
                           now: int) -> None:
-        """Insert fresh ``rows`` and, only if every id was free, signal ``signals`` of
-        ``queue`` on this server's hot plane: one script, one round trip. A taken id
-        raises DuplicateRecord with nothing written or signalled."""
+        """Insert fresh ``rows`` and, only if every id was free, signal ``signals`` (of those
+        rows: none is in the queue's sets yet) of ``queue`` on this server's hot plane: one
+        script, one round trip. A taken id raises DuplicateRecord, nothing written or signalled."""
         batch = Batch()
-        for row in rows:  # 'F': a taken id stops the batch, so no later row is written
+        for row in rows:  # each a fresh insert: a taken id stops the batch (the script's 'F')
             batch.add(row.table, row.namespace, row.kind, "F", row.id, encode_row(row))
-        keys, args = self._args(scope, batch)
-        (signal_keys, signal_args), = signal_calls(scope, queue, signals, now, "PUBLISH")  # one add: one batch
+        args: list[Any] = [durable_base(scope), queue_prefix(scope, queue), now, signals_json(signals)]
+        for (table, namespace), (kinds, ops) in batch.groups.items():
+            args += [table, namespace, kinds[-1], len(ops), *(part for op in ops for part in op[1:3])]  # id, row
         # Not retried: a lost reply after the insert would make the retry see its own row as taken.
-        done = self._script("insert_and_signal", [*keys, *signal_keys], [len(args), *args, *signal_args])
+        done = self._script("insert_and_signal", (), args)
         if all(done):
             return
         results = dict(zip(batch.refs(), done, strict=True))

@@ -97,3 +97,76 @@ def test_a_taken_id_on_the_one_script_path_writes_and_signals_nothing(request, t
         assert [(r.id, r.value["data"]) for r in stored] == [(held.id, {"n": 1})]  # the batch undone
         depths = engine.hot.depths("taken", now_ms())
         assert (depths.ready, depths.delayed) == (0, 1)
+
+
+def _wake_ups(engine: Any, queue: str) -> Any:
+    """A subscriber on ``queue``'s wake-up channel (redis mode), subscribed before it returns."""
+    from oqronkit.backends.redis.keys import queue_keys
+
+    listener = redis.Redis.from_url(engine.config.redis_url or "").pubsub(ignore_subscribe_messages=True)
+    listener.subscribe(queue_keys(engine.durable.scope, queue).channel)
+    listener.get_message(timeout=1.0)  # the subscribe confirmation
+    return listener
+
+
+def _published(listener: Any) -> int:
+    """Wake-ups received so far (each publish is delivered before the script's reply)."""
+    count = 0
+    while listener.get_message(timeout=0.2) is not None:
+        count += 1
+    return count
+
+
+def test_the_one_script_insert_indexes_and_signals_ready_and_delayed_rows(request, tmp_path, scope_names) -> None:
+    """insert_and_signal.lua names every key from two prefixes and signals rows it just
+    inserted without membership reads: a ready and a delayed row of one call are both
+    stored with their indexes (status listing, namespace registry), each in its set,
+    and the wake-up goes out."""
+    from oqronkit.backends.hot_types import Signal
+    from oqronkit.durable import RecordWrite
+    from oqronkit.queues.enqueue import build_job
+
+    with built_engine("redis", request, tmp_path, scope_names[0]) as engine:
+        queue = engine.queue("mixed", handler=lambda ctx: None)
+        now = now_ms()
+        ready, later = build_job(queue, {"n": 1}), build_job(queue, {"n": 2}, run_at=now + 3_600_000)
+        durable = engine.durable
+        rows = durable.encode_all([RecordWrite(j.namespace, j.id, j.to_value(), new=True) for j in (ready, later)])
+        listener = _wake_ups(engine, "mixed")
+        try:
+            signals = [Signal(ready.id, 0, None, False), Signal(later.id, 0, later.run_at, False)]
+            durable.store.insert_and_signal(durable.scope, rows, "mixed", signals, now)
+            assert _published(listener) == 1
+        finally:
+            listener.close()
+        depths = engine.hot.depths("mixed", now)
+        assert (depths.ready, depths.delayed) == (1, 1)
+        assert [r.id for r in durable.list(queue.namespace, status="waiting").records] == [ready.id]
+        assert [r.id for r in durable.list(queue.namespace, status="delayed").records] == [later.id]
+        assert durable.count_by_namespace("job") == {queue.namespace: 2}
+        assert [lease.job_id for lease in engine.hot.claim("mixed", worker_id="w", limit=5, lease_ms=30_000,
+                                                             now=now)] == [ready.id]
+
+
+def test_a_delayed_signal_wakes_only_when_it_moves_the_earliest_due_time_earlier(request, tmp_path,
+                                                                                   scope_names) -> None:
+    """signal_lib.lua reads the delayed set's earliest due time only when no job became
+    ready: a ready job always wakes the workers, a delayed one only when it is due before
+    every job already waiting there (a waiter sized its sleep from that time)."""
+    from oqronkit.backends.hot_types import Signal
+
+    with built_engine("redis", request, tmp_path, scope_names[0]) as engine:
+        now = now_ms()
+        listener = _wake_ups(engine, "due")
+        try:
+            sent = []
+            for signals in ([Signal("d1", 0, now + 20_000)], [Signal("d2", 0, now + 30_000)],
+                            [Signal("d3", 0, now + 10_000)], [Signal("r1"), Signal("d4", 0, now + 40_000)],
+                            [Signal("d1", 0, now + 5_000)]):  # d1 is delayed already: left as it is
+                engine.hot.signal("due", signals, now)
+                sent.append(_published(listener))
+        finally:
+            listener.close()
+        assert sent == [1, 0, 1, 1, 0]
+        depths = engine.hot.depths("due", now)
+        assert (depths.ready, depths.delayed) == (1, 4)

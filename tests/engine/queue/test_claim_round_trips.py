@@ -1,7 +1,8 @@
-"""A redis-mode worker (both planes on one standalone server) claims its jobs and reads
-their rows in one script, claim_and_read.lua, so a job added to an idle worker starts
-after one wake-up and one round trip (issue 36, item 3): no claim.lua and no separate
-read of the job rows. Counted from redis-py's sends, not timed."""
+"""A worker whose planes share a server (redis mode on a standalone server, postgres mode)
+claims its jobs and reads their rows in one call (claim_and_read.lua; the hot plane's
+claim joined to oqron_jobs), so a job added to an idle worker starts after one wake-up
+and one round trip (issue 36, item 3): no plain claim and no separate read of the job
+rows. Counted from the drivers' sends, not timed."""
 
 from __future__ import annotations
 
@@ -64,3 +65,34 @@ def test_a_worker_whose_planes_are_two_servers_claims_then_reads(mode, monkeypat
         with running(engine, services=False, poll_interval=0.05):
             wait_until(lambda: engine.durable.count("queue_job:trips") == 0)
     assert "queue_job:trips" in calls
+
+
+def test_an_idle_postgres_mode_worker_claims_and_reads_in_one_statement(monkeypatch, request, tmp_path,
+                                                                         scope_names) -> None:
+    """Postgres mode: the hot plane's claim joined to the jobs' rows (claim_read_statement),
+    pipelined after the due jobs' promotion: no plain claim and no read of oqron_jobs after it."""
+    import psycopg
+
+    from oqronkit.backends.postgres.hot import QUERIES as HOT_QUERIES
+    from oqronkit.backends.postgres.statements import claim_read_statement, statement
+
+    sent: list[object] = []
+    execute = psycopg.Connection.execute
+
+    def counted(conn, query, params=None, **kwargs):
+        sent.append(query)
+        return execute(conn, query, params, **kwargs)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", counted)
+    started = threading.Semaphore(0)
+    with built_engine("postgres", request, tmp_path, scope_names[0]) as engine:
+        queue = engine.queue("trips", handler=lambda ctx: started.release())
+        with running(engine, services=False, poll_interval=0.05):
+            for n in range(JOBS):
+                queue.add({"n": n})
+                assert started.acquire(timeout=10), f"job {n} never started"
+            wait_until(lambda: engine.durable.count("queue_job:trips") == 0)
+    fused = sent.count(claim_read_statement("jobs"))
+    plain = sent.count(HOT_QUERIES["claim"])
+    reads = sent.count(statement("get_many", "jobs"))
+    assert fused >= JOBS and plain == 0 and reads == 0, (fused, plain, reads)

@@ -74,7 +74,7 @@ def test_claims_come_in_batches_of_at_most_claim_batch(engine: Engine, monkeypat
         return counted
 
     monkeypatch.setattr(engine.hot, "claim", counting(engine.hot.claim))
-    if hasattr(engine.durable.store, "claim_and_read"):  # redis mode: the claim with its read
+    if hasattr(engine.durable.store, "claim_and_read"):  # redis and postgres modes: the claim with its read
         monkeypatch.setattr(engine.durable.store, "claim_and_read", counting(engine.durable.store.claim_and_read))
     q = engine.queue("batched", handler=lambda ctx: None, concurrency=2, prefetch=20)
     q.add_bulk([{"n": n} for n in range(30)])

@@ -260,3 +260,29 @@ WHERE project = %(project)s AND environment = %(environment)s AND namespace = %(
   AND (value->>'offset')::bigint > %(after)s
 ORDER BY (value->>'offset')::bigint
 LIMIT %(limit)s;
+
+-- name: claim_commit_async
+-- claim_and_read, first of its pipelined statements (one implicit transaction up to the
+-- pipeline's sync): the claim writes only hot state, which tolerates loss, so its commit
+-- need not wait for a WAL flush (the hot plane's sessions set this for the session).
+SELECT set_config('synchronous_commit', 'off', true);
+
+-- name: claim_and_read_rows
+-- claim_and_read, postgres mode only (the hot plane's tables live in this same
+-- database): statements.claim_read_statement puts the hot plane's own claim before this
+-- part, as "claimed", and each claimed job's row is read by its primary key, so a
+-- worker's start is one round trip after its wake-up instead of a claim and then a read.
+-- A job whose row is gone keeps its lease and comes back without a row (the worker acks it).
+-- OFFSET 0 keeps the lateral subquery from being flattened into a join, so each claimed
+-- id is a condition of the index scan (the primary key's once the table has statistics);
+-- flattened, on a table without statistics yet, it was a join filter over every row of
+-- the namespace.
+SELECT c.*, r.namespace, r.id, r.record_kind, r.value, r.inserted_at, r.expires_at
+FROM claimed AS c
+LEFT JOIN LATERAL (
+    SELECT namespace, id, record_kind, value, inserted_at, expires_at
+    FROM {table}
+    WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
+      AND namespace = (SELECT %(namespace)s::text) AND id = c.job_id
+    OFFSET 0
+) AS r ON true

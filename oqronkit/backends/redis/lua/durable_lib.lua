@@ -88,6 +88,7 @@ local function write(k, old, id, row)
 end
 
 local function delete(k, old, id)
+  k.deleted = true
   reindex(k, old, id, 'ZREM')
   redis.call('ZREM', k.ins, string.sub(old, 1, 16) .. id)
   redis.call('HDEL', k.rows, id)
@@ -107,16 +108,28 @@ local function durable_write(keys, argv)
     local k = {rows = keys[5 * g - 4], ins = keys[5 * g - 3], st = keys[5 * g - 2], nsk = keys[5 * g - 1],
                exp = keys[5 * g], fx = base .. 'fx:' .. tbl .. ':', mark = string.len(ns) .. ':' .. ns,
                ns_part = string.len(ns) .. ':' .. ns .. ':'}
+    local wrote = false
     for _ = 1, count do
       local code, id, payload, expected = argv[a], argv[a + 1], argv[a + 2], argv[a + 3]
       a = a + 4
-      local old = redis.call('HGET', k.rows, id)
       local done = 0
+      local insert = code == 'N' or code == 'F'
+      -- An insert tests and sets the row in one call (HSETNX), then indexes it as write() does.
+      local old = not stopped and not insert and redis.call('HGET', k.rows, id)
       if stopped then
         done = 0
-      elseif code == 'P' or ((code == 'N' or code == 'F') and not old)
-          or (code == 'S' and old == expected and payload ~= '') then
+      elseif insert then
+        if redis.call('HSETNX', k.rows, id, payload) == 1 then
+          redis.call('ZADD', k.ins, 0, string.sub(payload, 1, 16) .. id)
+          reindex(k, payload, id, 'ZADD')
+          wrote = true
+          done = 1
+        elseif code == 'F' then
+          stopped = true
+        end
+      elseif code == 'P' or (code == 'S' and old == expected and payload ~= '') then
         write(k, old, id, payload)
+        wrote = true
         done = 1
       elseif old and (code == 'D' or (code == 'S' and old == expected)) then
         delete(k, old, id)
@@ -134,14 +147,17 @@ local function durable_write(keys, argv)
       elseif old and code == 'O' and string.sub(old, 1, 16) < payload then
         delete(k, old, id)
         done = 1
-      elseif code == 'F' then
-        stopped = true
       end
       results[#results + 1] = done
     end
     -- The namespace registry lists exactly the namespaces holding rows ('' kind: the
-    -- group only deleted, so an existing entry is already right).
-    if redis.call('EXISTS', k.rows) == 0 then
+    -- group only deleted, so an existing entry is already right). A group that wrote a
+    -- row and deleted none holds rows for sure: no EXISTS needed.
+    if wrote and not k.deleted then
+      if kind ~= '' then
+        redis.call('HSET', k.nsk, ns, kind)
+      end
+    elseif redis.call('EXISTS', k.rows) == 0 then
       redis.call('HDEL', k.nsk, ns)
     elseif kind ~= '' then
       redis.call('HSET', k.nsk, ns, kind)

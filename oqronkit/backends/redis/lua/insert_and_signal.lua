@@ -6,28 +6,45 @@
 -- durable one and the queue's), so it runs only on a standalone Redis serving both
 -- planes, never on a Cluster (store.py checks).
 --
--- KEYS[1 .. #KEYS-5]   durable_write's keys (rows, ins, st, nsk, exp per group; durable_lib.lua)
--- KEYS[#KEYS-4 .. ]    signal_jobs' keys: the queue's ready, delayed, meta, leases, seq
---                      (oqron:<p>:<e>:{<p>:<e>:<queue>}:<part>; signal_lib.lua)
--- ARGV[1]              n: how many of the following values are durable_write's argv
--- ARGV[2 .. n+1]       durable_write's argv (the scope's durable base, then the groups)
--- ARGV[n+2 .. n+5]     signal_jobs' argv: now, wake-up channel, signals JSON, 'PUBLISH'
--- Returns durable_write's results (one 1 or 0 per operation); the signal is sent only
--- when every operation was done (a taken id signals nothing).
+-- Every key is named here from two prefixes rather than passed in KEYS: a single add is
+-- one call of about ten short arguments instead of 24 (redis-py packs each argument in
+-- Python, about 1 us apiece), and a standalone server needs no declared keys to route it.
+-- B = oqron:<p>:<e>:durable:{<p>:<e>:durable}:   the scope's durable base (durable_lib.lua)
+--     B rows:<table>:<ns>, B ins:<table>:<ns>, B st:<table>:<ns>, B nsk:<table>, B exp:<table>
+--     and the filter indexes durable_lib.lua names from the rows (B fx:...)
+-- Q = oqron:<p>:<e>:{<p>:<e>:<queue>}:           the queue's prefix (signal_lib.lua)
+--     Q ready, Q delayed, Q meta, Q leases, Q seq; the wake-up channel Q wake (PUBLISHed)
+--
+-- KEYS                 none
+-- ARGV[1]              B
+-- ARGV[2]              Q
+-- ARGV[3]              now (epoch ms)
+-- ARGV[4]              signals JSON: [[job id, priority, run_at or null, lifo], ...]
+-- ARGV[5 ..]           per (table, namespace) group: table, namespace, kind, count n,
+--                      then n pairs of id and encoded row (rows.py), each a fresh insert
+--                      ('F': a taken id stops the batch, so no later row is written)
+-- Returns durable_write's results (one 1 or 0 per row); the signal is sent only when
+-- every row was inserted (a taken id signals nothing).
 
-local n = tonumber(ARGV[1])
-local durable_keys, durable_argv, signal_keys, signal_argv = {}, {}, {}, {}
-for i = 1, #KEYS - 5 do
-  durable_keys[i] = KEYS[i]
-end
-for i = 1, 5 do
-  signal_keys[i] = KEYS[#KEYS - 5 + i]
-end
-for i = 1, n do
-  durable_argv[i] = ARGV[i + 1]
-end
-for i = n + 2, #ARGV do
-  signal_argv[#signal_argv + 1] = ARGV[i]
+local base, prefix = ARGV[1], ARGV[2]
+local durable_keys, durable_argv = {}, {base}
+local a = 5
+while a <= #ARGV do
+  local tbl, ns, kind, count = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
+  local part = tbl .. ':' .. ns
+  for _, key in ipairs({'rows:' .. part, 'ins:' .. part, 'st:' .. part, 'nsk:' .. tbl, 'exp:' .. tbl}) do
+    durable_keys[#durable_keys + 1] = base .. key
+  end
+  for _, value in ipairs({tbl, ns, kind, tostring(count)}) do
+    durable_argv[#durable_argv + 1] = value
+  end
+  a = a + 4
+  for _ = 1, count do
+    for _, value in ipairs({'F', ARGV[a], ARGV[a + 1], ''}) do
+      durable_argv[#durable_argv + 1] = value
+    end
+    a = a + 2
+  end
 end
 local results = durable_write(durable_keys, durable_argv)
 for _, done in ipairs(results) do
@@ -35,5 +52,6 @@ for _, done in ipairs(results) do
     return results
   end
 end
-signal_jobs(signal_keys, signal_argv)
+signal_jobs({prefix .. 'ready', prefix .. 'delayed', prefix .. 'meta', prefix .. 'leases', prefix .. 'seq'},
+            {ARGV[3], prefix .. 'wake', ARGV[4], 'PUBLISH', 'FRESH'})
 return results

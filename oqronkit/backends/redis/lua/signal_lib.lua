@@ -13,6 +13,9 @@
 -- argv[2] wake-up channel oqron:<p>:<e>:{<p>:<e>:<queue>}:wake (PUBLISHed, not a key)
 -- argv[3] JSON array of [job id, priority, run_at (epoch ms) or null, lifo (bool)]
 -- argv[4] 'PUBLISH', or 'SPUBLISH' on a Redis Cluster (the channel is in the keys' slot)
+-- argv[5] optional 'FRESH': the ids are of rows the calling script has just inserted
+--         (insert_and_signal.lua), so none can be ready, delayed or leased yet: the
+--         membership reads are skipped
 -- Returns the number of jobs made ready. Publishes on the channel when a job became
 -- ready or the earliest due time moved earlier (a waiter sized its sleep from it).
 
@@ -23,10 +26,12 @@ local function signal_jobs(keys, argv)
   for i, s in ipairs(signals) do
     ids[i] = s[1]
   end
-  local in_ready = read_chunked('ZMSCORE', keys[1], ids)
-  local in_delayed = read_chunked('ZMSCORE', keys[2], ids)
-  local in_leases = read_chunked('HMGET', keys[4], ids)
-  local before = earliest(keys[2])
+  local in_ready, in_delayed, in_leases = {}, {}, {}
+  if argv[5] ~= 'FRESH' then
+    in_ready = read_chunked('ZMSCORE', keys[1], ids)
+    in_delayed = read_chunked('ZMSCORE', keys[2], ids)
+    in_leases = read_chunked('HMGET', keys[4], ids)
+  end
   local seen = {}
   local ready, priorities, lifos = {}, {}, {}
   local delayed, metas = {}, {}
@@ -48,12 +53,19 @@ local function signal_jobs(keys, argv)
     end
   end
   make_ready(keys[1], keys[5], ready, priorities, lifos)
+  -- The earliest due time matters only when no job became ready (a wake-up goes out then
+  -- anyway), so a plain add reads the delayed set not at all.
+  local moved_earlier = false
   if #delayed > 0 then
+    local before = #ready == 0 and earliest(keys[2])
     call_chunked('ZADD', keys[2], delayed)
     call_chunked('HSET', keys[3], metas)
+    if #ready == 0 then
+      local after = earliest(keys[2])
+      moved_earlier = after and (not before or after < before)
+    end
   end
-  local after = earliest(keys[2])
-  if #ready > 0 or (after and (not before or after < before)) then
+  if #ready > 0 or moved_earlier then
     redis.call(argv[4], argv[2], #ready)
   end
   return #ready
