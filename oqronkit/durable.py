@@ -111,7 +111,10 @@ class DurablePlane:
     ) -> None:
         """Write ``puts`` and delete ``deletes`` ((namespace, id) pairs) atomically."""
         rows = self.encode_all(puts)
-        doomed = [(self._table(ns, id), ns, id) for ns, id in deletes]
+        pairs = list(deletes)  # each namespace checked once (a settle deletes one queue's jobs), each id
+        tables = {ns: self._namespace_table(ns) for ns in {ns for ns, _ in pairs if type(ns) is str}}
+        doomed = [(tables[ns] if type(ns) is str else self._namespace_table(ns), ns, self._checked_id(id))
+                  for ns, id in pairs]
         if rows or doomed:
             with self._timed("durable.apply"):
                 self.store.apply(self.scope, rows, doomed)
@@ -165,7 +168,7 @@ class DurablePlane:
             seen: set[str] = set()
             for id, text in rows:
                 if not checked:
-                    self._check_id(id)
+                    self._checked_id(id)
                 if id in seen:
                     raise InvalidRecord("A batch names the same (namespace, id) twice; write it once.")
                 seen.add(id)
@@ -318,7 +321,7 @@ class DurablePlane:
             stamp = (classify_namespace(namespace), table)
             if stamps is not None:
                 stamps[namespace] = stamp
-        self._check_id(id)
+        self._checked_id(id)
         if expires_at is not None and (not isinstance(expires_at, int) or isinstance(expires_at, bool)):
             raise InvalidRecord("expires_at must be integer epoch milliseconds or None.")
         text = encode_value(value, limit=self.max_record_bytes, what=f"{namespace}/{id}", checked=checked)
@@ -345,17 +348,18 @@ class DurablePlane:
         return keys
 
     @staticmethod
-    def _check_id(id: Any) -> None:
+    def _checked_id(id: Any) -> str:
         if not isinstance(id, str) or not id:
             raise InvalidNamespace(f"A record id must be a non-empty string, got {id!r}.")
         problem = text_problem(id)
         if problem is not None:
             raise InvalidNamespace(f"The record id {id!r} cannot be stored: {problem}.")
+        return id
 
     def _table(self, namespace: Any, id: Any) -> TableKey:
         """The table of one record's key, both parts checked."""
         table = self._namespace_table(namespace)
-        self._check_id(id)
+        self._checked_id(id)
         return table
 
     @contextmanager

@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from ..clock import now_ms
 from ..durable import DurablePlane
-from ..namespaces import METRICS_STATE
+from ..namespaces import METRICS_STATE, RUNS
 from .buckets import DAY_MS, HOUR_MS, MINUTE_MS, floor_to
 from .settle import settle_minute
 from .writes import DEFAULT_RETENTION, Retention, RollupReport, merge_into, roll_minute
@@ -62,7 +62,7 @@ def rollup(durable: DurablePlane, *, retention: Retention = DEFAULT_RETENTION, n
     state = read_state(durable)
     closed_until = floor_to(at - LAG_MS, "minute")  # minutes starting before it have ended LAG_MS ago
     next_minute = int(state.get("next") or max(closed_until - FIRST_LOOKBACK_MS, 0))
-    due = list(range(next_minute, closed_until, MINUTE_MS))[:CATCH_UP_MINUTES]
+    due = _from_first_run(durable, list(range(next_minute, closed_until, MINUTE_MS))[:CATCH_UP_MINUTES])
     reroll = [m for m in _ints(state.get("open")) if m >= at - REROLL_MS and m < next_minute]
     recheck = _rechecks(state.get("recheck"))
     rechecked = [m for m, when in recheck.items() if when <= at and m < next_minute]
@@ -101,6 +101,22 @@ def rollup(durable: DurablePlane, *, retention: Retention = DEFAULT_RETENTION, n
         logger.debug("rollup: %d minute(s), %d hour(s), %d day(s), %d run(s)", report.minutes, report.hours,
                      report.days, report.runs, extra={"action": "history.rollup"})
     return report
+
+
+def _from_first_run(durable: DurablePlane, due: list[int]) -> list[int]:
+    """``due`` without its leading minutes that hold no run: one read of the startedAt
+    index instead of one per empty minute (a first pass looks back an hour, often at
+    nothing). The last minute stays, so the watermark still advances past them all."""
+    if len(due) < 2:
+        return due
+    first = durable.list(RUNS, order="started", started_from=due[0], started_to=due[-1], limit=1).records
+    if not first:
+        return due[-1:]
+    try:
+        start = floor_to(int(float(first[0].value["startedAt"])), "minute")
+    except (KeyError, TypeError, ValueError):  # the index took it as a number; read it whole then
+        return due
+    return [m for m in due if m >= start]
 
 
 def _rechecks(value: Any) -> dict[int, int]:

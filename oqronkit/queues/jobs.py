@@ -136,6 +136,8 @@ class Job:
 
     @classmethod
     def from_value(cls, value: Mapping[str, Any]) -> Job:
+        if tuple(value) == _STORED_KEYS:  # a row the engine wrote (every key, jsonb's order): pairs in C
+            return cls(**dict(zip(_STORED_NAMES, value.values(), strict=True)))
         names = _NAME_FOR_KEY
         return cls(**{names[key]: item for key, item in value.items() if key in names})
 
@@ -189,6 +191,8 @@ def shed_error_detail(value: JobValue, _problem: str = "") -> Iterator[JobValue]
 _KEYS: tuple[tuple[str, str], ...] = tuple(sorted(
     ((f.name, _CAMEL.get(f.name, f.name)) for f in fields(Job)), key=lambda pair: jsonb_key_order(pair[1])))
 _NAME_FOR_KEY: dict[str, str] = {key: name for name, key in _KEYS}
+_STORED_KEYS: tuple[str, ...] = tuple(key for _, key in _KEYS)
+_STORED_NAMES: tuple[str, ...] = tuple(name for name, _ in _KEYS)
 
 _VOLATILE = [
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I), "<uuid>"),

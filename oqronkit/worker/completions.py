@@ -30,10 +30,10 @@ Runs = list[RecordWrite | None]
 
 class Completions:
     """``lease_lock`` is held while leases are marked released (a renewal landing after
-    an ack would re-create the lease); ``done`` forgets a settled attempt."""
+    an ack would re-create the lease); ``done`` forgets settled attempts."""
 
     def __init__(self, state: WorkerState, writer: RunWriter, *, lease_lock: threading.Lock,
-                 done: Callable[[Outcome], None]) -> None:
+                 done: Callable[[list[Outcome]], None]) -> None:
         self.state = state
         self.writer = writer
         self.lease_lock = lease_lock
@@ -114,8 +114,7 @@ class Completions:
             if released is None:
                 released = self._release_in_steps(queue, group, runs)
             deleted |= {(queue, job_id) for job_id in released}
-        for o in outcomes:
-            self._done(o)
+        self._done(outcomes)
         members = [(o.inflight.job, o.output) for o in outcomes
                    if o.inflight.job.group and (o.inflight.job.queue, o.inflight.job.id) in deleted]
         if members:

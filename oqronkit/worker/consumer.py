@@ -237,7 +237,7 @@ class Consumer:
         holder owns them.
         """
         queue, now = self.queue, now_ms()
-        if all(now - (i.lease.expires_at - queue.lease_ms) < queue.lease_ms / 3 for i in started):
+        if now - (min([i.lease.expires_at for i in started]) - queue.lease_ms) < queue.lease_ms / 3:
             return started  # the usual case: no extra round trip
         kept = {le.job_id: le for le in self.state.hot.extend(queue.name, [i.lease for i in started],
                                                               lease_ms=queue.lease_ms, now=now)}

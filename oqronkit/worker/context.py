@@ -56,7 +56,7 @@ class JobContext:
         """True once the job was cancelled, timed out or lost its lease, or a stopping
         worker's drain deadline passed (until then a drain lets the handler run): long
         handlers should check it and return early."""
-        return self._inflight.cancelled.is_set()
+        return self._inflight.cancelled
 
     def log(self, level: str, msg: str) -> None:
         """Append a line to this run's logs (bounded) and the live overlay. NULs and

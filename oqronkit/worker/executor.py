@@ -44,7 +44,7 @@ def _classify(inflight: Inflight, output: Any, exc: BaseException | None) -> Out
         problem = None if output is None else output_problem(output)
         if problem is not None:
             return Outcome(inflight, "failed", error=describe_error(problem))
-        if inflight.cancelled.is_set() and inflight.cancel_reason and not inflight.lease_lost:
+        if inflight.cancelled and inflight.cancel_reason and not inflight.lease_lost:
             # It noticed the cancel request and returned early: record a cancellation.
             if inflight.cancel_reason != "shutdown":
                 return Outcome(inflight, "cancelled", output=output)

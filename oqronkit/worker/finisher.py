@@ -27,11 +27,11 @@ FLUSH_EVERY = 0.5
 
 
 class Finisher:
-    """``forget`` drops a settled attempt from its queue's buffer; ``has_inflight`` says
+    """``forget`` drops settled attempts from their queues' buffers; ``has_inflight`` says
     whether any attempt is still held or running; ``on_batch`` runs after each batch
     (claiming may resume: the settle backlog shrank)."""
 
-    def __init__(self, state: WorkerState, *, forget: Callable[[Inflight], None],
+    def __init__(self, state: WorkerState, *, forget: Callable[[list[Inflight]], None],
                  has_inflight: Callable[[], bool], on_batch: Callable[[], None]) -> None:
         self.state = state
         self._forget = forget
@@ -42,7 +42,7 @@ class Finisher:
         # while leases are marked released: a renewal landing after an ack re-creates it.
         self.lease_lock = threading.Lock()
         self.runs = RunWriter(state, on_written=self._written)
-        self.completions = Completions(state, self.runs, lease_lock=self.lease_lock, done=self._done)
+        self.completions = Completions(state, self.runs, lease_lock=self.lease_lock, done=self._done_all)
         self.failures = Failures(state, self.runs, lease_lock=self.lease_lock)
         self._last_flush = time.monotonic()
         # Set by the stop: until then (monotonic), held writes are retried before the loop ends.
@@ -156,7 +156,13 @@ class Finisher:
                                extra={"action": "overlay.failed"})
 
     def _done(self, outcome: Outcome) -> None:
-        self.runs.ended(outcome.inflight)
+        self._done_all([outcome])
+
+    def _done_all(self, outcomes: list[Outcome]) -> None:
+        """Forget settled attempts: one lock each for a whole batch, not one per job."""
+        inflights = [o.inflight for o in outcomes]
+        self.runs.ended(inflights)
         if self.state.metrics is not None:
-            self.state.metrics.settled(outcome)
-        self._forget(outcome.inflight)
+            for outcome in outcomes:
+                self.state.metrics.settled(outcome)
+        self._forget(inflights)

@@ -29,7 +29,9 @@ class Inflight:
     began: float = 0.0  # monotonic start time
     settle_began: float = 0.0  # monotonic, when its outcome won (set only with worker metrics on)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    cancelled: threading.Event = field(default_factory=threading.Event)
+    # Set once, never waited on (handlers poll ``ctx.cancelled``): a bool, where a
+    # threading.Event built a Condition and two locks for every job.
+    cancelled: bool = False
     cancel_reason: str | None = None
     lease_lost: bool = False
     # The finisher acked the lease or took over its renewal (completed jobs waiting for
@@ -59,7 +61,7 @@ class Inflight:
         """Set ``ctx.cancelled``; an ``async def`` handler is also cancelled outright."""
         if self.cancel_reason is None:
             self.cancel_reason = reason
-        self.cancelled.set()
+        self.cancelled = True
         with self.lock:
             loop, task = self._loop, self._task
         if loop is not None and task is not None:
@@ -69,7 +71,7 @@ class Inflight:
         """Remember the coroutine's task so a cancel request can interrupt it."""
         with self.lock:
             self._loop, self._task = loop, task
-        if self.cancelled.is_set():
+        if self.cancelled:
             task.cancel()
 
     def run_snapshot(self) -> RunValue:

@@ -268,9 +268,10 @@ class WorkerProcess:
         if inflight.started and queue.is_async:
             self.slots.dispatch(buffer)
 
-    def forget(self, inflight: Inflight) -> None:
+    def forget(self, inflights: list[Inflight]) -> None:
         with self.state.lock:
-            self.buffers[inflight.job.queue].forget(inflight)
+            for inflight in inflights:
+                self.buffers[inflight.job.queue].forget(inflight)
             self.last_settled = time.monotonic()
 
     def settled_batch(self) -> None:

@@ -82,12 +82,13 @@ class RunWriter:
         with self.lock:
             self._pending_jobs.pop((job.namespace, job.id), None)
 
-    def ended(self, inflight: Inflight) -> None:
-        """The attempt is settled: its run no longer runs."""
-        if inflight.run is not None:
-            with self.lock:
-                self.running_runs.pop(inflight.run["id"], None)
-                self._dirty.discard(inflight.run["id"])
+    def ended(self, inflights: list[Inflight]) -> None:
+        """The attempts are settled: their runs no longer run."""
+        with self.lock:
+            for inflight in inflights:
+                if inflight.run is not None:
+                    self.running_runs.pop(inflight.run["id"], None)
+                    self._dirty.discard(inflight.run["id"])
 
     def unrecorded_ids(self) -> set[str]:
         """Jobs whose run or deletion waits in held writes."""

@@ -110,7 +110,7 @@ class Slots:
             self.state.metrics.started(inflights)
         runnable = []
         for inflight in inflights:
-            if inflight.cancelled.is_set():
+            if inflight.cancelled:
                 self._settle(Outcome(inflight, "cancelled"))
             else:
                 runnable.append(inflight)

@@ -46,7 +46,7 @@ def admit(state: WorkerState, inflights: list[Inflight], rate: tuple[int, int]) 
     queue = inflights[0].queue.name
     outage = False
     while True:
-        live = [i for i in inflights if not i.settled and not i.cancelled.is_set()]
+        live = [i for i in inflights if not i.settled and not i.cancelled]
         if not live:
             return now_ms()
         if state.stopping.is_set():
@@ -74,5 +74,5 @@ def _wait_until(state: WorkerState, live: list[Inflight], retry_at: int) -> None
     while (left := (retry_at - now_ms()) / 1000) > 0:
         if state.stopping.wait(min(left, SLICE)):
             return
-        if any(i.settled or i.cancelled.is_set() for i in live):
+        if any(i.settled or i.cancelled for i in live):
             return

@@ -340,7 +340,7 @@ def _overlap(writes: list[tuple[str, str, list[EncodedRow]]], doomed: dict[tuple
     if not doomed:
         return False
     gone = {(table, namespace, id) for (table, namespace), ids in doomed.items() for id in ids}
-    return any((row.table, row.namespace, row.id) in gone for _, _, chunk in writes for row in chunk)
+    return not gone.isdisjoint({(row.table, row.namespace, row.id) for _, _, chunk in writes for row in chunk})
 
 
 def _by_table(rows: Sequence[EncodedRow]) -> list[tuple[str, list[EncodedRow]]]:

@@ -272,3 +272,32 @@ def test_too_many_open_runs_roll_the_minute_whole(durable, monkeypatch):
     write(durable, runs)
     rollup(durable, now=minute + 5 * MINUTE_MS)
     assert counted(durable, METRICS_MINUTE, minute, "all", "*") == {"completed": 3}
+
+
+def test_a_first_pass_reads_no_empty_minute(durable, monkeypatch):
+    """A first pass looks back an hour: the minutes before the first run cost one probe
+    of the startedAt index, not one read each; the watermark still reaches the present."""
+    now = START + 2 * HOUR_MS
+    closed_until = now - now % MINUTE_MS - LAG_MS
+    runs = [make_run("emails", closed_until - 10 * MINUTE_MS + 5_000),
+            make_run("emails", closed_until - 4 * MINUTE_MS + 5_000, "failed")]
+    write(durable, runs)
+    reads: list[int | None] = []
+    listing = durable.list
+
+    def counting(*args, **kwargs):
+        reads.append(kwargs.get("started_from"))
+        return listing(*args, **kwargs)
+
+    monkeypatch.setattr(durable, "list", counting)
+    report = rollup(durable, now=now)
+    assert len(reads) == 1 + 10  # the probe, then the ten minutes from the first run's on
+    assert report.minutes == 10 and report.runs == 2
+    assert read_state(durable)["next"] == closed_until
+    minute = closed_until - 10 * MINUTE_MS
+    assert counted(durable, METRICS_MINUTE, minute, "handler", "emails") == {"completed": 1}
+    assert counted(durable, METRICS_MINUTE, minute + 6 * MINUTE_MS, "handler", "emails") == {"failed": 1}
+    reads.clear()
+    later = now + 30 * MINUTE_MS  # thirty empty minutes: the probe and the last of them
+    assert rollup(durable, now=later).minutes == 1 and len(reads) == 2
+    assert read_state(durable)["next"] == later - later % MINUTE_MS - LAG_MS

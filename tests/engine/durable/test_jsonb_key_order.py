@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -51,3 +52,14 @@ def test_job_values_are_built_in_jsonb_order() -> None:
     value = Job(id="j", queue="q", data={"b": 1, "a": 1}).to_value()
     assert in_jsonb_order(list(value))
     assert Job.from_value(value).to_value() == value
+
+
+def test_a_job_reads_the_same_in_any_key_order() -> None:
+    """from_value pairs a full row in jsonb's order without looking keys up; any other
+    row (keys missing, unknown or reordered) reads key by key, to the same job."""
+    job = Job(id="j", queue="q", data={"b": 1}, attempts=2, tags=["t"], group="g")
+    value = dict(job.to_value())
+    shuffled = dict(reversed(list(value.items())))
+    assert Job.from_value(shuffled) == Job.from_value(value) == job
+    partial = {k: v for k, v in value.items() if k not in ("tags", "groupId")} | {"unknownKey": 1}
+    assert Job.from_value(partial) == dataclasses.replace(job, tags=[], group=None)
