@@ -206,7 +206,8 @@ def claim_read_plan(url: str, scope: Scope, *, analyzed: bool, plan_cache_mode: 
 def test_each_claimed_jobs_row_is_read_by_its_primary_key(pg_planes, pg_schema_url, plan_cache_mode) -> None:
     """Not by walking the namespace's rows: a queue of a million waiting jobs would read them all."""
     store, hot, scope = pg_planes
-    add(store, hot, scope, *(Signal(f"j{i:04d}") for i in range(500)))
+    # 5,000 rows: at 500 the walk of oqron_jobs_status_created_idx (id last) could tie the key's cost.
+    add(store, hot, scope, *(Signal(f"j{i:04d}") for i in range(5000)))
     plan = claim_read_plan(pg_schema_url, scope, analyzed=True, plan_cache_mode=plan_cache_mode)
     assert '"Index Name": "oqron_jobs_pkey"' in plan and "Join Filter" not in plan, plan
 
