@@ -153,9 +153,9 @@ class _Counter:
 def _queue_drift(engine: Engine, queue: str, sample: int, settled: int, live: set[str], counter: _Counter,
                  heartbeat: int, depths: QueueDepths) -> QueueDrift:
     """One queue's findings; ``settled``: rows last changed before it may count as drift.
-    Four plane calls when the planes agree (the durable scan, the hot sample, one durable
-    read, and the presence of the durable ids the sample did not show), two more to
-    re-check what looks like drift."""
+    Three plane calls when the planes agree (the durable scan, the hot sample, one read of
+    three fields of the stored jobs it must look up), a presence check when the sample did
+    not show every durable id, and two more to re-check what looks like drift."""
     durable, hot = engine.durable, engine.hot
     now = now_ms()
     namespace = job_namespace(queue)
