@@ -31,7 +31,7 @@ from ..clock import now_ms
 from ..live import live_workers
 from ..namespaces import QUEUE, job_namespace
 from .kept_depths import read_depths
-from .leader import LEADER_LOCK, known_queues
+from .leader import LEADER_LOCK, recorded_queues
 from .passes import ServicePass, kept_passes, last_passes
 
 if TYPE_CHECKING:
@@ -127,13 +127,17 @@ def plane_drift(engine: Engine, queues: Sequence[str] | None = None, *, sample: 
     ``grace_ms`` is not drift yet. The hot depths may be the leader's count of at most
     ``depths_age_ms`` ago (kept_depths.py; 0: counted now)."""
     started = time.perf_counter()
-    names = list(queues) if queues is not None else known_queues(engine)
+    if queues is None:  # every queue's record read once: the names (with the declared ones) and leases
+        recorded = recorded_queues(engine)
+        names = sorted(set(engine.registry.queues) | set(recorded))
+    else:
+        names = list(queues)
+        recorded = {r.id: r.value for r in engine.durable.get_many(QUEUE, names[:MAX_QUEUES])}
     truncated = len(names) > MAX_QUEUES
     now = now_ms()
     live = {str(w.get("id")) for w in live_workers(engine.hot, now=now)}
     counter = _Counter()
     names = names[:MAX_QUEUES]
-    recorded = {r.id: r.value for r in engine.durable.get_many(QUEUE, names)}
     # Every queue's depths in one call (a pass over the hot rows in postgres mode, not one
     # per queue), or the leader's recent count of them.
     depths = read_depths(engine.hot, names, now=now, max_age_ms=depths_age_ms).depths

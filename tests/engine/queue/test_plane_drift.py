@@ -7,7 +7,7 @@ from __future__ import annotations
 from oqronkit import Engine
 from oqronkit.backends.hot_types import Signal
 from oqronkit.clock import now_ms
-from oqronkit.namespaces import job_namespace
+from oqronkit.namespaces import QUEUE, job_namespace
 from oqronkit.services import Services
 from oqronkit.services.drift import plane_drift
 from oqronkit.services.manual import reconcile_now
@@ -222,3 +222,16 @@ def test_an_invented_entry_that_goes_before_the_recheck_is_not_drift(engine: Eng
     monkeypatch.setattr(store, "get_fields", read_then_finish)
     drift = queue_drift(engine, "invented")
     assert drift.orphans.ids == ["stays"] and drift.unsignalled.count == 0
+
+
+def test_every_queue_by_default_with_the_lease_its_workers_recorded_read_once(engine: Engine, monkeypatch):
+    """Called without queues, the report names the declared queues and those only a
+    worker recorded, whose heartbeat comes from the recorded lease: the queue records
+    are listed once, not listed then read again."""
+    engine.queue("declared")
+    engine.durable.put(QUEUE, "recorded-only", {"leaseMs": 3_000})
+    reads = spy(monkeypatch, engine.durable, "get_many")
+    report = plane_drift(engine)
+    heartbeats = {q.queue: q.heartbeat_ms for q in report.queues}
+    assert {"declared", "recorded-only"} <= set(heartbeats) and heartbeats["recorded-only"] == 1_000
+    assert [call for call in reads if call[0] == QUEUE] == []
