@@ -7,9 +7,7 @@ opaque keyset cursors. Backends stay small and hold no logging.
 
 from __future__ import annotations
 
-import base64
 import builtins
-import json
 import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -23,6 +21,7 @@ from .clock import now_ms
 from .codec import check_size, encode_value, storage_problem, text_problem
 from .config import DEFAULT_MAX_RECORD_BYTES
 from .errors import InvalidNamespace, InvalidRecord, LegacyLayoutDetected
+from .keyset_cursors import decode_cursor, encode_cursor
 from .namespaces import RecordKind, TableKey, classify_namespace, table_for_kind
 
 logger = logging.getLogger(__name__)
@@ -225,6 +224,15 @@ class DurablePlane:
         with self._timed("durable.get_many"):
             return self.store.get_many(self.scope, table, namespace, keys)
 
+    def get_fields(self, namespace: str, ids: Sequence[str], fields: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Id -> the top-level ``fields`` it has, for the records among ``ids`` that exist."""
+        table = self._namespace_table(namespace)
+        if not ids:
+            return {}
+        keys = self._lookup_ids(ids)
+        with self._timed("durable.get_fields"):
+            return self.store.get_fields(self.scope, table, namespace, keys, tuple(fields))
+
     def scan_statuses(self, namespace: str, statuses: Sequence[str], *, page: int = 1000) -> Iterator[tuple[str, str]]:
         """``(id, status)`` of every record of ``namespace`` whose status is one of
         ``statuses``, page by page, without reading values (an id may repeat)."""
@@ -374,25 +382,6 @@ class DurablePlane:
                     (time.perf_counter() - started) * 1000,
                     extra={"action": action, "backend": self.store.name},
                 )
-
-
-def encode_cursor(order: Order, key: int | float, id: str) -> str:
-    raw = json.dumps([order, key, id], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str | None, order: Order) -> tuple[int | float, str] | None:
-    """Decode a cursor made by :func:`encode_cursor`; a malformed one is bad input."""
-    if cursor is None:
-        return None
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        made_for, key, id = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        if made_for != order or not isinstance(key, (int, float)) or isinstance(key, bool) or not isinstance(id, str):
-            raise ValueError(made_for)
-    except (ValueError, TypeError) as exc:
-        raise InvalidRecord(f"The page cursor {cursor!r} is malformed or made for another order.") from exc
-    return key, id
 
 
 __all__ = ["ABSENT", "DurablePlane", "Page", "RecordWrite", "StoredRecord"]

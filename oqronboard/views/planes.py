@@ -37,7 +37,7 @@ FINDINGS = (
 
 
 def shared_drift(scope: BoardScope) -> PlaneDrift:
-    """The comparison (about 90 plane calls for a few queues), shared by every viewer for
+    """The comparison (three to six plane calls a queue), shared by every viewer for
     ``OQRON_BOARD_CACHE_SECONDS`` and read afresh after any action (running the reconciler
     is one); the page and the API give its time (``at``)."""
     return shared(scope, "planes", lambda: plane_drift(scope.engine, depths_age_ms=kept_depths_ms()))

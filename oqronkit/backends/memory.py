@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from ..codec import decode_value
 from ..errors import DuplicateRecord
+from .fields import FieldsOfWholeRows
 from .matching import fields_match, matches_query
 from .types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
 
@@ -17,7 +18,7 @@ _Key = tuple[str, str, str, str, str]
 _Row = tuple[str, str, int, int | None]
 
 
-class MemoryDurableStore:
+class MemoryDurableStore(FieldsOfWholeRows):
     """Dict-backed durable store for the ``memory`` mode and fast unit tests."""
 
     name = "memory"

@@ -79,6 +79,11 @@ class DurableStore(Protocol):
     def get_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> list[StoredRecord]:
         """The rows among ``ids`` that exist, in no particular order."""
 
+    def get_fields(self, scope: Scope, table: str, namespace: str, ids: Sequence[str],
+                   fields: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """For each row among ``ids`` that exists, its top-level ``fields`` (those it has):
+        a check that needs a few fields of many rows, without their whole values."""
+
     def delete_many(self, scope: Scope, table: str, namespace: str, ids: Sequence[str]) -> int:
         """Delete the rows among ``ids``; returns how many existed."""
 

@@ -21,6 +21,7 @@ from typing import Any
 from ..codec import decode_value
 from ..errors import ConfigurationError, DuplicateRecord, InvalidNamespace
 from ..namespaces import TABLE_NAMES
+from .fields import FieldsOfWholeRows
 from .matching import fields_match
 from .sqlfiles import load_queries, load_sql
 from .sqlite_conn import BUSY_TIMEOUT_S, SQLiteConnections
@@ -43,7 +44,7 @@ _ORDERING = {
 }
 
 
-class SQLiteDurableStore:
+class SQLiteDurableStore(FieldsOfWholeRows):
     """The spec's three tables in one SQLite file (the default, zero-setup mode).
 
     Safe to share between threads (each gets its own connection) and between processes

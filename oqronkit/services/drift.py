@@ -31,7 +31,7 @@ from ..clock import now_ms
 from ..live import live_workers
 from ..namespaces import QUEUE, job_namespace
 from .kept_depths import read_depths
-from .leader import LEADER_LOCK, known_queues
+from .leader import LEADER_LOCK, recorded_queues
 from .passes import ServicePass, kept_passes, last_passes
 
 if TYPE_CHECKING:
@@ -48,6 +48,8 @@ GRACE_MS = 2_000
 #: Ids named per finding (the counts cover the whole sample).
 NAMED = 10
 PENDING = ("waiting", "delayed")
+#: The fields of a stored job the comparison reads (never its whole value).
+COMPARED = ("status", "updatedAt", "workerId")
 DEFAULT_LEASE_MS = 30_000
 
 
@@ -125,13 +127,17 @@ def plane_drift(engine: Engine, queues: Sequence[str] | None = None, *, sample: 
     ``grace_ms`` is not drift yet. The hot depths may be the leader's count of at most
     ``depths_age_ms`` ago (kept_depths.py; 0: counted now)."""
     started = time.perf_counter()
-    names = list(queues) if queues is not None else known_queues(engine)
+    if queues is None:  # every queue's record read once: the names (with the declared ones) and leases
+        recorded = recorded_queues(engine)
+        names = sorted(set(engine.registry.queues) | set(recorded))
+    else:
+        names = list(queues)
+        recorded = {r.id: r.value for r in engine.durable.get_many(QUEUE, names[:MAX_QUEUES])}
     truncated = len(names) > MAX_QUEUES
     now = now_ms()
     live = {str(w.get("id")) for w in live_workers(engine.hot, now=now)}
     counter = _Counter()
     names = names[:MAX_QUEUES]
-    recorded = {r.id: r.value for r in engine.durable.get_many(QUEUE, names)}
     # Every queue's depths in one call (a pass over the hot rows in postgres mode, not one
     # per queue), or the leader's recent count of them.
     depths = read_depths(engine.hot, names, now=now, max_age_ms=depths_age_ms).depths
@@ -150,34 +156,47 @@ class _Counter:
 
 def _queue_drift(engine: Engine, queue: str, sample: int, settled: int, live: set[str], counter: _Counter,
                  heartbeat: int, depths: QueueDepths) -> QueueDrift:
-    """One queue's findings; ``settled``: rows last changed before it may count as drift."""
+    """One queue's findings; ``settled``: rows last changed before it may count as drift.
+    Three plane calls when the planes agree (the durable scan, the hot sample, one read of
+    three fields of the stored jobs it must look up), a presence check when the sample did
+    not show every durable id, and two more to re-check what looks like drift."""
     durable, hot = engine.durable, engine.hot
     now = now_ms()
     namespace = job_namespace(queue)
     rows = durable.scan_statuses_page(namespace, (*PENDING, "active"), cursor=None, page=sample)[0][:sample]
     statuses = dict(rows)
     held = hot.sample(queue, limit=sample)
-    present = hot.present(queue, list(statuses))
     drift = QueueDrift(queue, depths.ready, depths.delayed, depths.active, sampled=len(statuses),
                        complete=len(rows) < sample and max(depths.ready, depths.delayed, depths.active) <= sample,
                        heartbeat_ms=heartbeat)
-    counter.calls += 3
-    absent = [id for id in statuses if id not in present]
+    # The sample, read after the durable scan, shows its ids present: ask only about the others.
+    shown = set(held.entries)
+    unseen = [id for id in statuses if id not in shown]
+    present = hot.present(queue, unseen) if unseen else set()
+    absent = [id for id in unseen if id not in present]
     active = [id for id, status in statuses.items() if status == "active"]
-    values = {r.id: r.value for r in durable.get_many(namespace, list(dict.fromkeys([*absent, *active])))}
-    still_absent = set(absent) - hot.present(queue, absent)
-    counter.calls += 2
-    suspects = [id for id in absent if id in still_absent and values.get(id) is not None
+    # Hot entries the durable sample does not hold: looked up in the same read (orphans if missing).
+    entries = [id for id in held.entries if id not in statuses]
+    values = durable.get_fields(namespace, list(dict.fromkeys([*absent, *active, *entries])), COMPARED)
+    unknown = [id for id in entries if id not in values]
+    counter.calls += 3 + (1 if unseen else 0)
+    # Re-check on the hot plane after the durable read: a job signalled meanwhile is not
+    # lost, and a completion deletes the durable job first, then drops the hot entry.
+    recheck = list(dict.fromkeys([*absent, *unknown]))
+    still = hot.present(queue, recheck) if recheck else set()
+    counter.calls += 1 if recheck else 0
+    suspects = [id for id in absent if id not in still and values.get(id) is not None
                 and int(values[id].get("updatedAt") or 0) <= settled]  # else finished, signalled or just stored
     orphaned = [id for id in active if (value := values.get(id)) is not None and value.get("status") == "active"
                 and str(value.get("workerId") or "") not in live | {""}
                 and int(value.get("updatedAt") or 0) <= settled]
+    invented = [id for id in unknown if id in still]
     # Read once more: a worker acks the hot plane before it deletes the durable job, so a
     # job finishing between the reads looks lost on both, then is gone or changed here.
-    checked = list(dict.fromkeys([*suspects, *orphaned]))
-    again = {r.id: r.value for r in durable.get_many(namespace, checked)} if checked else {}
+    checked = list(dict.fromkeys([*suspects, *orphaned, *invented]))
+    again = durable.get_fields(namespace, checked, COMPARED) if checked else {}
     counter.calls += 1 if checked else 0
-    confirmed = {id for id in checked
+    confirmed = {id for id in (*suspects, *orphaned)
                  if id in again and again[id].get("updatedAt") == values[id].get("updatedAt")}
     for id in suspects:
         if id in confirmed and again[id].get("status") in PENDING:
@@ -187,33 +206,15 @@ def _queue_drift(engine: Engine, queue: str, sample: int, settled: int, live: se
     for id in orphaned:
         if id in confirmed:
             drift.workerless.add(id)
+    for id in invented:
+        if id not in again:
+            drift.orphans.add(id)
     for lease in held.leases:
         if lease.expires_at <= now:
             drift.lapsed.add(lease.job_id)
         elif lease.expires_at <= now + heartbeat:
             drift.lapsing.add(lease.job_id)
-    # A hot entry the durable sample (read first) holds is no orphan: only the others are looked up.
-    _orphans(engine, queue, namespace, [id for id in held.entries if id not in statuses], drift, counter)
     return drift
-
-
-def _orphans(engine: Engine, queue: str, namespace: str, entries: list[str], drift: QueueDrift,
-             counter: _Counter) -> None:
-    """Hot entries with no durable job, re-checked on the hot plane after the durable read
-    (a completion deletes the job first, then drops the lease)."""
-    if not entries:
-        return
-    stored = {r.id for r in engine.durable.get_many(namespace, entries)}
-    unknown = [id for id in entries if id not in stored]
-    counter.calls += 1
-    if not unknown:
-        return
-    counter.calls += 2
-    still = engine.hot.present(queue, unknown)
-    stored_now = {r.id for r in engine.durable.get_many(namespace, [id for id in unknown if id in still])}
-    for id in unknown:
-        if id in still and id not in stored_now:
-            drift.orphans.add(id)
 
 
 def _heartbeat_ms(engine: Engine, queue: str, recorded: dict[str, Any]) -> int:

@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..clock import now_ms
 from ..errors import BackendUnavailable, OqronError
@@ -291,6 +291,9 @@ class Services:
 
 def known_queues(engine: Engine) -> list[str]:
     """Queues declared here plus every queue any worker recorded as control state."""
-    names = set(engine.registry.queues)
-    names |= {r.id for r in engine.durable.list(QUEUE, limit=1000).records}
-    return sorted(names)
+    return sorted(set(engine.registry.queues) | set(recorded_queues(engine)))
+
+
+def recorded_queues(engine: Engine) -> dict[str, Any]:
+    """The queue records workers wrote (control state: lease, limits), by queue name."""
+    return {r.id: r.value for r in engine.durable.list(QUEUE, limit=1000).records}

@@ -1,5 +1,6 @@
 """The Postgres hot plane's ``HotPlane.sample``: a bounded look at one queue, off the
-primary key (the ids) and the lease index in its order (the leases that lapse first)."""
+primary key (the ids) and the lease index in its order (the leases that lapse first), both
+in one statement."""
 
 from __future__ import annotations
 
@@ -21,10 +22,11 @@ class PostgresHotSample:
         if limit <= 0:
             return HotSample((), ())
         keys = {"project": scope.project, "environment": scope.environment, "queue": queue, "limit": limit}
-        ids = [job_id for (job_id,) in self._run("sample_entries", keys)]
+        rows = self._run("sample", keys)
+        ids = [job_id for job_id, token, _ in rows if token is None]
         # The statement reads the index in expiry order; ties are broken by id here.
-        rows = sorted(self._run("sample_leases", keys), key=lambda r: (r[2], r[0]))
-        leases = tuple(Lease(*row) for row in rows)
+        leased = sorted((row for row in rows if row[1] is not None), key=lambda r: (r[2], r[0]))
+        leases = tuple(Lease(*row) for row in leased)
         return HotSample(tuple(dict.fromkeys([*ids, *(lease.job_id for lease in leases)])), leases)
 
 

@@ -257,6 +257,13 @@ class PostgresDurableStore(PostgresClaimReads):
             rows = conn.execute(statement("get_many", table), params).fetchall()
         return [StoredRecord(*r) for r in rows]
 
+    def get_fields(self, scope: Scope, table: str, namespace: str, ids: Sequence[str],
+                   fields: Sequence[str]) -> dict[str, dict[str, Any]]:
+        params = _keys(scope, namespace, ids=TextArray(dict.fromkeys(ids)), fields=TextArray(fields))
+        with self._pool.connection() as conn:
+            rows = conn.execute(statement("get_fields", table), params).fetchall()
+        return {id: picked or {} for id, picked in rows}
+
     def scan_statuses(
         self, scope: Scope, table: str, namespace: str, statuses: Sequence[str], cursor: str | None, limit: int
     ) -> tuple[list[tuple[str, str]], str | None]:

@@ -15,8 +15,7 @@ its status filter, else of its name, else of its module, else the plain order in
 Further filters (a second field, a started window on an inserted-order listing) are
 applied in Python while walking in pages of :data:`SCAN_PAGE` rows, so only they can
 make a listing read rows it does not return. Listing a kind reads up to one page per
-namespace of that kind and merges them. The board needs a SQL durable plane for its own
-queries (``supports_sql = False``).
+namespace of that kind and merges them. The board needs SQL (``supports_sql = False``).
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from typing import Any, TypeVar, cast
 
 from ...config import redact_url
 from ...errors import BackendUnavailable, DuplicateRecord
+from ..fields import FieldsOfWholeRows
 from ..hot_types import Signal
 from ..matching import fields_match, matches_query
 from ..types import EncodedRow, ListQuery, LogAppend, Scope, StoredRecord, _Absent
@@ -69,7 +69,7 @@ PRUNE_BATCH = 1000
 #: compare_and_set retries its atomic swap while other writers keep changing the row.
 CAS_ATTEMPTS = 100
 
-class RedisDurableStore(RedisClaimReads):
+class RedisDurableStore(RedisClaimReads, FieldsOfWholeRows):
     """Durable store on Redis (``redis`` mode). Building one never touches the network."""
 
     name = "redis"

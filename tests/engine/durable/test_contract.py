@@ -155,6 +155,22 @@ def test_scan_statuses_walks_ids_of_the_wanted_statuses(durable: DurablePlane):
     assert list(durable.scan_statuses("queue_job:empty", ("waiting",))) == []
 
 
+def test_get_fields_reads_the_named_fields_of_the_rows_that_exist(durable: DurablePlane):
+    durable.put_many([RecordWrite("queue_job:q", "a", {"status": "active", "workerId": "w1", "updatedAt": 5,
+                                                        "payload": {"big": "x" * 500}}),
+                      RecordWrite("queue_job:q", "b", {"status": "waiting", "updatedAt": None, "tags": [1, 2]}),
+                      RecordWrite("queue_job:other", "c", {"status": "waiting"})])
+    durable.scoped(project="someone-else", environment=durable.scope.environment).put(
+        "queue_job:q", "theirs", {"status": "waiting"})
+    found = durable.get_fields("queue_job:q", ["a", "b", "c", "theirs", "missing", "a"],
+                               ("status", "workerId", "updatedAt", "tags"))
+    # A field the row lacks is left out; one it holds as null is there.
+    assert found == {"a": {"status": "active", "workerId": "w1", "updatedAt": 5},
+                     "b": {"status": "waiting", "updatedAt": None, "tags": [1, 2]}}
+    assert durable.get_fields("queue_job:q", ["a"], ("nothing",)) == {"a": {}}
+    assert durable.get_fields("queue_job:q", [], ("status",)) == {}
+
+
 def test_insert_race_has_exactly_one_winner(durable: DurablePlane):
     wins: list[bool] = []
     barrier = threading.Barrier(8)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from oqronkit import Engine
 from oqronkit.backends.hot_types import Signal
 from oqronkit.clock import now_ms
-from oqronkit.namespaces import job_namespace
+from oqronkit.namespaces import QUEUE, job_namespace
 from oqronkit.services import Services
 from oqronkit.services.drift import plane_drift
 from oqronkit.services.manual import reconcile_now
@@ -173,3 +173,65 @@ def test_a_job_finishing_between_the_reads_is_not_drift(engine: Engine, monkeypa
     monkeypatch.setattr(plane, "present", present)
     drift = queue_drift(engine, "finishing")
     assert len(calls) >= 2 and drift.clean
+
+
+def spy(monkeypatch, target, name: str) -> list[tuple]:
+    calls: list[tuple] = []
+    real = getattr(target, name)
+
+    def recorded(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(target, name, recorded)
+    return calls
+
+
+def test_agreeing_planes_cost_one_narrow_durable_read_and_no_presence_check(engine: Engine, monkeypatch):
+    """The hot sample (read after the durable scan) already shows the durable ids present,
+    and the stored jobs are read once for the few fields compared, never whole."""
+    q = engine.queue("agreeing")
+    jobs = [q.add({"x": i, "blob": "y" * 200}) for i in range(5)]
+    engine.hot.claim("agreeing", worker_id="w", limit=1, lease_ms=30_000, now=now_ms())
+    age(engine, "agreeing", jobs[0].id, status="active", workerId="w", leaseToken=1)
+    present = spy(monkeypatch, engine.hot.plane, "present")
+    whole = spy(monkeypatch, engine.durable, "get_many")
+    narrow = spy(monkeypatch, engine.durable.store, "get_fields")
+    report = plane_drift(engine, ["agreeing"], grace_ms=0)
+    assert present == [] and narrow and all(call[-1] == ("status", "updatedAt", "workerId") for call in narrow)
+    assert [call for call in whole if call[0].startswith("queue_job:")] == []  # no job read whole
+    [drift] = report.queues
+    assert drift.sampled == 5 and drift.workerless.ids == [jobs[0].id]  # "w" is no live worker
+    assert report.calls == 6 + 4  # scan, sample, one read, the re-read of the workerless job
+
+
+def test_an_invented_entry_that_goes_before_the_recheck_is_not_drift(engine: Engine, monkeypatch):
+    """A completion deletes the durable job, then drops the hot entry: an entry found
+    without its job is looked at once more on the hot plane, and gone there it is no orphan."""
+    q = engine.queue("invented")
+    q.add({"x": 1})
+    engine.hot.signal("invented", [Signal("ghost"), Signal("stays")], now_ms())
+    store = engine.durable.store
+    real = store.get_fields
+
+    def read_then_finish(*args, **kwargs):
+        found = real(*args, **kwargs)
+        engine.hot.remove("invented", ["ghost"])  # its worker finishes right after the read
+        return found
+
+    monkeypatch.setattr(store, "get_fields", read_then_finish)
+    drift = queue_drift(engine, "invented")
+    assert drift.orphans.ids == ["stays"] and drift.unsignalled.count == 0
+
+
+def test_every_queue_by_default_with_the_lease_its_workers_recorded_read_once(engine: Engine, monkeypatch):
+    """Called without queues, the report names the declared queues and those only a
+    worker recorded, whose heartbeat comes from the recorded lease: the queue records
+    are listed once, not listed then read again."""
+    engine.queue("declared")
+    engine.durable.put(QUEUE, "recorded-only", {"leaseMs": 3_000})
+    reads = spy(monkeypatch, engine.durable, "get_many")
+    report = plane_drift(engine)
+    heartbeats = {q.queue: q.heartbeat_ms for q in report.queues}
+    assert {"declared", "recorded-only"} <= set(heartbeats) and heartbeats["recorded-only"] == 1_000
+    assert [call for call in reads if call[0] == QUEUE] == []

@@ -231,20 +231,19 @@ WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environme
   AND queue = (SELECT %(queue)s::text)
   AND job_id = ANY(%(ids)s::text[]);
 
--- name: sample_entries
--- sample(): up to a limit of the queue's job ids in any state, a walk of the primary key.
-SELECT job_id FROM oqron_hot_jobs
-WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
-ORDER BY job_id
-LIMIT %(limit)s;
-
--- name: sample_leases
--- sample(): the leases that lapse first, read off the lease index in its order (the
--- caller breaks ties by id: a sort here would read every lease of the queue).
-SELECT job_id, token, expires_at FROM oqron_hot_jobs
-WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s AND token IS NOT NULL
-ORDER BY expires_at
-LIMIT %(limit)s;
+-- name: sample
+-- sample() in one round trip: up to a limit of the queue's job ids in any state (a walk of
+-- the primary key; token IS NULL) and the leases that lapse first, read off the lease index
+-- in its order (the caller breaks ties by id: a sort here would read every lease of the queue).
+(SELECT job_id, NULL::bigint AS token, NULL::bigint AS expires_at FROM oqron_hot_jobs
+ WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s
+ ORDER BY job_id
+ LIMIT %(limit)s)
+UNION ALL
+(SELECT job_id, token, expires_at FROM oqron_hot_jobs
+ WHERE project = %(project)s AND environment = %(environment)s AND queue = %(queue)s AND token IS NOT NULL
+ ORDER BY expires_at
+ LIMIT %(limit)s);
 
 -- name: depths
 SELECT count(*) FILTER (WHERE token IS NULL AND (run_at IS NULL OR run_at <= %(now)s)),

@@ -93,6 +93,14 @@ FROM {table}
 WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
   AND namespace = (SELECT %(namespace)s::text) AND id = ANY(%(ids)s::text[]);
 
+-- name: get_fields
+-- get_fields(): a few top-level fields of each row, picked here: the client decodes
+-- small objects, not whole values.
+SELECT id, (SELECT jsonb_object_agg(f, value -> f) FROM unnest(%(fields)s::text[]) AS f WHERE value ? f)
+FROM {table}
+WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
+  AND namespace = (SELECT %(namespace)s::text) AND id = ANY(%(ids)s::text[]);
+
 -- name: delete_many
 DELETE FROM {table}
 WHERE project = (SELECT %(project)s::text) AND environment = (SELECT %(environment)s::text)
