@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from typing import Any
+from urllib.parse import urlencode
 
 from django.http import Http404
+from django.urls import reverse
 
 from oqronboard.definitions.queries import audit_entries, definitions, queue_control
-from oqronboard.jobs.dead import dead_depths, dead_groups_shared
+from oqronboard.jobs.dead import dead_depths, dead_groups_held, dead_groups_shared
 from oqronboard.jobs.forms import JobListForm, check_queue, dead_filters
 from oqronboard.jobs.queries import dead_list, queue_jobs
 from oqronboard.jobs.views import job_context, job_or_404, read_queue_counts
@@ -97,8 +99,9 @@ def run_detail(request: BoardRequest, run_id: str) -> dict[str, Any]:
 
 @api_view("GET")
 def dead_letter_list(request: BoardRequest) -> dict[str, Any]:
-    """Dead letters newest first (filters queue, fingerprint, q), the depth per queue
-    and the error groups (first page only)."""
+    """Dead letters newest first (filters queue, fingerprint, q); on the first page the
+    depth per queue, and the error groups when a read in the last few seconds left them
+    counted (else null: ``groups_url`` counts them, as the page's panel loads after it)."""
     scope = scope_of(request)
     filters, _ = dead_filters(request.GET)
     rows, next_cursor = dead_list(scope, filters)
@@ -106,10 +109,26 @@ def dead_letter_list(request: BoardRequest) -> dict[str, Any]:
     if filters.cursor is None:
         # Shared with the page's panels for OQRON_BOARD_CACHE_SECONDS (they count every
         # dead letter); *_read_at says when they were counted.
-        depth, by_error = dead_depths(scope), dead_groups_shared(scope, filters.queue)
+        depth, held = dead_depths(scope), dead_groups_held(scope, filters.queue)
         more = {"depths": dict(depth["depths"]), "depths_read_at": depth["depths_at"],
-                "groups": by_error["groups"], "groups_read_at": by_error["groups_at"]}
+                "groups": held["groups"] if held else None, "groups_read_at": held["groups_at"] if held else None,
+                "groups_url": _groups_url(request, filters.queue)}
     return _page(rows, next_cursor, **more)
+
+
+@api_view("GET")
+def dead_letter_groups(request: BoardRequest) -> dict[str, Any]:
+    """Dead letters grouped by error fingerprint (filter: queue), shared with the page's
+    panel for OQRON_BOARD_CACHE_SECONDS; ``groups_read_at`` says when they were counted."""
+    filters, _ = dead_filters(request.GET)
+    by_error = dead_groups_shared(scope_of(request), filters.queue)
+    return {"groups": by_error["groups"], "groups_read_at": by_error["groups_at"]}
+
+
+def _groups_url(request: BoardRequest, queue: str) -> str:
+    """The groups endpoint for the same queue and scope as ``request``."""
+    query = {k: v for k, v in (("queue", queue), ("scope", request.GET.get("scope", ""))) if v}
+    return reverse("oqronboard:api-dead-groups") + (f"?{urlencode(query)}" if query else "")
 
 
 @api_view("GET")

@@ -19,6 +19,7 @@ urlpatterns = [
     path("runs/", reads.run_list, name="api-runs"),
     path("runs/<seg:run_id>/", reads.run_detail, name="api-run"),
     path("dead/", reads.dead_letter_list, name="api-dead"),
+    path("dead/groups/", reads.dead_letter_groups, name="api-dead-groups"),
     path("dead/retry/", actions.dead_retry, name="api-dead-retry"),
     path("dead/delete/", actions.dead_delete, name="api-dead-delete"),
     path("definitions/", reads.definition_list, name="api-definitions"),

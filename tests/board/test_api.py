@@ -28,8 +28,8 @@ from tests.board.seed import (
 
 OPERATOR_TOKEN, VIEWER_TOKEN = "op-" + "o" * 40, "view-" + "v" * 40
 READS = [("api-queues", {}), ("api-queue", {"queue": "emails"}), ("api-job", {"queue": "emails", "job_id": "d1"}),
-         ("api-runs", {}), ("api-run", {"run_id": "r1"}), ("api-dead", {}), ("api-definitions", {}),
-         ("api-schedules", {})]
+         ("api-runs", {}), ("api-run", {"run_id": "r1"}), ("api-dead", {}), ("api-dead-groups", {}),
+         ("api-definitions", {}), ("api-schedules", {})]
 ACTIONS = [
     ("api-job-action", {"queue": "emails", "job_id": "d1", "action": "retry"}, {}),
     ("api-job-action", {"queue": "emails", "job_id": "w1", "action": "cancel"}, {}),
@@ -96,7 +96,7 @@ def test_a_viewer_reads_everything(api: Board):
         assert bodies["api-job"]["status"] == "dead" and bodies["api-job"]["runs"][0]["id"] == "r1"
         assert bodies["api-run"]["run"]["error"]["message"] == "kaput" and bodies["api-run"]["queue"] == "emails"
         assert bodies["api-dead"]["depths"] == {"emails": 3} and len(bodies["api-dead"]["results"]) == 3
-        assert bodies["api-dead"]["groups"][0]["count"] == 3
+        assert bodies["api-dead-groups"]["groups"][0]["count"] == 3
         assert {"queue", "cron"} <= {d["namespace"] for d in bodies["api-definitions"]["definitions"]}
         assert bodies["api-schedules"]["schedules"][0]["name"] == "nightly"
 

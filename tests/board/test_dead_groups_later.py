@@ -82,3 +82,21 @@ def test_groups_another_viewer_left_fresh_come_with_the_page(board: Board, setti
     assert board.operator.post(reverse("oqronboard:dead-retry"), {"mode": "ids", "ids": ["emails:e1"]}).status_code \
         in (200, 302)
     assert 'data-testid="dlq-groups-later"' in board.viewer.get(reverse("oqronboard:dead-letters")).content.decode()
+
+
+def test_the_api_answers_the_list_and_names_where_the_groups_are_counted(board: Board, settings):
+    settings.OQRON_BOARD_CACHE_SECONDS = 30
+    seed(board)
+    with CaptureQueriesContext(connections[board.db.alias]) as queries:
+        first = board.viewer.get(reverse("oqronboard:api-dead"), {"queue": "emails"}).json()
+    assert not any(GROUPS_STATEMENT in q["sql"] for q in queries.captured_queries)
+    assert [r["id"] for r in first["results"]] == ["e2", "e1"] and first["depths"] == {"emails": 2, "sms": 1}
+    assert first["groups"] is None and first["groups_read_at"] is None
+    assert first["groups_url"] == reverse("oqronboard:api-dead-groups") + "?queue=emails"
+    counted = board.viewer.get(first["groups_url"]).json()
+    assert sorted(g["error_type"] for g in counted["groups"]) == ["ConnectionError", "LookupError"]
+    assert counted["groups_read_at"] <= now_ms()
+    again = board.viewer.get(reverse("oqronboard:api-dead"), {"queue": "emails"}).json()
+    assert again["groups"] == counted["groups"] and again["groups_read_at"] == counted["groups_read_at"]
+    every = board.viewer.get(reverse("oqronboard:api-dead-groups")).json()["groups"]
+    assert sum(g["count"] for g in every) == 3  # the unfiltered groups: their own shared figure
