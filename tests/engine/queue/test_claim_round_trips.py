@@ -22,6 +22,18 @@ def sha(script: str) -> bytes:
     return hashlib.sha1(lua_source(script).encode()).hexdigest().encode()
 
 
+def one_at_a_time(mode: str, request, tmp_path, scope: str) -> None:
+    """JOBS jobs added to an idle worker of ``mode``, each after the last one started."""
+    started = threading.Semaphore(0)
+    with built_engine(mode, request, tmp_path, scope) as engine:
+        queue = engine.queue("trips", handler=lambda ctx: started.release())
+        with running(engine, services=False, poll_interval=0.05):
+            for n in range(JOBS):
+                queue.add({"n": n})
+                assert started.acquire(timeout=10), f"job {n} never started"
+            wait_until(lambda: engine.durable.count("queue_job:trips") == 0)
+
+
 def test_an_idle_redis_mode_worker_claims_and_reads_in_one_script(monkeypatch, request, tmp_path,
                                                                    scope_names) -> None:
     sent: list[bytes] = []
@@ -32,14 +44,7 @@ def test_an_idle_redis_mode_worker_claims_and_reads_in_one_script(monkeypatch, r
         send(conn, command, check_health)
 
     monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counted)
-    started = threading.Semaphore(0)
-    with built_engine("redis", request, tmp_path, scope_names[0]) as engine:
-        queue = engine.queue("trips", handler=lambda ctx: started.release())
-        with running(engine, services=False, poll_interval=0.05):
-            for n in range(JOBS):
-                queue.add({"n": n})
-                assert started.acquire(timeout=10), f"job {n} never started"
-            wait_until(lambda: engine.durable.count("queue_job:trips") == 0)
+    one_at_a_time("redis", request, tmp_path, scope_names[0])
     fused = sum(sha("claim_and_read.lua") in data for data in sent)
     plain = sum(sha("claim.lua") in data for data in sent)
     reads = sum(b"HMGET" in data and b"rows:jobs:queue_job:trips" in data for data in sent)
@@ -84,14 +89,7 @@ def test_an_idle_postgres_mode_worker_claims_and_reads_in_one_statement(monkeypa
         return execute(conn, query, params, **kwargs)
 
     monkeypatch.setattr(psycopg.Connection, "execute", counted)
-    started = threading.Semaphore(0)
-    with built_engine("postgres", request, tmp_path, scope_names[0]) as engine:
-        queue = engine.queue("trips", handler=lambda ctx: started.release())
-        with running(engine, services=False, poll_interval=0.05):
-            for n in range(JOBS):
-                queue.add({"n": n})
-                assert started.acquire(timeout=10), f"job {n} never started"
-            wait_until(lambda: engine.durable.count("queue_job:trips") == 0)
+    one_at_a_time("postgres", request, tmp_path, scope_names[0])
     fused = sent.count(claim_read_statement("jobs"))
     plain = sent.count(HOT_QUERIES["claim"])
     reads = sent.count(statement("get_many", "jobs"))
