@@ -29,8 +29,9 @@
 
 Figures several pages share between viewers for ``OQRON_BOARD_CACHE_SECONDS`` (2 s by
 default; each page says when it read them) are shared between the timed requests too;
-``--cold`` times one viewer, who finds them expired at every request. Either way a thread
-does what a cluster's leader does for the board (``bench/leader_duties.py``). Re-run one page on a noisy minute:
+``--cold`` times one viewer, who finds them expired at every request. Either way a child
+process does what a cluster's leader does for the board (``bench/leader_duties.py``).
+Re-run one page on a noisy minute:
 ``--only 'dead-export|trace'`` (a regex over the URL name and path). Exit status 0 when
 every timed URL passes, 1 otherwise. Not part of the test suite; bench/README.md
 ("Issue 37 item 6") has the last table.
@@ -242,7 +243,7 @@ class EngineSQL:
 
         @contextmanager
         def recording() -> Iterator[Any]:
-            with original() as conn:  # the timed requests' statements, not the leader's (leader_duties.py)
+            with original() as conn:  # the timed requests' statements, not a background thread's
                 main = threading.current_thread() is threading.main_thread()
                 yield _RecordingConnection(conn, sink) if main else conn
 
@@ -369,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     from oqronkit.contrib.django.engine import engine_for
 
     extras = ensure_extras(args.database_url, engine_for(seed.PROJECT, seed.ENVIRONMENT), sample)
-    duties = LeaderDuties(engine_for(seed.PROJECT, seed.ENVIRONMENT)).start()
+    duties = LeaderDuties(args.database_url, seed.PROJECT, seed.ENVIRONMENT).start()
     endpoints, skipped = discover(sample, topics, extras)
     if args.only:
         endpoints = [e for e in endpoints if re.search(args.only, f"{e.name} {e.url}")]
