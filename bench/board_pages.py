@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import secrets
 import sys
 import threading
 import time
@@ -164,12 +165,15 @@ def discover(sample: seed.SeedSummary, topics: topic_seed.TopicSummary | None = 
 
 
 def start_django(url: str) -> None:
-    """Point the board at the bench database in postgres mode, set Django up, migrate."""
+    """Point the board at the bench database in postgres mode, set Django up as deployed
+    (``DEBUG`` off: no debug cursors or template debug data), migrate."""
     os.environ.update({
         "OQRON_MODE": "postgres", "OQRON_DATABASE_URL": url,
         "OQRON_PROJECT": seed.PROJECT, "OQRON_ENVIRONMENT": seed.ENVIRONMENT,
         "OQRON_LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "oqronboard.settings",
         "DJANGO_ALLOWED_HOSTS": "testserver,127.0.0.1,localhost",
+        "DJANGO_DEBUG": "0", "DJANGO_PLAIN_HTTP": "1",  # the test client speaks plain HTTP
+        "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY") or secrets.token_urlsafe(50),
     })
     import logging
 
