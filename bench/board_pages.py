@@ -183,6 +183,7 @@ def start_django(url: str) -> None:
     django.setup()
     logging.getLogger("django.request").setLevel(logging.ERROR)  # the 405s of POST-only URLs
     call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)  # the manifest a deployed board serves from
 
 
 def operator_client() -> Any:
