@@ -58,6 +58,7 @@ import topic_seed  # bench/topic_seed.py
 from leader_duties import LeaderDuties, forget_shared  # bench/leader_duties.py
 from page_extras import Extras, ensure_extras  # bench/page_extras.py
 from page_report import Endpoint, check_targets, explain, print_table
+from top_up import top_up  # bench/top_up.py
 
 from oqronkit.namespaces import dlq_namespace, job_namespace
 
@@ -367,9 +368,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="one viewer: what viewers share has expired before every request (leader_duties.py)")
     args = parser.parse_args(argv)
 
-    sample = seed.ensure_seeded(args.database_url, seed.SeedPlan(runs=args.runs, jobs=args.jobs), reseed=args.reseed)
-    topics = topic_seed.ensure_topics_seeded(args.database_url, topic_seed.TopicPlan(args.messages, args.topics),
-                                             reseed=args.reseed) if args.messages else None
+    plan, topic_plan = seed.SeedPlan(runs=args.runs, jobs=args.jobs), topic_seed.TopicPlan(args.messages, args.topics)
+    sample = seed.ensure_seeded(args.database_url, plan, reseed=args.reseed)
+    topics = (topic_seed.ensure_topics_seeded(args.database_url, topic_plan, reseed=args.reseed)
+              if args.messages else None)
+    top_up(args.database_url, plan, sample, topic_plan if args.messages else None)  # the last hour as busy as any
     start_django(args.database_url)
     client = operator_client()
     from oqronkit.contrib.django.engine import engine_for
