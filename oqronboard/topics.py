@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import OuterRef
+from django.utils.formats import localize
 
 from oqronboard.definitions.topics import TopicRecords, definition_annotations, group_lag, topic_records
 from oqronboard.jobs.queries import queue_sizes
@@ -53,6 +54,11 @@ class GroupRow:
     def queue(self) -> str:
         """The group's delivery queue (``<topic>@<group>``)."""
         return delivery_queue_name(self.topic, self.name)
+
+    @property
+    def lag_title(self) -> str:
+        """The lag of each partition, as the lag cell's title says it."""
+        return ", ".join(f"partition {p}: {localize(n)}" for p, n in self.lag_partitions.items())
 
 
 @dataclass

@@ -25,6 +25,7 @@ from ..base.pages import BoardRequest, board_view, scope_of
 from ..base.scope import BoardScope
 from ..base.shared import shared
 from ..topic_forms import LOG_WINDOWS, log_filters
+from ..topic_links import topic_links
 
 NO_TOPIC = "No topic of that name in this project and environment."
 
@@ -32,8 +33,9 @@ NO_TOPIC = "No topic of that name in this project and environment."
 @board_view
 def topics_page(request: BoardRequest) -> HttpResponse:
     """Every topic and its groups; ``?panel=live`` renders the live panel for htmx."""
-    context = {"overview": shared_topics(scope_of(request)), "rendered_at": now_ms(), "action_cap": ACTION_CAP,
-               "shared_seconds": conf.cache_seconds()}
+    overview = shared_topics(scope_of(request))
+    context = {"overview": overview, "topic_links": topic_links(overview.topics, back=request.path),
+               "rendered_at": now_ms(), "action_cap": ACTION_CAP, "shared_seconds": conf.cache_seconds()}
     if request.htmx and request.GET.get("panel") == "live":
         return render(request, "oqronboard/topics.html#live", context)
     return render(request, "oqronboard/topics.html", context)
@@ -59,9 +61,9 @@ def topic_log(request: BoardRequest, topic: str) -> HttpResponse:
     scope = scope_of(request)
     filters, data = log_filters(request.GET)
     if request.htmx and request.GET.get("panel") == "live":
-        return render(request, "oqronboard/topic_log.html#live", _live_context(scope, topic))
+        return render(request, "oqronboard/topic_log.html#live", _live_context(request, topic))
     more = bool(request.htmx and filters.cursor is not None)
-    context: dict[str, Any] = {} if more else _live_context(scope, topic)  # 404 for an unknown topic
+    context: dict[str, Any] = {} if more else _live_context(request, topic)  # 404 for an unknown topic
     rows, next_cursor = message_page(scope, topic, filters)
     query = {k: v for k, v in request.GET.items() if k not in ("cursor", "panel") and v}
     context.update({
@@ -72,10 +74,10 @@ def topic_log(request: BoardRequest, topic: str) -> HttpResponse:
     return render(request, "oqronboard/topic_log.html#rows" if more else "oqronboard/topic_log.html", context)
 
 
-def _live_context(scope: BoardScope, topic: str) -> dict[str, Any]:
-    row = topic_or_404(scope, topic, fresh=False)
-    return {"t": row, "topic_name": topic, "now": now_ms(), "rendered_at": now_ms(), "action_cap": ACTION_CAP,
-            "shared_seconds": conf.cache_seconds()}
+def _live_context(request: BoardRequest, topic: str) -> dict[str, Any]:
+    row = topic_or_404(scope_of(request), topic, fresh=False)
+    return {"t": row, "topic_links": topic_links([row], back=request.path), "topic_name": topic, "now": now_ms(),
+            "rendered_at": now_ms(), "action_cap": ACTION_CAP, "shared_seconds": conf.cache_seconds()}
 
 
 @board_view

@@ -77,6 +77,15 @@ def test_a_busy_topics_last_hour_is_counted_up_to_a_cap_and_its_rate_from_the_ne
     assert cell(body, "rate-orders") == "5+" and cell(body, "rate-quiet") == "3"
 
 
+def test_the_last_hour_counts_up_to_200_messages_a_topic_and_says_when_it_held_more(board: Board):
+    """Issue 37 item 6: a busy hour counts 200 of a topic's messages (each a heap fetch), not 1,000."""
+    publish(board, count=201)
+    publish(board, "quiet", partitions=1, count=199)
+    body = board.viewer.get(reverse("oqronboard:topics")).content.decode()
+    assert cell(body, "rate-orders") == "200+" and cell(body, "rate-quiet") == "199"
+    assert 'title="more than 200: the rate is over the newest 200"' in body
+
+
 def test_no_topic_says_so(board: Board):
     body = board.viewer.get(reverse("oqronboard:topics")).content.decode()
     assert 'data-testid="no-topics"' in body
