@@ -21,7 +21,7 @@ from ..durable import ABSENT
 from ..namespaces import OPERATIONS, REPLAY_TALLIES, replay_pairs_namespace
 from ..planes import Planes
 from .create import REPLAY_SETS
-from .report import STATES, ReplayPair, ReplaySet, count_states, read_listed_set, resolve_pairs
+from .report import STATES, ReplayPair, ReplaySet, count_states, read_listed_set, replay_runs, resolve_pairs
 
 #: Chunks a read settles beyond the page it shows.
 SETTLE_BUDGET = 3
@@ -50,22 +50,7 @@ def _chunk_pairs(engine: Planes, set_id: str, chunk: dict[str, Any]) -> list[Rep
     # A filter's chunk names its one queue; an id list's pairs each name theirs.
     pairs_in = [{**p, "queue": p.get("queue") or queue} for p in chunk.get("pairs") or [] if isinstance(p, dict)]
 
-    def read_replays() -> dict[str, dict[str, Any]]:
-        newest: dict[str, dict[str, Any]] = {}
-        cursor = None
-        while True:  # one attempt each: about one run per pair, a stalled job's few more
-            runs = engine.durable.list(table="runs", correlation=correlation, limit=1000, cursor=cursor)
-            for record in runs.records:
-                value, job_id = record.value, record.value.get("jobId")
-                kept = newest.get(job_id) if isinstance(job_id, str) else None
-                if isinstance(job_id, str) and value.get("replaySet") == set_id and (
-                        kept is None or int(value.get("startedAt") or 0) >= int(kept.get("startedAt") or 0)):
-                    newest[job_id] = value
-            if runs.next_cursor is None:
-                return newest
-            cursor = runs.next_cursor
-
-    return resolve_pairs(engine, pairs_in, read_replays)
+    return resolve_pairs(engine, pairs_in, lambda: replay_runs(engine, set_id, correlation))
 
 
 def _final_counts(pairs: list[ReplayPair]) -> dict[str, int] | None:

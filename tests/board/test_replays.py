@@ -32,13 +32,15 @@ def seed(board: Board) -> None:
 
 
 def finish_replays(board: Board, set_id: str, outputs: dict[str, object]) -> None:
-    """What a worker does: write each replay's run and delete its job."""
+    """What a worker does: write each replay's run (with its job's replay fields and
+    correlation id) and delete its job."""
     found = read_replay_set(board.scope.engine, set_id)
     assert found is not None
     for pair in found.pairs:
         run = run_value(f"r-{pair.original_id}", name=pair.queue, job_id=pair.job_id, started=now_ms(),
                         output=outputs[pair.original_id])
-        run.update(replayOf=pair.original_id, replaySet=set_id)
+        job = board.plane.get(job_namespace(pair.queue), pair.job_id).value
+        run.update(replayOf=job["replayOf"], replaySet=job["replaySet"], correlationId=job["correlationId"])
         put_runs(board.plane, [run])
         board.plane.delete(job_namespace(pair.queue), pair.job_id)
 
