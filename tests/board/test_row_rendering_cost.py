@@ -54,6 +54,10 @@ def test_definition_rows_look_up_nothing_they_lack(board: Board):
     assert "<summary class=\"small\">app.w1 · concurrency 2</summary>" in body
     assert "<summary class=\"small\">JSON</summary>" in body and "&quot;expression&quot;: &quot;0 3 * * *&quot;" in body
     assert f'<a href="{reverse("oqronboard:queue-jobs", args=["emails"])}" data-open>emails</a>' in body
+    board.plane.put("cron", HOSTILE, {"handler": HOSTILE, "concurrency": 1000, "note": HOSTILE})
+    body = board.viewer.get(url).content.decode()
+    assert HOSTILE not in body and 'data-testid="definition-cron-&lt;script&gt;alert(1)&lt;/script&gt;"' in body
+    assert '<summary class="small">&lt;script&gt;alert(1)&lt;/script&gt; · concurrency 1000</summary>' in body
 
 
 def replay_page_reverses(board: Board, set_id: str) -> int:
