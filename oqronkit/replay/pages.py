@@ -44,13 +44,14 @@ def _chunk_id(number: int) -> str:
     return f"{number:06d}"
 
 
-def _chunk_pairs(engine: Planes, set_id: str, chunk: dict[str, Any]) -> list[ReplayPair]:
-    """A chunk's pairs with their states; its replays' runs by its correlation id."""
+def _chunk_pairs(engine: Planes, set_id: str, chunk: dict[str, Any], *, diffs: bool = True) -> list[ReplayPair]:
+    """A chunk's pairs with their states (and, with ``diffs``, their changes); its
+    replays' runs by its correlation id."""
     queue, correlation = str(chunk.get("queue")), str(chunk.get("correlation"))
     # A filter's chunk names its one queue; an id list's pairs each name theirs.
     pairs_in = [{**p, "queue": p.get("queue") or queue} for p in chunk.get("pairs") or [] if isinstance(p, dict)]
 
-    return resolve_pairs(engine, pairs_in, lambda: replay_runs(engine, set_id, correlation))
+    return resolve_pairs(engine, pairs_in, lambda: replay_runs(engine, set_id, correlation), diffs=diffs)
 
 
 def _final_counts(pairs: list[ReplayPair]) -> dict[str, int] | None:
@@ -78,7 +79,8 @@ def _read_tracked(engine: Planes, set_id: str, record: dict[str, Any], page: int
         if key in tally or key in settled or number == page:
             continue
         chunk = durable.get(namespace, key)
-        counts = _final_counts(_chunk_pairs(engine, set_id, chunk.value)) if chunk is not None else None
+        # Settled for its counts only, never shown: no diffs.
+        counts = _final_counts(_chunk_pairs(engine, set_id, chunk.value, diffs=False)) if chunk is not None else None
         budget -= 1
         if counts is None:
             break  # the oldest chunk still running: later ones are no further on

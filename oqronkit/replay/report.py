@@ -121,9 +121,10 @@ def read_listed_set(engine: Planes, set_id: str, record: dict[str, Any]) -> Repl
 
 
 def resolve_pairs(engine: Planes, pairs_in: list[dict[str, Any]],
-                  read_replays: Callable[[], dict[str, dict[str, Any]]]) -> list[ReplayPair]:
+                  read_replays: Callable[[], dict[str, dict[str, Any]]], *, diffs: bool = True) -> list[ReplayPair]:
     """Each pair (``run``, ``queue``, ``job``) with its original, its replay's newest run
-    (``read_replays``: by job id, read after the jobs) and its state."""
+    (``read_replays``: by job id, read after the jobs), its state and, with ``diffs``, a
+    changed pair's changes (a chunk read only to count its states needs none)."""
     originals = {r.id: r.value for r in engine.durable.get_many(RUNS, [str(p.get("run")) for p in pairs_in])}
     queues = list(dict.fromkeys(str(p.get("queue")) for p in pairs_in))
     # Jobs before runs: a worker writes a run and deletes its job in one write, so a job
@@ -140,8 +141,9 @@ def resolve_pairs(engine: Planes, pairs_in: list[dict[str, Any]],
         original, job_id = originals.get(str(p.get("run"))), str(p.get("job"))
         run = replays.get(job_id)
         state = pair_state(original, run, jobs.get(job_id))
+        # An identical pair has no change by definition: its outputs were compared once, in pair_state.
         changes = json_diff(original.get("output") if original else None, run.get("output")) \
-            if state in ("identical", "changed") and run is not None else []
+            if diffs and state == "changed" and run is not None else []
         pairs.append(ReplayPair(str(p.get("queue")), job_id, str(p.get("run")), original, run, state, changes))
     return pairs
 
