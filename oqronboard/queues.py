@@ -5,7 +5,7 @@ letter left is stale, so the definitions page offers to remove it."""
 
 from __future__ import annotations
 
-from django.db.models import Exists, OuterRef, Value
+from django.db.models import BooleanField, Case, Exists, OuterRef, Value, When
 from django.db.models.functions import Concat
 
 from oqronboard.definitions.models import Record
@@ -43,6 +43,14 @@ def consumed_queues(scope: BoardScope) -> set[str] | None:
     return {name for worker in workers for name in (worker.get("queues") or {})}
 
 
+def is_stale(record: Record, consumed: set[str] | None) -> bool:
+    """A queue record (annotated by :func:`usage_annotations`) whose queue holds no job and
+    no dead letter and which no live worker consumes (``consumed`` from
+    :func:`consumed_queues`; None: unknown, so never stale): removable."""
+    return record.namespace == QUEUE and not (record.holds_jobs or record.holds_dead) \
+        and consumed is not None and record.id not in consumed
+
+
 def seen_by_runs(scope: BoardScope, name: str) -> bool:
     """A run of queue ``name`` (its jobs may all have completed and left oqron_jobs)."""
     return runs_of(scope).alias(run_name=JsonText("name"), run_module=JsonText("module")) \
@@ -57,11 +65,14 @@ def queue_seen(scope: BoardScope, name: str) -> bool:
     return consumed is not None and name in consumed
 
 
-def usage_annotations(scope: BoardScope) -> dict[str, Exists]:
-    """For a query over ``queue`` records: ``holds_jobs`` and ``holds_dead`` per row,
-    each an index probe into oqron_jobs (no extra query)."""
+def usage_annotations(scope: BoardScope) -> dict[str, Case]:
+    """For a query over definition records: ``holds_jobs`` and ``holds_dead`` per row,
+    each an index probe into oqron_jobs (no extra query) for a ``queue`` record only (the
+    others, most of the page's rows, are False without a probe)."""
     jobs = JobRecord.objects.scoped(scope.project, scope.environment)
-    return {
-        "holds_jobs": Exists(jobs.filter(namespace=Concat(Value(JOB_PREFIX), OuterRef("id")))),
-        "holds_dead": Exists(jobs.filter(namespace=Concat(Value(DLQ_PREFIX), OuterRef("id")))),
-    }
+
+    def probe(prefix: str) -> Case:
+        held = Exists(jobs.filter(namespace=Concat(Value(prefix), OuterRef("id"))))
+        return Case(When(namespace=QUEUE, then=held), default=Value(False), output_field=BooleanField())
+
+    return {"holds_jobs": probe(JOB_PREFIX), "holds_dead": probe(DLQ_PREFIX)}

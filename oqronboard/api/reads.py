@@ -19,7 +19,7 @@ from oqronboard.runs.forms import run_filters
 from oqronboard.runs.queries import job_runs
 from oqronboard.runs.queries import run_list as query_runs
 from oqronboard.runs.views import run_or_404
-from oqronkit.namespaces import QUEUE, job_audit_namespace
+from oqronkit.namespaces import job_audit_namespace
 from oqronkit.webhooks.header_secrets import masked_attempt
 
 from .. import overview, queues
@@ -140,8 +140,7 @@ def definition_list(request: BoardRequest) -> dict[str, Any]:
     consumed = queues.consumed_queues(scope)
     return {"definitions": [
         {"namespace": r.namespace, "kind": r.record_kind, "id": r.id, "value": r.value,
-         "stale": r.namespace == QUEUE and not (r.holds_jobs or r.holds_dead)
-         and consumed is not None and r.id not in consumed}
+         "stale": queues.is_stale(r, consumed)}
         for r in records
     ]}
 

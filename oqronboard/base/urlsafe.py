@@ -16,7 +16,7 @@ import base64
 import binascii
 import re
 
-from django.urls import register_converter
+from django.urls import register_converter, reverse
 
 ESCAPE = "~"
 # ":" is plain: run ids are often "cron:nightly:1", and a colon is safe inside a path.
@@ -68,3 +68,26 @@ class SegmentConverter:
 
 
 register_converter(SegmentConverter, "seg")
+
+# A plain segment (encode_segment keeps it as is) that no route spells.
+_SLOT = "SLOTx"
+
+
+class SegmentPattern:
+    """A URL whose parameters are all ``seg`` segments, reversed once and split around
+    them: a page of rows fills it per row (a ``reverse`` or ``{% url %}`` costs ~20 us)."""
+
+    def __init__(self, name: str, params: int = 1) -> None:
+        self.name = name
+        parts = reverse(name, args=[_SLOT] * params).split(_SLOT)
+        # A mount prefix spelling the slot cannot be split: such a board reverses per row.
+        self.parts = parts if len(parts) == params + 1 else None
+
+    def fill(self, *values: str) -> str:
+        """The URL with ``values`` as its parameters, each encoded as the converter would."""
+        if self.parts is None:
+            return reverse(self.name, args=list(values))
+        out = [self.parts[0]]
+        for value, rest in zip(values, self.parts[1:], strict=True):
+            out += [encode_segment(value), rest]
+        return "".join(out)

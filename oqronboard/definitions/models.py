@@ -30,7 +30,6 @@ class Record(DurableRecord):
         verbose_name = "record"
         verbose_name_plural = "records"
 
-    # Not columns: the definitions page's queue usage annotations and its verdict on them.
+    # Not columns: the definitions page's queue usage annotations.
     holds_jobs: bool
     holds_dead: bool
-    stale: bool

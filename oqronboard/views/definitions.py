@@ -5,8 +5,6 @@ page reads two tables and lives above the apps."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.urls import reverse
@@ -16,7 +14,6 @@ from oqronboard.base.templating import render
 from oqronboard.definitions.queries import MAX_DEFINITIONS, definitions, queue_control
 from oqronboard.jobs.forms import check_queue
 from oqronkit.errors import InvalidState
-from oqronkit.namespaces import QUEUE
 from oqronkit.queues.records import remove_queue_record
 
 from .. import queues
@@ -24,6 +21,7 @@ from ..base.audit import Action
 from ..base.pages import BoardRequest, back, board_view, refresh_others, scope_of
 from ..base.roles import operator_required
 from ..base.scope import BoardScope
+from .definition_rows import definition_groups
 
 NO_QUEUE = "No queue of that name in this project and environment."
 
@@ -35,14 +33,8 @@ def definitions_page(request: BoardRequest) -> HttpResponse:
     consumes, is stale (removable)."""
     scope = scope_of(request)
     records = definitions(scope, annotate=queues.usage_annotations(scope))
-    consumed = queues.consumed_queues(scope)
-    grouped: dict[str, list] = defaultdict(list)
-    for record in records:
-        record.stale = record.namespace == QUEUE and not (record.holds_jobs or record.holds_dead) \
-            and consumed is not None and record.id not in consumed
-        grouped[record.namespace].append(record)
-    context = {"groups": sorted(grouped.items()), "capped": len(records) >= MAX_DEFINITIONS,
-               "limit": MAX_DEFINITIONS}
+    context = {"groups": definition_groups(records, queues.consumed_queues(scope)),
+               "capped": len(records) >= MAX_DEFINITIONS, "limit": MAX_DEFINITIONS}
     if request.htmx and request.GET.get("panel") == "list":
         return render(request, "oqronboard/definitions/list.html#records", context)
     return render(request, "oqronboard/definitions/list.html", context)

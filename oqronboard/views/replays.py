@@ -18,7 +18,6 @@ from django_htmx.http import HttpResponseStopPolling
 from oqronboard.base.templating import render, render_to_string
 from oqronkit.queues.runs import RUN_STATUSES
 from oqronkit.replay import MAX_REPLAYS, ReplayRefused, list_replay_sets, read_replay_set, replay
-from oqronkit.replay.report import ReplaySet
 
 from ..base.audit import Action
 from ..base.filters import TextFilter, WindowField, clean_or_400, window_start
@@ -26,6 +25,7 @@ from ..base.pages import BoardRequest, board_view, scope_of
 from ..base.roles import operator_required
 from ..base.scope import BoardScope
 from .operation_targets import MAX_LAST, ReplayOperationForm, start_replay
+from .replay_rows import pairs_html
 
 NO_SET = "No replay set with that id in this project and environment."
 LISTED = 50
@@ -70,17 +70,8 @@ def replay_context(scope: BoardScope, set_id: str, *, page: int = 1) -> dict[str
     found = read_replay_set(scope.engine, set_id, page=page)
     if found is None:
         raise Http404(NO_SET)
-    return {"replay": found, "record": found.record, "summary": found.summary, "pairs": pair_rows(found),
+    return {"replay": found, "record": found.record, "summary": found.summary, "pairs_html": pairs_html(found.pairs),
             "polling": not found.done}
-
-
-def pair_rows(found: ReplaySet) -> list[dict[str, Any]]:
-    rows = []
-    for p in found.pairs:
-        original, again = p.original or {}, p.replay or {}
-        rows.append({"queue": p.queue, "job_id": p.job_id, "state": p.state, "original_id": p.original_id,
-                     "original": original, "replay": again, "changes": [c.describe() for c in p.changes]})
-    return rows
 
 
 def _over_cap(last: str | None) -> bool:

@@ -15,7 +15,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django_htmx.http import HttpResponseStopPolling
 
 from oqronboard.base.templating import render, render_to_string
-from oqronboard.base.urlsafe import encode_segment
+from oqronboard.base.urlsafe import SegmentPattern
 from oqronboard.templatetags.board import duration, ms_time
 from oqronkit.trace import Trace, TraceEntry
 
@@ -72,19 +72,19 @@ class Links:
     around its parameters, the entry's ids put in as the ``seg`` converter encodes them."""
 
     def __init__(self) -> None:
-        self.run = _split(reverse("oqronboard:run", args=[_SLOT]))
-        self.job = _split(reverse("oqronboard:job", args=[_SLOT, _SLOT]))
-        self.message = _split(reverse("oqronboard:topic-message", args=[_SLOT, _SLOT]))
+        self.run = SegmentPattern("oqronboard:run")
+        self.job = SegmentPattern("oqronboard:job", 2)
+        self.message = SegmentPattern("oqronboard:topic-message", 2)
         self.logs = reverse("oqronboard:logs")
 
     def of(self, entry: TraceEntry) -> str:
         ref = entry.ref
         if entry.kind == "run":
-            return _fill(self.run, entry.id)
+            return self.run.fill(entry.id)
         if entry.kind in ("job", "dead", "audit"):
-            return _fill(self.job, ref["queue"], ref["job"])
+            return self.job.fill(ref["queue"], ref["job"])
         if entry.kind == "message":
-            return _fill(self.message, ref["topic"], entry.id)
+            return self.message.fill(ref["topic"], entry.id)
         return self.logs + "?" + urlencode({"module": ref.get("module", "")})
 
 
@@ -93,20 +93,7 @@ def entry_link(entry: TraceEntry) -> str:
     return Links().of(entry)
 
 
-# A plain segment (encode_segment keeps it as is) that no route spells.
-_SLOT = "SLOTx"
 MAX_INDENT = 12
-
-
-def _split(url: str) -> list[str]:
-    return url.split(_SLOT)
-
-
-def _fill(parts: list[str], *values: str) -> str:
-    out = [parts[0]]
-    for value, rest in zip(values, parts[1:], strict=True):
-        out += [encode_segment(value), rest]
-    return "".join(out)
 
 
 def _cut(text: str, longest: int) -> str:

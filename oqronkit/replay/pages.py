@@ -21,7 +21,7 @@ from ..durable import ABSENT
 from ..namespaces import OPERATIONS, REPLAY_TALLIES, replay_pairs_namespace
 from ..planes import Planes
 from .create import REPLAY_SETS
-from .report import STATES, ReplayPair, ReplaySet, count_states, read_listed_set, resolve_pairs
+from .report import STATES, ReplayPair, ReplaySet, count_states, read_listed_set, replay_runs, resolve_pairs
 
 #: Chunks a read settles beyond the page it shows.
 SETTLE_BUDGET = 3
@@ -44,28 +44,14 @@ def _chunk_id(number: int) -> str:
     return f"{number:06d}"
 
 
-def _chunk_pairs(engine: Planes, set_id: str, chunk: dict[str, Any]) -> list[ReplayPair]:
-    """A chunk's pairs with their states; its replays' runs by its correlation id."""
+def _chunk_pairs(engine: Planes, set_id: str, chunk: dict[str, Any], *, diffs: bool = True) -> list[ReplayPair]:
+    """A chunk's pairs with their states (and, with ``diffs``, their changes); its
+    replays' runs by its correlation id."""
     queue, correlation = str(chunk.get("queue")), str(chunk.get("correlation"))
     # A filter's chunk names its one queue; an id list's pairs each name theirs.
     pairs_in = [{**p, "queue": p.get("queue") or queue} for p in chunk.get("pairs") or [] if isinstance(p, dict)]
 
-    def read_replays() -> dict[str, dict[str, Any]]:
-        newest: dict[str, dict[str, Any]] = {}
-        cursor = None
-        while True:  # one attempt each: about one run per pair, a stalled job's few more
-            runs = engine.durable.list(table="runs", correlation=correlation, limit=1000, cursor=cursor)
-            for record in runs.records:
-                value, job_id = record.value, record.value.get("jobId")
-                kept = newest.get(job_id) if isinstance(job_id, str) else None
-                if isinstance(job_id, str) and value.get("replaySet") == set_id and (
-                        kept is None or int(value.get("startedAt") or 0) >= int(kept.get("startedAt") or 0)):
-                    newest[job_id] = value
-            if runs.next_cursor is None:
-                return newest
-            cursor = runs.next_cursor
-
-    return resolve_pairs(engine, pairs_in, read_replays)
+    return resolve_pairs(engine, pairs_in, lambda: replay_runs(engine, set_id, correlation), diffs=diffs)
 
 
 def _final_counts(pairs: list[ReplayPair]) -> dict[str, int] | None:
@@ -93,7 +79,8 @@ def _read_tracked(engine: Planes, set_id: str, record: dict[str, Any], page: int
         if key in tally or key in settled or number == page:
             continue
         chunk = durable.get(namespace, key)
-        counts = _final_counts(_chunk_pairs(engine, set_id, chunk.value)) if chunk is not None else None
+        # Settled for its counts only, never shown: no diffs.
+        counts = _final_counts(_chunk_pairs(engine, set_id, chunk.value, diffs=False)) if chunk is not None else None
         budget -= 1
         if counts is None:
             break  # the oldest chunk still running: later ones are no further on

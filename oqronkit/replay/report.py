@@ -3,9 +3,10 @@
 This module reads a set that holds its pairs (at most 1,000, made by ``replay``); a
 tracked replay's set keeps them in chunks and is read a page at a time
 (:mod:`oqronkit.replay.pages`, whose ``read_replay_set`` reads either). A replay's run
-is found by its ``replaySet`` among the runs of its handler started since the set was
-created (an index-served range read, newest runs of that handler only); a replay still
-waiting or running is read from its job, a dead one from its dead letter.
+is found by its ``replaySet`` among the runs of its job's correlation id (the set's id,
+or a tracked chunk's: a read of the correlation index, about one run per pair however
+busy the handler is); a replay still waiting or running is read from its job, a dead one
+from its dead letter.
 """
 
 from __future__ import annotations
@@ -20,10 +21,6 @@ from ..planes import Planes
 from .create import REPLAY_SETS
 from .diff import Change, json_diff
 
-#: How many runs of a handler a read looks through for the set's replays.
-SCAN_LIMIT = 50_000
-# Nodes' clocks may differ: a replay's run may start "before" its set was created.
-_CLOCK_SKEW_MS = 60_000
 #: A pair's state; every state but pending and running is final.
 STATES = ("pending", "running", "identical", "changed", "failed")
 
@@ -119,21 +116,15 @@ def count_states(pairs: list[ReplayPair]) -> dict[str, int]:
 def read_listed_set(engine: Planes, set_id: str, record: dict[str, Any]) -> ReplaySet:
     """A set that holds its pairs (``record``), each pair's state read now."""
     pairs_in = [p for p in record.get("pairs") or [] if isinstance(p, dict)]
-
-    def read_replays() -> dict[str, dict[str, Any]]:
-        replays: dict[str, dict[str, Any]] = {}
-        for queue in dict.fromkeys(str(p.get("queue")) for p in pairs_in):
-            wanted = {str(p.get("job")) for p in pairs_in if p.get("queue") == queue}
-            replays.update(_replay_runs(engine, queue, set_id, int(record.get("createdAt") or 0), wanted))
-        return replays
-
-    return ReplaySet(set_id, record, resolve_pairs(engine, pairs_in, read_replays))
+    # Its jobs carry the set's id as their correlation id (create_replay_set).
+    return ReplaySet(set_id, record, resolve_pairs(engine, pairs_in, lambda: replay_runs(engine, set_id, set_id)))
 
 
 def resolve_pairs(engine: Planes, pairs_in: list[dict[str, Any]],
-                  read_replays: Callable[[], dict[str, dict[str, Any]]]) -> list[ReplayPair]:
+                  read_replays: Callable[[], dict[str, dict[str, Any]]], *, diffs: bool = True) -> list[ReplayPair]:
     """Each pair (``run``, ``queue``, ``job``) with its original, its replay's newest run
-    (``read_replays``: by job id, read after the jobs) and its state."""
+    (``read_replays``: by job id, read after the jobs), its state and, with ``diffs``, a
+    changed pair's changes (a chunk read only to count its states needs none)."""
     originals = {r.id: r.value for r in engine.durable.get_many(RUNS, [str(p.get("run")) for p in pairs_in])}
     queues = list(dict.fromkeys(str(p.get("queue")) for p in pairs_in))
     # Jobs before runs: a worker writes a run and deletes its job in one write, so a job
@@ -150,8 +141,9 @@ def resolve_pairs(engine: Planes, pairs_in: list[dict[str, Any]],
         original, job_id = originals.get(str(p.get("run"))), str(p.get("job"))
         run = replays.get(job_id)
         state = pair_state(original, run, jobs.get(job_id))
+        # An identical pair has no change by definition: its outputs were compared once, in pair_state.
         changes = json_diff(original.get("output") if original else None, run.get("output")) \
-            if state in ("identical", "changed") and run is not None else []
+            if diffs and state == "changed" and run is not None else []
         pairs.append(ReplayPair(str(p.get("queue")), job_id, str(p.get("run")), original, run, state, changes))
     return pairs
 
@@ -171,26 +163,19 @@ def pair_state(original: dict[str, Any] | None, run: dict[str, Any] | None, job_
     return "identical" if not json_diff(original.get("output"), run.get("output"), limit=1) else "changed"
 
 
-def _replay_runs(engine: Planes, queue: str, set_id: str, created_at: int,
-                 wanted: set[str]) -> dict[str, dict[str, Any]]:
-    """The newest run of each of the set's jobs in ``queue``, by job id; the scan stops
-    once every wanted job has a finished run (one attempt each: no later run follows)."""
+def replay_runs(engine: Planes, set_id: str, correlation: str) -> dict[str, dict[str, Any]]:
+    """The newest run of each replay job of ``set_id`` among the runs carrying
+    ``correlation``, by job id (one attempt each: about one run per pair, a stalled job's
+    few more; runs of jobs a replay enqueued carry no ``replaySet`` and are skipped)."""
     newest: dict[str, dict[str, Any]] = {}
-    cursor, seen = None, 0
-    while seen < SCAN_LIMIT and not _all_finished(newest, wanted):
-        page = engine.durable.list(RUNS, name=queue, order="started", started_from=created_at - _CLOCK_SKEW_MS,
-                                   limit=1000, cursor=cursor)
+    cursor = None
+    while True:
+        page = engine.durable.list(table="runs", correlation=correlation, limit=1000, cursor=cursor)
         for record in page.records:
             _keep_newest(newest, record, set_id)
-        seen += len(page.records)
         if page.next_cursor is None:
-            break
+            return newest
         cursor = page.next_cursor
-    return newest
-
-
-def _all_finished(newest: dict[str, dict[str, Any]], wanted: set[str]) -> bool:
-    return all(newest.get(j, {}).get("status") not in (None, "running") for j in wanted)
 
 
 def _keep_newest(newest: dict[str, dict[str, Any]], record: StoredRecord, set_id: str) -> None:

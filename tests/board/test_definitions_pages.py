@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 
+from django.db import connections
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from tests.board.seed import Board, job_value, put_jobs, queue_control
+from oqronboard import queues
+from oqronboard.definitions.queries import definitions
+from tests.board.seed import Board, dead_job, job_value, put_jobs, queue_control
 
 
 def test_every_definition_and_control_record(board: Board):
@@ -75,3 +79,35 @@ def test_a_batch_queue_shows_its_batch_options(board: Board):
     assert shown in page and 'data-testid="queue-batch"' in page
     assert 'data-testid="queue-batch"' not in board.viewer.get(reverse("oqronboard:queue-jobs",
                                                                        args=["plain"])).content.decode()
+
+
+def test_only_queue_records_probe_the_jobs_table(board: Board):
+    """Each queue record costs two index probes into oqron_jobs (does its queue hold
+    jobs, dead letters); the page's other records, most of its rows, none."""
+    queue_control(board.plane, "emails")
+    queue_control(board.plane, "sms")
+    queue_control(board.plane, "idle")
+    put_jobs(board.plane, [job_value("emails", "w1"), dead_job("sms", "d1")])
+    board.plane.put("worker", "emails", {"name": "emails", "queue": "emails"})  # named like a queue with jobs
+    for i in range(20):
+        board.plane.put("cron", f"nightly-{i}", {"expression": "0 3 * * *"})
+    connection = connections[board.db.alias]
+    with CaptureQueriesContext(connection) as captured:
+        records = definitions(board.scope, annotate=queues.usage_annotations(board.scope))
+    usage = {(r.namespace, r.id): (bool(r.holds_jobs), bool(r.holds_dead)) for r in records}
+    assert usage[("queue", "emails")] == (True, False) and usage[("queue", "sms")] == (False, True)
+    assert usage[("queue", "idle")] == (False, False) and usage[("worker", "emails")] == (False, False)
+    assert [queues.is_stale(r, set()) for r in records if r.namespace == "queue"] == [False, True, False]
+    if board.db.alias == "default":
+        return  # SQLite's plans do not count loops
+    [query] = [q["sql"] for q in captured.captured_queries if "oqron_records" in q["sql"]]
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + query)
+        plan = cursor.fetchone()[0]
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+
+    def probes(node: dict) -> int:
+        own = node["Actual Loops"] if "oqron_jobs" in node.get("Relation Name", "") else 0
+        return own + sum(probes(child) for child in node.get("Plans", []))
+
+    assert probes(plan[0]["Plan"]) == 2 * 3  # two per queue record, none for the 21 others

@@ -9,8 +9,9 @@ import pytest
 from django.http import HttpResponse, QueryDict
 from django.urls import resolve, reverse
 
+from oqronboard.base import urlsafe
 from oqronboard.base.middleware import BoardRequestMiddleware, hostile_part
-from oqronboard.base.urlsafe import decode_segment, encode_segment
+from oqronboard.base.urlsafe import SegmentPattern, decode_segment, encode_segment
 from oqronboard.templatetags.board import JSON_MAX_CHARS, pretty_json
 from oqronkit.clock import now_ms
 from tests.board.hostile import crafted_cursor, hostile_cursors, nested, raw_put
@@ -29,6 +30,20 @@ def test_segments_round_trip_and_never_hold_a_slash(value):
             decode_segment(segment)  # a lone surrogate no row can hold: 404
     else:
         assert decode_segment(segment) == value
+
+
+@pytest.mark.parametrize("value", [*ODD_IDS, "plain-id_1.2", "SLOTx"])
+def test_a_pattern_reversed_once_fills_in_what_reverse_would(value):
+    assert SegmentPattern("oqronboard:run").fill(value) == reverse("oqronboard:run", args=[value])
+    job = SegmentPattern("oqronboard:job", 2)
+    assert job.fill(value, "j1") == reverse("oqronboard:job", args=[value, "j1"])
+    assert job.fill("q", value) == reverse("oqronboard:job", args=["q", value])
+
+
+def test_a_pattern_whose_url_spells_the_slot_reverses_each_time(monkeypatch):
+    monkeypatch.setattr(urlsafe, "_SLOT", "jobs")  # "/jobs/SLOT/SLOT/" then splits in four
+    job = SegmentPattern("oqronboard:job", 2)
+    assert job.parts is None and job.fill("q", "a/b") == reverse("oqronboard:job", args=["q", "a/b"])
 
 
 def test_plain_ids_stay_plain_and_malformed_escapes_404():

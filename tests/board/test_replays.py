@@ -6,6 +6,7 @@ escaped, and another scope's set is a 404."""
 from __future__ import annotations
 
 import json
+from unittest import mock
 
 from django.contrib.auth import get_user_model
 from django.test import Client
@@ -13,7 +14,7 @@ from django.urls import reverse
 
 from oqronkit.clock import now_ms
 from oqronkit.namespaces import job_namespace
-from oqronkit.replay import read_replay_set
+from oqronkit.replay import read_replay_set, replay, report
 from tests.board.seed import Board, put_runs, queue_control, run_value
 
 HOSTILE = "<script>alert(1)</script>"
@@ -32,13 +33,15 @@ def seed(board: Board) -> None:
 
 
 def finish_replays(board: Board, set_id: str, outputs: dict[str, object]) -> None:
-    """What a worker does: write each replay's run and delete its job."""
+    """What a worker does: write each replay's run (with its job's replay fields and
+    correlation id) and delete its job."""
     found = read_replay_set(board.scope.engine, set_id)
     assert found is not None
     for pair in found.pairs:
         run = run_value(f"r-{pair.original_id}", name=pair.queue, job_id=pair.job_id, started=now_ms(),
                         output=outputs[pair.original_id])
-        run.update(replayOf=pair.original_id, replaySet=set_id)
+        job = board.plane.get(job_namespace(pair.queue), pair.job_id).value
+        run.update(replayOf=job["replayOf"], replaySet=job["replaySet"], correlationId=job["correlationId"])
         put_runs(board.plane, [run])
         board.plane.delete(job_namespace(pair.queue), pair.job_id)
 
@@ -110,3 +113,19 @@ def test_another_scopes_replay_set_is_a_404(board: Board):
     assert board.viewer.get(reverse("oqronboard:replay", args=["secret-set"])).status_code == 404
     assert board.viewer.get(reverse("oqronboard:api-replay", args=["secret-set"])).status_code == 404
     assert "secret-set" not in board.viewer.get(reverse("oqronboard:replays")).content.decode()
+
+
+def test_outputs_are_diffed_once_a_pair_and_not_at_all_for_counts_only(board: Board):
+    seed(board)
+    put_runs(board.plane, [run_value("p3", name="pricing", job_id="j4", output={"net": 300})])
+    set_id = replay(board.scope.engine, run_ids=["p1", "p2", "p3"], user="olivia")
+    finish_replays(board, set_id, {"p1": {"net": 100}, "p2": {"net": 200, "note": "x"}, "p3": {"net": 301}})
+    with mock.patch.object(report, "json_diff", wraps=report.json_diff) as diffing:
+        found = read_replay_set(board.scope.engine, set_id)
+    assert found is not None and [p.state for p in found.pairs] == ["identical", "identical", "changed"]
+    assert [len(p.changes) for p in found.pairs] == [0, 0, 1]
+    assert diffing.call_count == 4  # one comparison a pair, and the changed pair's full diff
+    pairs_in = found.record["pairs"]
+    counted = report.resolve_pairs(board.scope.engine, pairs_in, lambda: report.replay_runs(
+        board.scope.engine, set_id, set_id), diffs=False)
+    assert [(p.state, p.changes) for p in counted] == [("identical", []), ("identical", []), ("changed", [])]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from oqronkit import Engine
+from oqronkit import Engine, RecordWrite
+from oqronkit.clock import now_ms
 from oqronkit.namespaces import RUNS
 from oqronkit.replay import ReplayRefused, read_replay_set, replay
 from tests.engine.queue.conftest import running, wait_until
@@ -90,3 +91,29 @@ def test_a_scope_without_the_handler_reads_replayable_from_the_workers_definitio
     assert result.ok and result.summary["identical"] == 1
     assert result.record["selection"] == {"runIds": [original["id"]]} and result.record["createdBy"] == "ops"
     assert read_replay_set(board, "no-such-set") is None
+
+
+def test_a_set_reads_its_replays_by_its_correlation_id_not_by_the_handlers_traffic(engine: Engine):
+    q = engine.queue("busy", handler=lambda ctx: ctx.data, replayable=True)
+    q.add(1)
+    with running(engine):
+        wait_until(lambda: completed_runs(engine, "busy"))
+    set_id = replay(engine, handler="busy", last=1)  # no worker now: its replay stays pending
+    [original] = completed_runs(engine, "busy")
+    later = now_ms()
+    # 1,200 later runs of the handler, none of them the set's: a busy hour's traffic.
+    engine.durable.insert_many([RecordWrite(RUNS, f"other-{i}", {**original, "id": f"other-{i}", "jobId": f"j{i}",
+                                                                 "startedAt": later + i, "correlationId": f"c{i}"})
+                                for i in range(1200)])
+    listed: list[int] = []
+    plain_list = engine.durable.list
+
+    def counted_list(*args, **kwargs):
+        page = plain_list(*args, **kwargs)
+        listed.append(len(page.records))
+        return page
+
+    engine.durable.list = counted_list  # type: ignore[method-assign]
+    found = read_replay_set(engine, set_id)
+    assert found is not None and [p.state for p in found.pairs] == ["pending"]
+    assert sum(listed) <= 1, listed  # the set's own runs (none yet), not the handler's 1,200
