@@ -1,10 +1,7 @@
-"""The links of the topics panel (the topics page and a topic log's header), built once
-a request from three reversed prefixes rather than eight ``{% url %}`` a group: a page
-of 60 groups spent a third of its time reversing. A topic's page and its groups' pages
-are :func:`~oqronboard.base.urlsafe.encode_segment` segments below the topics page, a
-group's actions paths below its page, its delivery queue a segment below the queues page
-(the routes in :mod:`oqronboard.routes`; tests/board/test_topic_links.py holds every one
-equal to ``reverse()``)."""
+"""The links of the topics panel (the topics page and a topic log's header), each route
+reversed once a request and filled per topic and group (:class:`SegmentPattern`) rather
+than eight ``{% url %}`` a group: a page of 60 groups spent a third of its time
+reversing (tests/board/test_topic_links.py holds every one equal to ``reverse()``)."""
 
 from __future__ import annotations
 
@@ -14,7 +11,7 @@ from urllib.parse import quote
 
 from django.urls import reverse
 
-from .base.urlsafe import encode_segment
+from .base.urlsafe import SegmentPattern
 from .topics import TopicRow
 
 
@@ -39,19 +36,20 @@ class TopicLinks:
 
 def topic_links(topics: Iterable[TopicRow], *, back: str) -> dict[str, TopicLinks]:
     """Each topic's links by name, its groups' by group name; a replay comes back to ``back``."""
-    topics_url, queues_url = reverse("oqronboard:topics"), reverse("oqronboard:queues")
-    dead_url = reverse("oqronboard:dead-letters")
+    log, page, queue = SegmentPattern("oqronboard:topic-log"), SegmentPattern("oqronboard:topic-group", 2), \
+        SegmentPattern("oqronboard:queue-jobs")
+    pause, resume = SegmentPattern("oqronboard:group-pause", 2), SegmentPattern("oqronboard:group-resume", 2)
+    replay, retry = SegmentPattern("oqronboard:group-replay", 2), SegmentPattern("oqronboard:group-retry-dead", 2)
+    dead_url, back_query = reverse("oqronboard:dead-letters"), f"?next={quote(back, safe='/')}"
     links = {}
     for topic in topics:
-        log = f"{topics_url}{encode_segment(topic.name)}/"
         groups = {}
         for group in topic.groups:
-            page = f"{log}groups/{encode_segment(group.name)}/"
+            names = (topic.name, group.name)
             # Query values quoted as the urlencode template filter quotes them.
             groups[group.name] = GroupLinks(
-                page=page, pause=page + "pause/", resume=page + "resume/",
-                replay=f"{page}replay/?next={quote(back, safe='/')}",
-                retry_dead=page + "retry-dead/", queue=f"{queues_url}{encode_segment(group.queue)}/",
-                dead=f"{dead_url}?queue={quote(group.queue, safe='/')}")
-        links[topic.name] = TopicLinks(log=log, groups=groups)
+                page=page.fill(*names), pause=pause.fill(*names), resume=resume.fill(*names),
+                replay=replay.fill(*names) + back_query, retry_dead=retry.fill(*names),
+                queue=queue.fill(group.queue), dead=f"{dead_url}?queue={quote(group.queue, safe='/')}")
+        links[topic.name] = TopicLinks(log=log.fill(topic.name), groups=groups)
     return links
