@@ -26,7 +26,7 @@ from ..history import history_panel, span_of
 @board_view
 def queues(request: BoardRequest) -> HttpResponse:
     """Every known queue with its depths (the overview's queue table)."""
-    return render(request, "oqronboard/jobs/queues.html", {"overview": overview.build(scope_of(request))})
+    return render(request, "oqronboard/jobs/queues.html", {"overview": overview.build(scope_of(request), charts=False)})
 
 
 @board_view
