@@ -7,9 +7,14 @@ import html
 import re
 
 import pytest
+from django.template import Context, Template
 from django.urls import reverse
 
 from oqronboard import overview
+from oqronboard.charts import stacked_bars
+from oqronboard.overview import QueueRow
+from oqronboard.overview_rows import queue_rows_html
+from oqronkit.clock import now_ms
 from tests.board.seed import Board, dead_job, job_value, put_jobs, put_runs, queue_control, run_value
 
 # Names a URL must quote (a space, '&', '#', a non-ASCII letter): the links reversed once per page
@@ -54,7 +59,7 @@ def test_the_overview_links_each_queue_its_dead_letters_and_the_runs(board: Boar
 def _quoted(name: str) -> str:
     from urllib.parse import quote
 
-    return quote(name, safe="")  # Django's urlencode filter: "/" quoted as well
+    return quote(name)  # what Django's urlencode filter writes
 
 
 @pytest.mark.parametrize("page", ["oqronboard:queues", "oqronboard:api-queues"])
@@ -84,3 +89,53 @@ def test_the_queues_api_answers_the_overviews_figures_without_a_chart(board: Boa
     assert built.chart is None and all(row.chart is None for row in built.queues)
     assert [(q.name, q.completed, q.failed) for q in built.queues] == [
         (q.name, q.completed, q.failed) for q in overview.build(board.scope).queues]
+
+
+# The overview's queue rows as the template loop drew them (overview_rows.py builds them now).
+ROWS_TEMPLATE = """{% load board %}{% for q in ov.queues %}
+<tr data-row data-testid="queue-row-{{ q.name }}">
+<th scope="row"><a href="{% url 'oqronboard:queue-jobs' q.name %}" data-open>{{ q.name }}</a>
+{% if q.paused %}<span class="badge warn">paused</span>{% endif %}</th>
+<td data-label="Waiting" class="num" data-testid="waiting-{{ q.name }}">{{ q.waiting|default_if_none:"?" }}</td>
+<td data-label="Delayed" class="num">{{ q.delayed|default_if_none:"?" }}</td>
+<td data-label="Active" class="num">{{ q.active|default_if_none:"?" }}</td>
+<td data-label="Dead" class="num"><a href="{% url 'oqronboard:dead-letters' %}?queue={{ q.name|urlencode }}" \
+data-testid="overview-dead-{{ q.name }}"{% if q.dead %} class="bad"{% endif %}>{{ q.dead }}</a></td>
+<td data-label="Oldest waiting">{% if q.oldest_waiting_at %}<time datetime="{{ q.oldest_waiting_at|ms_iso }}" \
+title="{{ q.oldest_waiting_at|ms_time }}">{{ q.oldest_waiting_at|ago }}</time>{% else %}<span class="muted">none</span>\
+{% endif %}</td>
+<td data-label="Last hour" class="spark">{{ q.chart.svg }}
+<span class="muted small">{{ q.completed }} ok · {{ q.failed }} failed</span></td>
+<td data-label="Failure rate" class="num{% if q.failure_rate and q.failure_rate >= 10 %} bad{% endif %}">\
+{% if q.failure_rate is not None %}{{ q.failure_rate|percent }}{% else %}<span class="muted">\N{EN DASH}</span>\
+{% endif %}</td>
+<td data-label="Workers">{% if q.workers %}{{ q.workers }}{% elif q.unattended %}<span class="badge bad" \
+data-testid="unattended-{{ q.name }}">no live worker</span>{% else %}<span class="muted">0</span>{% endif %}</td>
+</tr>
+{% endfor %}"""
+
+
+def every_kind_of_row() -> list[QueueRow]:
+    chart = stacked_bars([(3, 1), (0, 0), (12345, 2)], labels=["a", "b", "c"])
+    return [
+        QueueRow("emails", paused=True, waiting=4, delayed=1, active=0, dead=1, oldest_waiting_at=now_ms() - 5400_000,
+                 completed=6, failed=2, workers=2, chart=chart),
+        QueueRow('<b>"x" & \'y\'</b>', waiting=None, delayed=None, active=None, dead=0, chart=chart),  # hot plane down
+        QueueRow("mail out/é", waiting=1, completed=95, failed=5, workers=0, chart=chart),  # unattended, 5 %
+        QueueRow("failed", waiting=12345678, completed=0, failed=3, dead=1234567, workers=1234, chart=chart),
+        QueueRow("~tilde:colon", paused=True, waiting=2, chart=chart),  # paused: not unattended
+    ]
+
+
+@pytest.mark.parametrize("grouping", [False, True])
+def test_the_queue_rows_are_the_markup_the_template_loop_drew(settings, grouping: bool):
+    settings.USE_THOUSAND_SEPARATOR = grouping
+    queues = every_kind_of_row()
+    before = Template(ROWS_TEMPLATE).render(Context({"ov": {"queues": queues}}))
+    after = str(queue_rows_html(queues))
+    assert _squash(after) == _squash(before)
+    assert ("12,345,678" in after) is grouping and "&lt;b&gt;&quot;x&quot; &amp; &#x27;y&#x27;&lt;/b&gt;" in after
+
+
+def _squash(markup: str) -> str:
+    return re.sub(r"\s*\n\s*", "\n", markup).replace("&#39;", "&#x27;").strip()
