@@ -12,6 +12,7 @@ from oqronboard.base.templating import render
 from oqronboard.definitions.queries import audit_entries, queue_control
 from oqronboard.jobs.forms import JobListForm, check_queue
 from oqronboard.jobs.queries import JOB_STATUSES, queue_jobs
+from oqronboard.jobs.rows import job_rows_html
 from oqronboard.jobs.views import job_context, job_or_404, queue_counts
 from oqronboard.runs.queries import job_runs
 from oqronkit.namespaces import job_audit_namespace
@@ -48,7 +49,8 @@ def queue_jobs_page(request: BoardRequest, queue: str) -> HttpResponse:
         return render(request, "oqronboard/jobs/queue.html#counts", {**context, **(counts or queue_counts(request,
                                                                                                           queue))})
     rows, next_cursor = queue_jobs(scope, queue, status, cursor=cursor)
-    context.update(rows=rows, next_query=urlencode({"status": status, "cursor": next_cursor}) if next_cursor else "")
+    context.update(rows=rows, job_rows=job_rows_html(queue, rows),
+                   next_query=urlencode({"status": status, "cursor": next_cursor}) if next_cursor else "")
     if request.htmx and cursor is not None:
         return render(request, "oqronboard/jobs/queue.html#rows", context)
     context.update(counts or queue_counts(request, queue))

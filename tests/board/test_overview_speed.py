@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from oqronboard import overview
 from oqronboard.charts import stacked_bars
+from oqronboard.jobs.rows import job_rows_html
 from oqronboard.overview import QueueRow
 from oqronboard.overview_rows import queue_rows_html
 from oqronkit.clock import now_ms
@@ -139,3 +140,46 @@ def test_the_queue_rows_are_the_markup_the_template_loop_drew(settings, grouping
 
 def _squash(markup: str) -> str:
     return re.sub(r"\s*\n\s*", "\n", markup).replace("&#39;", "&#x27;").strip()
+
+
+# A queue's job rows as the template loop drew them (jobs/rows.py builds them now).
+JOB_ROWS_TEMPLATE = """{% load board %}{% for job in rows %}
+<tr data-row data-testid="job-row">
+<td><a href="{% url 'oqronboard:job' queue job.id %}" data-open><code>{{ job.id }}</code></a></td>
+<td><time datetime="{{ job.created|ms_iso }}">{{ job.created|ago }}</time></td>
+<td>{% if job.run_at %}{{ job.run_at|ago }}{% endif %}</td>
+<td class="num">{{ job.attempts|default_if_none:0 }}/{{ job.max_attempts|default_if_none:"?" }}</td>
+<td class="num">{{ job.priority|default_if_none:0 }}</td>
+<td class="error-cell">{{ job.error_message|default_if_none:""|truncatechars:120 }}</td>
+</tr>
+{% endfor %}"""
+
+
+@pytest.mark.parametrize("grouping", [False, True])
+def test_the_job_rows_are_the_markup_the_template_loop_drew(settings, grouping: bool):
+    settings.USE_THOUSAND_SEPARATOR = grouping
+    now = now_ms()
+    rows = [
+        {"id": "01a24a13a47c", "created": now - 65_000, "run_at": now + 3_600_000, "attempts": 2, "max_attempts": 5,
+         "priority": 10, "error_message": "boom"},
+        {"id": 'a/b <"c"> & \'d\'', "created": None, "run_at": None, "attempts": None, "max_attempts": None,
+         "priority": None, "error_message": None},
+        {"id": "failed", "created": now, "run_at": 0, "attempts": 12345, "max_attempts": 99999, "priority": -3,
+         "error_message": "é<b>" * 100},
+    ]
+    for queue in ("emails", "mail out/é"):
+        before = Template(JOB_ROWS_TEMPLATE).render(Context({"rows": rows, "queue": queue}))
+        after = str(job_rows_html(queue, rows))
+        assert _squash(after) == _squash(before)
+        assert ("12,345" in after) is grouping and "&lt;&quot;c&quot;&gt; &amp; &#x27;d&#x27;" in after
+
+
+def test_a_queue_page_lists_its_jobs_or_says_it_has_none(board: Board):
+    seed_queues(board)
+    url = reverse("oqronboard:queue-jobs", args=["mail out"])
+    body = board.viewer.get(url, {"status": "waiting"}).content.decode()
+    for job_id in ("w-0", "w-1"):
+        assert reverse("oqronboard:job", args=["mail out", job_id]) in hrefs(body)
+    assert body.count('data-testid="job-row"') == 2 and "No waiting job" not in body
+    empty = board.viewer.get(url, {"status": "delayed"}).content.decode()
+    assert 'data-testid="job-row"' not in empty and "No delayed job in mail out." in empty
