@@ -10,9 +10,9 @@ from django.http import HttpResponse
 
 from oqronboard.base.templating import render
 from oqronboard.definitions.queries import audit_entries, queue_control
+from oqronboard.job_rows import job_rows_html
 from oqronboard.jobs.forms import JobListForm, check_queue
 from oqronboard.jobs.queries import JOB_STATUSES, queue_jobs
-from oqronboard.jobs.rows import job_rows_html
 from oqronboard.jobs.views import job_context, job_or_404, queue_counts
 from oqronboard.runs.queries import job_runs
 from oqronkit.namespaces import job_audit_namespace

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from oqronboard import overview
 from oqronboard.charts import stacked_bars
-from oqronboard.jobs.rows import job_rows_html
+from oqronboard.job_rows import job_rows_html
 from oqronboard.overview import QueueRow
 from oqronboard.overview_rows import queue_rows_html
 from oqronkit.clock import now_ms
@@ -142,7 +142,7 @@ def _squash(markup: str) -> str:
     return re.sub(r"\s*\n\s*", "\n", markup).replace("&#39;", "&#x27;").strip()
 
 
-# A queue's job rows as the template loop drew them (jobs/rows.py builds them now).
+# A queue's job rows as the template loop drew them (job_rows.py builds them now).
 JOB_ROWS_TEMPLATE = """{% load board %}{% for job in rows %}
 <tr data-row data-testid="job-row">
 <td><a href="{% url 'oqronboard:job' queue job.id %}" data-open><code>{{ job.id }}</code></a></td>
@@ -160,12 +160,13 @@ def test_the_job_rows_are_the_markup_the_template_loop_drew(settings, grouping: 
     settings.USE_THOUSAND_SEPARATOR = grouping
     now = now_ms()
     rows = [
-        {"id": "01a24a13a47c", "created": now - 65_000, "run_at": now + 3_600_000, "attempts": 2, "max_attempts": 5,
+        # Instants an hour or more away: ago() shows minutes there, steady while both render.
+        {"id": "01a24a13a47c", "created": now - 5_430_000, "run_at": now + 7_230_000, "attempts": 2, "max_attempts": 5,
          "priority": 10, "error_message": "boom"},
         {"id": 'a/b <"c"> & \'d\'', "created": None, "run_at": None, "attempts": None, "max_attempts": None,
          "priority": None, "error_message": None},
-        {"id": "failed", "created": now, "run_at": 0, "attempts": 12345, "max_attempts": 99999, "priority": -3,
-         "error_message": "é<b>" * 100},
+        {"id": "failed", "created": now - 86_430_000, "run_at": 0, "attempts": 12345, "max_attempts": 99999,
+         "priority": -3, "error_message": "é<b>" * 100},
     ]
     for queue in ("emails", "mail out/é"):
         before = Template(JOB_ROWS_TEMPLATE).render(Context({"rows": rows, "queue": queue}))
