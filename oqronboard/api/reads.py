@@ -39,7 +39,7 @@ def _page(rows: list[dict], cursor: str | None, **more: Any) -> dict[str, Any]:
 @api_view("GET")
 def queue_list(request: BoardRequest) -> dict[str, Any]:
     """Every queue of the scope with the overview's numbers, and the live workers."""
-    data = overview.build(scope_of(request))
+    data = overview.build(scope_of(request), charts=False)
     internal = overview.internal_queues()
     rows = []
     for row in data.queues:

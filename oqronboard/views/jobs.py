@@ -10,6 +10,7 @@ from django.http import HttpResponse
 
 from oqronboard.base.templating import render
 from oqronboard.definitions.queries import audit_entries, queue_control
+from oqronboard.job_rows import job_rows_html
 from oqronboard.jobs.forms import JobListForm, check_queue
 from oqronboard.jobs.queries import JOB_STATUSES, queue_jobs
 from oqronboard.jobs.views import job_context, job_or_404, queue_counts
@@ -26,7 +27,7 @@ from ..history import history_panel, span_of
 @board_view
 def queues(request: BoardRequest) -> HttpResponse:
     """Every known queue with its depths (the overview's queue table)."""
-    return render(request, "oqronboard/jobs/queues.html", {"overview": overview.build(scope_of(request))})
+    return render(request, "oqronboard/jobs/queues.html", {"overview": overview.build(scope_of(request), charts=False)})
 
 
 @board_view
@@ -48,7 +49,8 @@ def queue_jobs_page(request: BoardRequest, queue: str) -> HttpResponse:
         return render(request, "oqronboard/jobs/queue.html#counts", {**context, **(counts or queue_counts(request,
                                                                                                           queue))})
     rows, next_cursor = queue_jobs(scope, queue, status, cursor=cursor)
-    context.update(rows=rows, next_query=urlencode({"status": status, "cursor": next_cursor}) if next_cursor else "")
+    context.update(rows=rows, job_rows=job_rows_html(queue, rows),
+                   next_query=urlencode({"status": status, "cursor": next_cursor}) if next_cursor else "")
     if request.htmx and cursor is not None:
         return render(request, "oqronboard/jobs/queue.html#rows", context)
     context.update(counts or queue_counts(request, queue))

@@ -16,6 +16,7 @@ from oqronkit.history.buckets import ALL_KEY
 from ..base.pages import BoardRequest, board_view, scope_of
 from ..history import OVERVIEW_SPAN, history_panel, span_of
 from ..overview import build
+from ..overview_rows import queue_rows_html
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +44,8 @@ def home(request: BoardRequest) -> HttpResponse:
     try:
         engine.get_durable()
         if not context["needs_sql"]:
-            context["overview"] = build(scope_of(request), include_internal=False)
+            context["overview"] = overview = build(scope_of(request), include_internal=False)
+            context["queue_rows"] = queue_rows_html(overview.queues)
             context["db_health"], context["dead_rows_warning"] = database_health(), DEAD_ROWS_WARNING
             if not request.htmx:  # the live panel's poll leaves the history (a minute's rollup) alone
                 context["history"] = history_panel(scope_of(request), "all", ALL_KEY,
