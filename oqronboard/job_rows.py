@@ -9,25 +9,20 @@ from html import escape  # the stdlib's: Django's lazy-aware wrapper costs ~10 u
 from typing import Any
 
 from django.template.defaultfilters import truncatechars
-from django.urls import reverse
 from django.utils.formats import localize
 from django.utils.safestring import SafeString, mark_safe
 
-from oqronboard.base.urlsafe import encode_segment
+from oqronboard.base.urlsafe import SegmentPattern
 from oqronboard.templatetags.board import ago, ms_iso
-
-# A plain segment (encode_segment keeps it as is) that no route spells.
-_SLOT = "SLOTx"
 
 
 def job_rows_html(queue: str, rows: list[dict[str, Any]]) -> SafeString:
     """One ``<tr>`` per job of ``rows`` (queries.queue_jobs's): every text escaped, the
     job URL reversed once and each id put in as the seg converter encodes it."""
-    before, middle, after = reverse("oqronboard:job", args=[_SLOT, _SLOT]).split(_SLOT)
-    prefix = before + encode_segment(queue) + middle
+    job_url = SegmentPattern("oqronboard:job", 2)
     parts = []
     for job in rows:
-        url = escape(prefix + encode_segment(job["id"]) + after)
+        url = escape(job_url.fill(queue, str(job["id"])))
         created, run_at = job.get("created"), job.get("run_at")
         error = job.get("error_message")
         parts.append(

@@ -14,26 +14,24 @@ from django.urls import reverse
 from django.utils.formats import number_format
 from django.utils.safestring import SafeString, mark_safe
 
-from oqronboard.base.urlsafe import encode_segment
+from oqronboard.base.urlsafe import SegmentPattern
 from oqronboard.templatetags.board import ago, ms_iso, ms_time, percent
 
 from .overview import QueueRow
 
-# A plain segment (encode_segment keeps it as is) that no route spells.
-_SLOT = "SLOTx"
 FAILURE_RATE_WARNING = 10  # percent: the rate is shown in red from here
 
 
 def queue_rows_html(queues: list[QueueRow]) -> SafeString:
     """One ``<tr>`` per queue: every text escaped, each URL pattern reversed once."""
-    jobs_before, jobs_after = reverse("oqronboard:queue-jobs", args=[_SLOT]).split(_SLOT)
+    queue_jobs = SegmentPattern("oqronboard:queue-jobs")
     dead_letters = escape(reverse("oqronboard:dead-letters"))
     # What the template's {{ n }} prints for an int: grouped only where the host asks for it.
     count: Callable[[int], str] = number_format if settings.USE_THOUSAND_SEPARATOR else str
     rows = []
     for q in queues:
         name = escape(q.name)
-        jobs = escape(jobs_before + encode_segment(q.name) + jobs_after)
+        jobs = escape(queue_jobs.fill(q.name))
         paused = '<span class="badge warn">paused</span>' if q.paused else ""
         rows.append(
             f'<tr data-row data-testid="queue-row-{name}">\n'
