@@ -21,7 +21,8 @@ from .. import overview
 from ..base.cursors import decode_cursor
 from ..base.filters import clean_or_400
 from ..base.pages import BoardRequest, board_view, scope_of
-from ..history import history_panel, span_of
+from ..history import DEFAULT_SPAN
+from .history_later import history_response, later_panel, wants_history
 
 
 @board_view
@@ -34,6 +35,8 @@ def queues(request: BoardRequest) -> HttpResponse:
 def queue_jobs_page(request: BoardRequest, queue: str) -> HttpResponse:
     """The jobs of one queue in one status (waiting by default), newest first."""
     check_queue(queue)
+    if wants_history(request):
+        return history_response(request, "queue", queue, DEFAULT_SPAN, title=f"queue {queue}")
     scope = scope_of(request)
     data = clean_or_400(JobListForm(request.GET))
     cursor = decode_cursor(data["cursor"])
@@ -55,7 +58,7 @@ def queue_jobs_page(request: BoardRequest, queue: str) -> HttpResponse:
         return render(request, "oqronboard/jobs/queue.html#rows", context)
     context.update(counts or queue_counts(request, queue))
     context["control"] = queue_control(scope, queue) or {"paused": False}
-    context["history"] = history_panel(scope, "queue", queue, span_of(request.GET))
+    context["history_later"] = later_panel(request, DEFAULT_SPAN)
     return render(request, "oqronboard/jobs/queue.html", context)
 
 

@@ -14,9 +14,10 @@ from oqronkit.contrib.django import engine
 from oqronkit.history.buckets import ALL_KEY
 
 from ..base.pages import BoardRequest, board_view, scope_of
-from ..history import OVERVIEW_SPAN, history_panel, span_of
+from ..history import OVERVIEW_SPAN
 from ..overview import build
 from ..overview_rows import queue_rows_html
+from .history_later import history_response, later_panel, wants_history
 
 logger = logging.getLogger(__name__)
 
@@ -44,12 +45,13 @@ def home(request: BoardRequest) -> HttpResponse:
     try:
         engine.get_durable()
         if not context["needs_sql"]:
+            if wants_history(request):
+                return history_response(request, "all", ALL_KEY, OVERVIEW_SPAN, title="every queue")
             context["overview"] = overview = build(scope_of(request), include_internal=False)
             context["queue_rows"] = queue_rows_html(overview.queues)
             context["db_health"], context["dead_rows_warning"] = database_health(), DEAD_ROWS_WARNING
             if not request.htmx:  # the live panel's poll leaves the history (a minute's rollup) alone
-                context["history"] = history_panel(scope_of(request), "all", ALL_KEY,
-                                                   span_of(request.GET, OVERVIEW_SPAN))
+                context["history_later"] = later_panel(request, OVERVIEW_SPAN)
     except OqronError as exc:
         # Shown, not raised: a misconfigured engine must not hide the board's own
         # diagnostics (manage.py check reports the same message as oqron.E001).

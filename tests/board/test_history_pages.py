@@ -27,6 +27,18 @@ def seed_history(board: Board) -> None:
     record_deploy(board.plane, "v-<b>2</b>", worker="w1", at=now - 10 * MINUTE)
 
 
+def history(board: Board, url: str, query: str = "") -> str:
+    """The history panel of the page at ``url``: the page names the fragment that loads it
+    after the page (htmx), and that fragment is the panel."""
+    page = board.viewer.get(url + query).content.decode()
+    assert 'data-testid="history-totals"' not in page  # the page itself reads no bucket
+    found = re.search(r'data-testid="history-later".*?hx-get="([^"]+)"', page, re.S)
+    assert found, page[:2000]
+    fragment = board.viewer.get(url + found.group(1).replace("&amp;", "&"), headers={"HX-Request": "true"})
+    assert fragment.status_code == 200 and "<html" not in fragment.content.decode()
+    return fragment.content.decode()
+
+
 def totals(body: str) -> str:
     found = re.search(r'data-testid="history-totals">(.*?)<span', body, re.S)
     assert found, body[:2000]
@@ -36,18 +48,28 @@ def totals(body: str) -> str:
 def test_queue_page_charts_and_range_switch(board: Board):
     seed_history(board)
     url = reverse("oqronboard:queue-jobs", args=["emails"])
-    body = board.viewer.get(url).content.decode()
+    body = history(board, url)
     assert totals(body) == "1440 minute buckets: 7 completed, 3 failed"
     assert 'data-testid="range-24h" aria-current="page"' in body
     assert body.count('<polyline class="p99"') >= 1 and 'data-testid="deploy-marker"' in body
     assert '<path class="ok" d="M' in body and '<rect class="ok"' not in body  # 1,440 buckets: paths
     assert "<b>2</b>" not in body and "v-&lt;b&gt;2&lt;/b&gt;" in body
-    assert reverse("oqronboard:handler", args=["emails"]) in body
-    week = board.viewer.get(url + "?range=7d").content.decode()
+    week = history(board, url, "?range=7d")
     assert sorted(totals(week).split(": ")[1].split(", ")) == ["3 failed", "7 completed"]  # open hours: live
     assert totals(week).startswith("168 hour buckets")
     assert 'data-testid="range-7d" aria-current="page"' in week
     assert board.viewer.get(url + "?range=2w").status_code == 400
+    assert board.viewer.get(url + "?panel=history&range=2w", headers={"HX-Request": "true"}).status_code == 400
+    assert reverse("oqronboard:handler", args=["emails"]) in board.viewer.get(url).content.decode()
+
+
+def test_without_script_the_history_is_a_page_of_its_own(board: Board):
+    seed_history(board)
+    for url in (reverse("oqronboard:queue-jobs", args=["emails"]), reverse("oqronboard:home")):
+        page = board.viewer.get(url + "?panel=history&range=24h").content.decode()
+        assert "<html" in page and totals(page).startswith("1440 minute buckets")
+        assert f'href="{url}?range=24h" data-testid="history-back"' in page
+        assert 'href="?panel=history&amp;range=7d#history" data-testid="range-7d"' in page  # the tabs stay here
 
 
 def test_handler_and_overview_pages(board: Board):
@@ -56,9 +78,9 @@ def test_handler_and_overview_pages(board: Board):
     assert totals(body) == "60 minute buckets: 4 completed"
     assert body.count('<rect class="ok"') == 4 and "1 completed</title>" in body  # few buckets: a bar and tooltip each
     assert reverse("oqronboard:runs") + "?name=reports" in body
-    overview = board.viewer.get(reverse("oqronboard:home")).content.decode()
+    overview = history(board, reverse("oqronboard:home"))
     assert totals(overview).startswith("168 hour buckets") and 'data-testid="range-7d" aria-current' in overview
-    overview = board.viewer.get(reverse("oqronboard:home") + "?range=24h").content.decode()
+    overview = history(board, reverse("oqronboard:home"), "?range=24h")
     assert totals(overview) == "1440 minute buckets: 11 completed, 3 failed"
     assert board.viewer.get(reverse("oqronboard:handler", args=["x" * 101])).status_code == 400
 
