@@ -33,11 +33,13 @@ from oqronkit.clock import now_ms
 from oqronkit.namespaces import queue_of
 
 from .forms import dead_filters, selection
-from .queries import DeadFilters, dead_export_rows, dead_groups, dead_list, dead_targets, dlq_depths
+from .queries import COUNT_CAP, DeadFilters, dead_export_rows, dead_groups, dead_list, dead_targets, dlq_depths
 
 EXPORT_CAP = 10_000
 EXPORT_COLUMNS = ("queue", "id", "died", "attempts", "error_type", "error_message", "fingerprint", "reason")
 LIST_EVENT = "dead:list"
+# Each error group's dead letters are counted up to this ("1000+" past it): see dead_groups.
+GROUP_COUNT_CAP = COUNT_CAP
 # What makes a spreadsheet read an exported cell as a formula (_csv_safe).
 FORMULA_SIGNS = frozenset("=+-@")
 FORMULA_CONTROLS = frozenset("\t\r")
@@ -79,8 +81,14 @@ def _groups_name(queue: str) -> str:
 
 
 def dead_groups_shared(scope: BoardScope, queue: str) -> dict[str, Any]:
-    groups, at = shared_at(scope, _groups_name(queue), lambda: dead_groups(scope, queue=queue))
-    return {"groups": groups, "groups_at": at, "shared_seconds": conf.cache_seconds()}
+    groups, at = shared_at(scope, _groups_name(queue), lambda: dead_groups(scope, queue=queue, cap=GROUP_COUNT_CAP))
+    return _groups_context(groups, at)
+
+
+def _groups_context(groups: list[dict[str, Any]], at: int) -> dict[str, Any]:
+    # A capped group's count reads "1000+": the panel says so once, under the table.
+    return {"groups": groups, "groups_at": at, "shared_seconds": conf.cache_seconds(),
+            "groups_capped": any(g["capped"] for g in groups), "group_count_cap": GROUP_COUNT_CAP}
 
 
 def dead_groups_held(scope: BoardScope, queue: str) -> dict[str, Any] | None:
@@ -90,7 +98,7 @@ def dead_groups_held(scope: BoardScope, queue: str) -> dict[str, Any] | None:
     if held is None:
         return None
     groups, at = held
-    return {"groups": groups, "groups_at": at, "shared_seconds": conf.cache_seconds()}
+    return _groups_context(groups, at)
 
 
 def selection_targets(scope: BoardScope, data: dict) -> list[tuple[str, str]]:

@@ -193,8 +193,8 @@ WITH RECURSIVE fps(fp) AS (
     FROM fps WHERE fps.fp IS NOT NULL
 ), groups AS MATERIALIZED (  -- else the stats subquery ran twice a group: for the filter below and the output
     SELECT fps.fp AS fp,
-        (SELECT count(*) || ',' || count(DISTINCT namespace) || ',' || max(namespace)
-         FROM oqron_jobs WHERE {where} AND {fp} = fps.fp) AS stats,
+        (SELECT count(*) || ',' || count(DISTINCT namespace) || ',' || max(namespace) FROM (
+            SELECT namespace FROM oqron_jobs WHERE {where} AND {fp} = fps.fp LIMIT {counted}) AS counted) AS stats,
         (SELECT {died} FROM oqron_jobs WHERE {where} AND {fp} = fps.fp ORDER BY {died} LIMIT 1) AS first_seen,
         (SELECT {died} FROM oqron_jobs WHERE {where} AND {fp} = fps.fp ORDER BY {died} DESC LIMIT 1) AS last_seen,
         (SELECT {error} FROM oqron_jobs WHERE {where} AND {fp} = fps.fp ORDER BY {died} DESC LIMIT 1) AS error
@@ -217,15 +217,19 @@ _GROUP_EXPRESSIONS = {
 }
 
 
-def dead_groups(scope: BoardScope, *, queue: str = "", limit: int = 50) -> list[dict[str, Any]]:
-    """Dead letters grouped by error fingerprint (type plus normalised message): count,
-    first and last seen, the latest failure's type and message; most recent group first.
+def dead_groups(scope: BoardScope, *, queue: str = "", limit: int = 50,
+                cap: int = COUNT_CAP) -> list[dict[str, Any]]:
+    """Dead letters grouped by error fingerprint (type plus normalised message): count
+    (up to ``cap``, then ``capped``), the queues among the counted ones, first and last
+    seen, the latest failure's type and message; most recent group first.
 
     One statement, served by ``oqron_jobs_dlq_fingerprint_idx`` alone for the grouping:
     a skip scan finds each distinct fingerprint with one index probe, then per group a
     count over its index range (no JSON is decoded for it), first and last seen from
     the ends of that range and the latest row's error. Grouping every dead letter
     with ``GROUP BY`` instead decodes the JSON of every row (hundreds of ms at 20k).
+    The count is capped because each counted row's visibility is read from the table
+    (an expression index serves no index-only scan): ~1 us a row, 40 ms for 30,750.
     Dead letters without a fingerprint are not grouped.
     """
     connection = connections[jobs_of(scope).db]
@@ -237,7 +241,7 @@ def dead_groups(scope: BoardScope, *, queue: str = "", limit: int = 50) -> list[
     if queue:
         where += " AND namespace = %s"
         params.append(dlq_namespace(queue))
-    sql = _GROUPS_SQL.format(where=where, limit=int(limit), **expressions)
+    sql = _GROUPS_SQL.format(where=where, limit=int(limit), counted=int(cap) + 1, **expressions)
     # Every subquery repeats ``where``: 2 in fps, 4 in groups.
     with connection.cursor() as cursor:
         cursor.execute(sql, params * 6)
@@ -251,7 +255,8 @@ def dead_groups(scope: BoardScope, *, queue: str = "", limit: int = 50) -> list[
             error = None
         error = error if isinstance(error, dict) else {}
         groups.append({
-            "fingerprint": fingerprint, "count": int(count), "queues": int(queues),
+            "fingerprint": fingerprint, "count": min(int(count), cap), "capped": int(count) > cap,
+            "queues": int(queues),
             "queue": queue_of(namespace),
             "first": int(first) if first is not None else None, "last": int(last) if last is not None else None,
             "error_type": error.get("type"), "message": error.get("message"),
