@@ -29,6 +29,7 @@ from oqronboard.base.roles import operator_required
 from oqronboard.base.scope import BoardScope
 from oqronboard.base.shared import shared_at, shared_fresh
 from oqronboard.base.templating import render
+from oqronboard.base.urlsafe import encode_segment
 from oqronkit.clock import now_ms
 from oqronkit.namespaces import queue_of
 
@@ -60,6 +61,7 @@ def dead_letters(request: BoardRequest) -> HttpResponse:
         template = "oqronboard/jobs/dead.html#groups" if request.htmx else "oqronboard/jobs/dead_groups.html"
         return render(request, template, {**context, **dead_groups_shared(scope, filters.queue)})
     rows, next_cursor = dead_list(scope, filters)
+    _add_job_urls(rows)
     query = {k: v for k, v in request.GET.items() if k not in ("cursor", "panel") and v}
     context.update(rows=rows, next_query=urlencode({**query, "cursor": next_cursor}) if next_cursor else "")
     if panel == "list" or (request.htmx and filters.cursor is not None):
@@ -67,6 +69,18 @@ def dead_letters(request: BoardRequest) -> HttpResponse:
                       "oqronboard/jobs/dead.html#rows" if filters.cursor else "oqronboard/jobs/dead.html#list", context)
     context.update({**dead_depths(scope), **(dead_groups_held(scope, filters.queue) or {"groups_later": True})})
     return render(request, "oqronboard/jobs/dead.html", context)
+
+
+# A plain segment (encode_segment keeps it as is) that no route spells.
+_SLOT = "SLOTx"
+
+
+def _add_job_urls(rows: list[dict]) -> None:
+    """Each row's job page URL, the pattern reversed once (per row in the template,
+    ``{% url %}`` cost ~40 us a row) and the ids put in as the ``seg`` converter does."""
+    before, between, after = reverse("oqronboard:job", args=[_SLOT, _SLOT]).split(_SLOT)
+    for row in rows:
+        row["url"] = f"{before}{encode_segment(row['queue'] or '')}{between}{encode_segment(row['id'])}{after}"
 
 
 # The depth and the groups count every dead letter: shared by every viewer for a few

@@ -1,0 +1,47 @@
+"""The dead-letter list's links are the ones ``reverse`` gives, though built once per
+request rather than per row: job ids the ``seg`` converter escapes included."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from django.urls import reverse
+
+from oqronkit.clock import now_ms
+from tests.board.seed import Board, dead_job, put_jobs
+
+IDS = ("plain-1", "a/b", "retry", "naïve id", "..")
+
+
+def test_each_rows_job_link_and_retry_form_are_the_reversed_urls(board: Board):
+    now = now_ms()
+    put_jobs(board.plane, [dead_job("emails", job_id, died=now - i) for i, job_id in enumerate(IDS)])
+    body = board.operator.get(reverse("oqronboard:dead-letters")).content.decode()
+    links = [html.unescape(href) for href in re.findall(r'<a href="([^"]+)" data-open>', body)]
+    assert links == [reverse("oqronboard:job", args=["emails", job_id]) for job_id in IDS]
+    retry = reverse("oqronboard:dead-retry")
+    assert body.count(f'action="{retry}" hx-post="{retry}"') == len(IDS)
+    for link in links:
+        assert board.viewer.get(link).status_code == 200
+
+
+def test_the_list_reverses_no_url_per_row(board: Board, monkeypatch):
+    """``{% url %}`` calls ``django.urls.reverse`` as it renders: as often for 5 rows as for 1."""
+    import django.urls
+
+    calls: list[str] = []
+
+    def counting(viewname, *args, **kwargs):
+        calls.append(viewname)
+        return reverse(viewname, *args, **kwargs)
+
+    monkeypatch.setattr(django.urls, "reverse", counting)  # {% url %} imports it as it renders
+    url = reverse("oqronboard:dead-letters")
+    counts = []
+    for n in (1, 5):
+        put_jobs(board.plane, [dead_job("emails", f"j{n}-{i}", died=now_ms() - i) for i in range(n)])
+        calls.clear()
+        board.operator.get(url, {"panel": "list"}, HTTP_HX_REQUEST="true")
+        counts.append(len(calls))
+    assert counts[0] == counts[1]
