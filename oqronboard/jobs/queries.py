@@ -16,8 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import connections
-from django.db.models import Count, QuerySet, TextField, Value
-from django.db.models.functions import Concat
+from django.db.models import Count, QuerySet
 
 from oqronboard.base.cursors import PAGE_SIZE, encode_cursor
 from oqronboard.base.expressions import JsonNumber, JsonText, KindIs, RowBefore, RowKey
@@ -25,6 +24,7 @@ from oqronboard.base.scope import BoardScope
 from oqronkit.namespaces import JOB_PREFIX, dlq_namespace, job_namespace, queue_of
 
 from .models import JobRecord, JobRecordQuerySet
+from .search import newest_matches
 
 JOB_STATUSES = ("waiting", "delayed", "active", "waiting-dependencies", "blocked")
 # Counts the hot plane does not keep are counted up to this, then shown as "1000+".
@@ -116,38 +116,15 @@ def dead_queryset(scope: BoardScope, filters: DeadFilters) -> JobRecordQuerySet:
 
 def dead_list(scope: BoardScope, filters: DeadFilters, *, limit: int = PAGE_SIZE) -> tuple[list[dict], str | None]:
     """One page of dead letters, newest death first. A text search first looks among the
-    newest :data:`SEARCH_WINDOW` (a common word fills the page there); when they hold
-    too few matches, the trigram index finds every one (a rare word has few)."""
+    newest dead letters (:mod:`.search`: a common word fills the page there); when they
+    hold too few matches, the trigram index finds every one (a rare word has few)."""
     if filters.search:
-        newest = _newest_matches(scope, filters, limit + 1)
+        newest = newest_matches(scope, search=filters.search, wanted=limit + 1, queue=filters.queue,
+                                fingerprint=filters.fingerprint, died_before=filters.died_before,
+                                cursor=filters.cursor, db=jobs_of(scope).db)
         if newest is not None:
             return _page(newest, "died", limit)
     return _page(dead_queryset(scope, filters).values("id", "namespace", **_dead_fields()), "died", limit)
-
-
-#: Dead letters a text search reads newest first before it asks the trigram index.
-SEARCH_WINDOW = 1500
-
-
-def _newest_matches(scope: BoardScope, filters: DeadFilters, wanted: int) -> list[dict] | None:
-    """The first ``wanted`` matches of the search in the page's order, when the newest
-    :data:`SEARCH_WINDOW` dead letters (from the cursor) hold that many; else None.
-
-    Through the trigram index, a word on 1,500 of 30,000 dead letters read and sorted
-    all 1,500 (each record decompressed several times); newest first, it stops at the
-    page's 51st. The same rows either way: the window is a prefix of the page's order."""
-    unsearched = replace(filters, search="")
-    edge = list(dead_queryset(scope, unsearched).values_list("namespace", "id")[SEARCH_WINDOW - 1:SEARCH_WINDOW])
-    qs = dead_queryset(scope, unsearched)
-    if edge:
-        [(namespace, job_id)] = edge
-        died = jobs_of(scope).filter(namespace=namespace, id=job_id).values_list(JsonNumber("diedAt"), flat=True)
-        qs = qs.filter(died_key__gte=died[:1])
-    # The search not as the trigram index spells it, so the planner walks the death-time index.
-    rows = list(qs.alias(f_unindexed=Concat(JsonText("lastError", "message"), Value(""), output_field=TextField()))
-                .filter(f_unindexed__icontains=filters.search)
-                .values("id", "namespace", **_dead_fields())[:wanted])
-    return rows if len(rows) == wanted or not edge else None
 
 
 def dead_targets(scope: BoardScope, filters: DeadFilters, *, limit: int) -> list[tuple[str, str]]:
