@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 
 from django.urls import reverse
 
@@ -45,3 +46,33 @@ def test_the_list_reverses_no_url_per_row(board: Board, monkeypatch):
         board.operator.get(url, {"panel": "list"}, HTTP_HX_REQUEST="true")
         counts.append(len(calls))
     assert counts[0] == counts[1]
+
+
+# The template's loop as it was before {% dead_rows %}: the tag must give the same markup.
+LOOP = "{% load board %}" + (Path(__file__).parent / "dead_rows_loop.html").read_text()
+
+
+def _squeezed(html_text: str) -> str:
+    return re.sub(r">\s+<", "><", html_text).strip()
+
+
+def test_the_rows_tag_gives_the_markup_the_template_loop_gave(monkeypatch):
+    from django.template import Context, Template
+
+    from oqronboard.templatetags import board as filters
+
+    now = now_ms()
+    monkeypatch.setattr(filters, "now_ms", lambda: now)  # "ago" the same in both renderings
+    rows = [
+        {"id": "plain-1", "queue": "emails", "url": "/dead/job/1", "died": now - 5000, "error_type": "ValueError",
+         "error_message": "boom " * 50, "reason": "failed", "attempts": 3},
+        {"id": '<b>"x"&y' + "z" * 40, "queue": "q<1>", "url": "/j?a=1&b=2", "died": None, "error_type": None,
+         "error_message": None, "reason": "dead: <timeout>", "attempts": None},
+        {"id": "n", "queue": "sms", "url": "/n", "died": now, "error_type": "E", "error_message": None,
+         "reason": None, "attempts": 0},
+    ]
+    for operator in (True, False):
+        context = {"rows": rows, "is_operator": operator, "csrf_token": "tok<en>", "filters": {}}
+        old = Template(LOOP).render(Context(context))
+        new = Template("{% load dead_rows %}{% dead_rows rows %}").render(Context(context))
+        assert _squeezed(new) == _squeezed(old), operator
