@@ -202,7 +202,7 @@ def _pieces(value: object) -> str:
 
 
 def test_a_text_search_finds_the_same_page_newest_first_or_through_the_index(board: Board, monkeypatch):
-    from oqronboard.jobs import queries
+    from oqronboard.jobs import search as text_search
 
     now = now_ms()
     common = [dead_job("emails", f"c{i:03d}", died=now - i, message=f"card declined {i}") for i in range(0, 120, 2)]
@@ -222,7 +222,7 @@ def test_a_text_search_finds_the_same_page_newest_first_or_through_the_index(boa
     expected = {search: [[r["id"] for r in dead_queryset(board.scope, DeadFilters(search=search)).values("id")]]
                 for search in ("DECLINED", "needle", "zzz", "timed out")}
     for window in (5, 40, 2000):  # the window holds the page, part of it, or everything
-        monkeypatch.setattr(queries, "SEARCH_WINDOW", window)
+        monkeypatch.setattr(text_search, "SEARCH_WINDOW", window)
         for search, [ids] in expected.items():
             assert [i for page in pages(search) for i in page] == ids, (window, search)
     assert expected["needle"] == [["old-rare"]] and len(expected["DECLINED"][0]) == 60
