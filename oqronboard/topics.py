@@ -8,9 +8,12 @@ Three SQL queries, all indexed and bounded, whatever the size of the logs:
    one primary-key range read, with each partition's oldest and newest retained
    message as index probes into oqron_runs (``oqron_runs_log_offset_idx``): a
    partition retains ``next - oldest offset`` messages, so nothing is counted;
-2. per topic definition, the last hour's messages, counted from the newest end of the
-   publishedAt index, at most ``RECENT_CAP`` of them (a busier topic's rate is its
-   newest ``RECENT_CAP`` messages over the time they span). A query of its own: in the
+2. per topic definition, each partition's first offset of the last hour (the first
+   ``WINDOW_ENTRIES`` entries of the publishedAt index from the hour's start): the hour's
+   messages are then each partition's next offset minus it, nothing counted row by row
+   (a partition absent from those entries but with a newer message makes it "at least";
+   offsets and publishedAt may disagree by the milliseconds of a publish at the hour's
+   edge). A query of its own: in the
    first, Postgres would cost that probe for every record, and compile the statement
    (JIT) for more time than it runs;
 3. each group's delivery queue: its jobs (in flight: at most the dispatch window) and
@@ -22,12 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db.models import OuterRef
-from django.utils.formats import localize
+from django.utils.formats import number_format
 
 from oqronboard.definitions.topics import TopicRecords, definition_annotations, group_lag, topic_records
 from oqronboard.jobs.queries import queue_sizes
-from oqronboard.runs.topics import RECENT_CAP, partition_edges, recent, recent_counts
+from oqronboard.runs.topics import parse_oldest, parse_window_starts, partition_edges, window_starts
 from oqronkit.clock import now_ms
 from oqronkit.topics.subscription import delivery_queue_name
 
@@ -58,7 +62,8 @@ class GroupRow:
     @property
     def lag_title(self) -> str:
         """The lag of each partition, as the lag cell's title says it."""
-        return ", ".join(f"partition {p}: {localize(n)}" for p, n in self.lag_partitions.items())
+        number = number_format if settings.USE_THOUSAND_SEPARATOR else str  # as {{ n }} prints an int
+        return ", ".join(f"partition {p}: {number(n)}" for p, n in self.lag_partitions.items())
 
 
 @dataclass
@@ -88,8 +93,8 @@ class TopicRow:
     partition_rows: list[PartitionRow]
     groups: list[GroupRow] = field(default_factory=list)
     last_hour: int = 0
-    # The publishedAt of the oldest message counted in last_hour (for a capped count's rate).
-    counted_since: int | None = None
+    # A partition published in the hour but its first message of it was not found: "at least".
+    last_hour_partial: bool = False
     now: int = 0
 
     @property
@@ -110,17 +115,9 @@ class TopicRow:
         return max((p.newest_published for p in self.partition_rows if p.newest_published is not None), default=None)
 
     @property
-    def last_hour_capped(self) -> bool:
-        """Whether the last hour held more messages than were counted."""
-        return self.last_hour >= RECENT_CAP
-
-    @property
     def per_minute(self) -> float:
-        """Messages a minute over the last hour; over the newest ``RECENT_CAP`` when
-        the hour held more."""
-        if not self.last_hour_capped or self.counted_since is None:
-            return self.last_hour / 60
-        return self.last_hour * 60_000 / max(self.now - self.counted_since, 1)
+        """Messages a minute over the last hour."""
+        return self.last_hour / 60
 
     @property
     def lag(self) -> int:
@@ -146,9 +143,10 @@ def build(scope: BoardScope, *, topic: str | None = None) -> TopicsOverview:
     now = now_ms()
     edges = partition_edges(scope, OuterRef("c_topic"), OuterRef("c_partition"))
     records, capped = topic_records(scope, topic=topic, annotate=edges)
-    latest = definition_annotations(scope, {"recent": recent(scope, OuterRef("id"), now - HOUR_MS, cap=RECENT_CAP)},
+    since = now - HOUR_MS
+    latest = definition_annotations(scope, {"starts": window_starts(scope, OuterRef("id"), since)},
                                     topic=topic)
-    rows = [_topic_row(found, now, latest.get(found.name, {}).get("recent")) for found in records.values()]
+    rows = [_topic_row(found, now, since, latest.get(found.name, {}).get("starts")) for found in records.values()]
     sizes = queue_sizes(scope, [g.queue for t in rows for g in t.groups])
     for row in rows:
         for group in row.groups:
@@ -156,18 +154,18 @@ def build(scope: BoardScope, *, topic: str | None = None) -> TopicsOverview:
     return TopicsOverview(now=now, topics=rows, capped=capped)
 
 
-def _topic_row(found: TopicRecords, now: int, recent_text: Any) -> TopicRow:
+def _topic_row(found: TopicRecords, now: int, since: int, starts_text: Any) -> TopicRow:
     nexts = found.nexts()
     partitions = [
-        PartitionRow(partition=p, next=nexts[p], oldest=_int(edge.get("oldest_offset")),
-                     oldest_published=_int(edge.get("oldest_published")),
+        PartitionRow(partition=p, next=nexts[p], oldest=_int(oldest), oldest_published=_int(published),
                      newest_published=_int(edge.get("newest_published")))
         for p in range(found.partitions) for edge in [found.counters.get(p, {})]
+        for oldest, published in [parse_oldest(edge.get("oldest"))]
     ]
-    last_hour, counted_since = recent_counts(recent_text)
+    last_hour, partial = _since(partitions, since, parse_window_starts(starts_text))
     row = TopicRow(name=found.name, partitions=found.partitions, defined=found.definition is not None,
                    definition=found.definition or {}, paused=bool((found.state or {}).get("paused")),
-                   partition_rows=partitions, last_hour=last_hour, counted_since=counted_since, now=now)
+                   partition_rows=partitions, last_hour=last_hour, last_hour_partial=partial, now=now)
     for name, value in sorted(found.groups.items()):
         lag = group_lag(value, nexts)
         cursor = value.get("cursor")
@@ -176,6 +174,19 @@ def _topic_row(found: TopicRecords, now: int, recent_text: Any) -> TopicRow:
             lag_partitions=lag, cursor=cursor if isinstance(cursor, dict) else {},
             start_from=str(value.get("startFrom", "")), updated_at=_int(value.get("updatedAt"))))
     return row
+
+
+def _since(partitions: list[PartitionRow], since: int, starts: dict[int, int]) -> tuple[int, bool]:
+    """Messages published since ``since``: each partition's next offset minus its first
+    offset since then; a partition whose newest message is that recent but whose first
+    was not among the entries read counts its newest alone (the total is then "at least")."""
+    total, partial = 0, False
+    for p in partitions:
+        if p.partition in starts:
+            total += max(p.next - starts[p.partition], 0)
+        elif p.newest_published is not None and p.newest_published >= since:
+            total, partial = total + 1, True
+    return total, partial
 
 
 def _int(value: Any) -> int | None:

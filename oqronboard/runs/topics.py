@@ -7,8 +7,8 @@ their deliveries, as the topic pages read them from oqron_runs.
 - a partition's oldest and newest retained message: probes of
   ``oqron_runs_log_offset_idx`` (partition, offset), the index the engine reads the
   log by, so the retained count is ``next - oldest offset`` with no count at all;
-- messages published since an instant, per topic: the newest end of the publishedAt
-  index, at most ``RECENT_CAP`` entries a topic;
+- where each partition stood at an instant, per topic: the first entries of the
+  publishedAt index from it, at most ``WINDOW_ENTRIES`` a topic;
 - a message's deliveries: the runs of its jobs (a delivery's job id is the message id),
   on the jobId index.
 """
@@ -31,11 +31,10 @@ from .queries import list_fields, runs_of
 
 PREVIEW_CHARS = 160
 MAX_DELIVERY_RUNS = 100
-# Messages of the last hour counted per topic at most (a busier topic's rate is taken
-# from its newest RECENT_CAP messages instead). Each one counted is a heap fetch (the
-# index is on an expression): 1,000 cost 20 busy topics 16k buffers and ~28 ms; 200
-# cost ~3.9k, and a rate over 200 messages is within ~7 % (Poisson, 1/sqrt(200)).
-RECENT_CAP = 200
+# Messages read from the start of the last hour per topic: each partition's first one of
+# the hour is among them unless the partition publishes far less than the others (it
+# then counts "at least"; tests/board/test_topics_pages.py).
+WINDOW_ENTRIES = 64
 
 
 def messages_of(scope: BoardScope) -> RunRecordQuerySet:
@@ -98,40 +97,59 @@ def get_message(scope: BoardScope, topic: str, message_id: str) -> RunRecord | N
 
 def partition_edges(scope: BoardScope, topic: Any, partition: Any) -> dict[str, Subquery]:
     """For a query whose rows name a topic and a partition (outer references):
-    the partition's oldest retained offset, and the oldest and newest retained
-    message's publishedAt; each an index probe, no count."""
+    ``oldest``, the partition's oldest retained message as ``"<offset>,<publishedAt>"``
+    (:func:`parse_oldest`), and the newest retained message's publishedAt; two index
+    probes, no count."""
     messages = (messages_of(scope).filter(namespace=Concat(Value(TOPIC_MSG_PREFIX), topic))
                 .alias(m_partition=JsonCast("partition", "int")).filter(m_partition=partition))
     oldest = messages.order_by(JsonCast("offset", "bigint").asc())
     newest = messages.order_by(JsonCast("offset", "bigint").desc())
     return {
-        "oldest_offset": Subquery(oldest.values(o=JsonCast("offset", "bigint"))[:1]),
-        "oldest_published": Subquery(oldest.values(p=JsonText("publishedAt"))[:1]),
+        "oldest": Subquery(oldest.values(e=Concat(JsonText("offset"), Value(","), JsonText("publishedAt"),
+                                                     output_field=TextField()))[:1]),
         "newest_published": Subquery(newest.values(p=JsonText("publishedAt"))[:1]),
     }
 
 
-def recent(scope: BoardScope, topic: Any, since: int, *, cap: int = RECENT_CAP) -> Subquery:
-    """For a query whose rows name a topic (an outer reference): ``"<n>,<oldest>"``,
-    how many of its messages were published at or after ``since``, counting at most
-    ``cap`` (a walk of the newest end of the publishedAt index, so never more than
-    ``cap`` rows a topic), and the publishedAt of the oldest one counted (a capped
-    count's rate is then ``cap`` over the time since that one)."""
-    newest = (messages_of(scope).filter(namespace=Concat(Value(TOPIC_MSG_PREFIX), topic))
-              .alias(published=Published()).filter(published__gte=since)
-              .order_by(Published().desc()).values(p=Published())[:cap])
-    return Subquery(newest, output_field=TextField(),
-                    template="(SELECT count(*) || ',' || coalesce(min(p), 0) FROM (%(subquery)s) AS recent)")
+def parse_oldest(text: Any) -> tuple[Any, Any]:
+    """:func:`partition_edges`' ``oldest`` as (offset, publishedAt) texts (None when absent)."""
+    offset, _, published = str(text).partition(",") if text else ("", "", "")
+    return offset or None, published or None
 
 
-def recent_counts(text: Any) -> tuple[int, int | None]:
-    """:func:`recent`'s ``"<n>,<oldest>"`` as numbers (``(0, None)`` when absent)."""
-    count, _, oldest = str(text or "0,0").partition(",")
-    try:
-        number, first = int(count), int(float(oldest or 0))
-    except ValueError:
-        return 0, None
-    return number, first or None
+class _WindowStarts(Subquery):
+    """:func:`window_starts`' subquery, its string aggregate spelled per database."""
+
+    template = ("(SELECT string_agg(part || ':' || off, ',') FROM (SELECT part, min(off) AS off "
+                "FROM (%(subquery)s) AS w GROUP BY part) AS g)")
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(compiler, connection, template=self.template.replace("string_agg", "group_concat"), **extra)
+
+
+def window_starts(scope: BoardScope, topic: Any, since: int, *, entries: int | None = None) -> Subquery:
+    """For a query whose rows name a topic (an outer reference): ``"<partition>:<offset>,..."``,
+    each partition's lowest offset among the topic's first ``entries`` messages published
+    at or after ``since`` (a walk of the publishedAt index from ``since``, at most
+    ``entries`` rows a topic). A partition's messages since then are its next offset
+    minus that one: counted from the counters, not row by row."""
+    first = (messages_of(scope).filter(namespace=Concat(Value(TOPIC_MSG_PREFIX), topic))
+             .alias(published=Published()).filter(published__gte=since)
+             .order_by(Published().asc(), JsonCast("offset", "bigint").asc())  # a batch shares its instant
+             .values(part=JsonCast("partition", "int"), off=JsonCast("offset", "bigint"))[:entries or WINDOW_ENTRIES])
+    return _WindowStarts(first, output_field=TextField())
+
+
+def parse_window_starts(text: Any) -> dict[int, int]:
+    """:func:`window_starts`' text as ``{partition: offset}`` (empty when absent)."""
+    starts = {}
+    for pair in str(text or "").split(","):
+        partition, _, offset = pair.partition(":")
+        try:
+            starts[int(partition)] = int(float(offset))
+        except ValueError:
+            continue
+    return starts
 
 
 def delivery_runs(scope: BoardScope, topic: str, message_id: str) -> list[dict[str, Any]]:

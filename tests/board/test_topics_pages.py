@@ -7,9 +7,13 @@ import re
 
 from django.urls import reverse
 
+from oqronboard import topics
 from oqronboard.base.cursors import PAGE_SIZE, decode_cursor
+from oqronboard.base.filters import HOUR_MS
+from oqronboard.runs import topics as runs_topics
 from oqronboard.runs.topics import MessageFilters, message_page
 from oqronkit.clock import now_ms
+from oqronkit.topics import log
 from tests.board.seed import Board
 from tests.board.topic_seed import HOSTILE, dead, delivery_run, group, in_flight, publish
 
@@ -62,28 +66,38 @@ def test_topics_live_panel_is_a_fragment_within_three_queries(board: Board):
     assert len(board_queries) <= 3, [q["sql"][:200] for q in board_queries]
 
 
-def test_a_busy_topics_last_hour_is_counted_up_to_a_cap_and_its_rate_from_the_newest(board: Board, monkeypatch):
-    from oqronboard import topics
+def _append(board: Board, topic: str, partition: int, count: int, at: int) -> None:
+    """``count`` messages appended to one partition, published at ``at`` (as a producer then would)."""
+    drafts = [log.Draft(id=f"{topic}-{partition}-{at}-{n}", key=f"k{n}", payload={"n": n}, headers={},
+                        correlation_id=None, idempotency_key=None, published_at=at) for n in range(count)]
+    log.append(board.plane, topic, partition, drafts)
 
-    publish(board, count=12)
-    publish(board, "quiet", partitions=1, count=3)
-    monkeypatch.setattr(topics, "RECENT_CAP", 5)
-    overview = topics.build(board.scope)
-    busy, quiet = overview.get("orders"), overview.get("quiet")
-    assert busy.last_hour == 5 and busy.last_hour_capped and busy.counted_since is not None
-    assert busy.per_minute > 5 / 60  # five messages within the last few seconds: a high rate
-    assert quiet.last_hour == 3 and not quiet.last_hour_capped and quiet.per_minute == 3 / 60
+
+def test_the_last_hour_is_each_partitions_next_offset_minus_its_first_of_the_hour(board: Board):
+    """Issue 37 item 6: the hour's messages come from the offsets, not from counting rows:
+    exact however busy the hour, the older messages left out."""
+    two_hours_ago = now_ms() - 2 * HOUR_MS
+    _append(board, "orders", 0, 4, two_hours_ago)
+    _append(board, "orders", 1, 3, two_hours_ago)
+    publish(board, count=250)  # now, over both partitions: more than the 200 a count once stopped at
+    busy = topics.build(board.scope).get("orders")
+    assert busy is not None and busy.retained == 257
+    assert busy.last_hour == 250 and not busy.last_hour_partial and busy.per_minute == 250 / 60
     body = board.viewer.get(reverse("oqronboard:topics")).content.decode()
-    assert cell(body, "rate-orders") == "5+" and cell(body, "rate-quiet") == "3"
+    assert cell(body, "rate-orders") == "250"
 
 
-def test_the_last_hour_counts_up_to_200_messages_a_topic_and_says_when_it_held_more(board: Board):
-    """Issue 37 item 6: a busy hour counts 200 of a topic's messages (each a heap fetch), not 1,000."""
-    publish(board, count=201)
-    publish(board, "quiet", partitions=1, count=199)
+def test_a_partition_whose_first_of_the_hour_was_not_read_counts_at_least(board: Board, monkeypatch):
+    minute = 60_000
+    _append(board, "orders", 0, 5, now_ms() - 10 * minute)
+    _append(board, "orders", 1, 3, now_ms() - 5 * minute)
+    publish(board, count=1)  # declares the topic
+    assert topics.build(board.scope).get("orders").last_hour == 9
+    monkeypatch.setattr(runs_topics, "WINDOW_ENTRIES", 3)  # the first three of the hour: partition 0's
+    orders = topics.build(board.scope).get("orders")
+    assert orders.last_hour_partial and 6 <= orders.last_hour < 9
     body = board.viewer.get(reverse("oqronboard:topics")).content.decode()
-    assert cell(body, "rate-orders") == "200+" and cell(body, "rate-quiet") == "199"
-    assert 'title="more than 200: the rate is over the newest 200"' in body
+    assert cell(body, "rate-orders") == f"{orders.last_hour}+" and "at least" in body
 
 
 def test_no_topic_says_so(board: Board):
