@@ -5,16 +5,14 @@ renders both and compares them)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from html import escape  # the stdlib's: Django's lazy-aware wrapper costs ~10 us a call
 from urllib.parse import quote
 
-from django.conf import settings
 from django.urls import reverse
-from django.utils.formats import number_format
 from django.utils.safestring import SafeString, mark_safe
 
 from oqronboard.base.urlsafe import SegmentPattern
+from oqronboard.row_html import int_text
 from oqronboard.templatetags.board import ago, ms_iso, ms_time, percent
 
 from .overview import QueueRow
@@ -26,8 +24,6 @@ def queue_rows_html(queues: list[QueueRow]) -> SafeString:
     """One ``<tr>`` per queue: every text escaped, each URL pattern reversed once."""
     queue_jobs = SegmentPattern("oqronboard:queue-jobs")
     dead_letters = escape(reverse("oqronboard:dead-letters"))
-    # What the template's {{ n }} prints for an int: grouped only where the host asks for it.
-    count: Callable[[int], str] = number_format if settings.USE_THOUSAND_SEPARATOR else str
     rows = []
     for q in queues:
         name = escape(q.name)
@@ -36,22 +32,22 @@ def queue_rows_html(queues: list[QueueRow]) -> SafeString:
         rows.append(
             f'<tr data-row data-testid="queue-row-{name}">\n'
             f'<th scope="row"><a href="{jobs}" data-open>{name}</a>\n{paused}</th>\n'
-            f'<td data-label="Waiting" class="num" data-testid="waiting-{name}">{_or_unknown(q.waiting, count)}</td>\n'
-            f'<td data-label="Delayed" class="num">{_or_unknown(q.delayed, count)}</td>\n'
-            f'<td data-label="Active" class="num">{_or_unknown(q.active, count)}</td>\n'
+            f'<td data-label="Waiting" class="num" data-testid="waiting-{name}">{_or_unknown(q.waiting)}</td>\n'
+            f'<td data-label="Delayed" class="num">{_or_unknown(q.delayed)}</td>\n'
+            f'<td data-label="Active" class="num">{_or_unknown(q.active)}</td>\n'
             f'<td data-label="Dead" class="num"><a href="{dead_letters}?queue={escape(quote(q.name))}" '
-            f'data-testid="overview-dead-{name}"{' class="bad"' if q.dead else ""}>{count(q.dead)}</a></td>\n'
+            f'data-testid="overview-dead-{name}"{' class="bad"' if q.dead else ""}>{int_text(q.dead)}</a></td>\n'
             f'<td data-label="Oldest waiting">{_oldest(q.oldest_waiting_at)}</td>\n'
             f'<td data-label="Last hour" class="spark">{q.chart.svg if q.chart else ""}\n'
-            f'<span class="muted small">{count(q.completed)} ok · {count(q.failed)} failed</span></td>\n'
+            f'<span class="muted small">{int_text(q.completed)} ok · {int_text(q.failed)} failed</span></td>\n'
             f"{_failure_rate(q.failure_rate)}\n"
-            f'<td data-label="Workers">{_workers(q, name, count)}</td>\n'
+            f'<td data-label="Workers">{_workers(q, name)}</td>\n'
             "</tr>")
     return mark_safe("\n".join(rows))  # every value above went through escape() or is a number
 
 
-def _or_unknown(value: int | None, count: Callable[[int], str]) -> str:
-    return "?" if value is None else count(value)
+def _or_unknown(value: int | None) -> str:
+    return "?" if value is None else int_text(value)
 
 
 def _oldest(at: int | None) -> str:
@@ -66,9 +62,9 @@ def _failure_rate(rate: float | None) -> str:
     return f'<td data-label="Failure rate" class="{css}">{shown}</td>'
 
 
-def _workers(q: QueueRow, name: str, count: Callable[[int], str]) -> str:
+def _workers(q: QueueRow, name: str) -> str:
     if q.workers:
-        return count(q.workers)
+        return int_text(q.workers)
     if q.unattended:
         return f'<span class="badge bad" data-testid="unattended-{name}">no live worker</span>'
     return '<span class="muted">0</span>'

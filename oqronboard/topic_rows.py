@@ -8,10 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from html import escape  # the stdlib's: Django's lazy-aware wrapper costs ~10 us a call
 
-from django.conf import settings
-from django.utils.formats import number_format
 from django.utils.safestring import SafeString, mark_safe
 
+from .row_html import csrf_input, int_text
 from .topic_links import GroupLinks, TopicLinks
 from .topics import GroupRow, TopicRow
 
@@ -43,18 +42,18 @@ def _row(t: str, g: GroupRow, link: GroupLinks, actions: Actions | None) -> str:
         f'<a href="{escape(link.page)}" class="small" data-testid="history-{test_id}" title="its metrics history">'
         f"history</a> {paused}</th>"
         f'<td class="num{" warn-text" if g.lag else ""}" data-testid="lag-{test_id}" title="{escape(g.lag_title)}">'
-        f"{_number(g.lag)}</td>"
+        f"{int_text(g.lag)}</td>"
         f'<td class="num" data-testid="inflight-{test_id}"><a href="{escape(link.queue)}">'
-        f"{_number(g.in_flight)}</a></td>"
+        f"{int_text(g.in_flight)}</a></td>"
         f'<td class="num" data-testid="dead-{test_id}"><a href="{escape(link.dead)}"{' class="bad"' if g.dead else ""}>'
-        f"{_number(g.dead)}</a></td>"
+        f"{int_text(g.dead)}</a></td>"
         f'<td class="opt small">{escape(g.start_from)}</td>'
     )
     return cells + (_action_cell(test_id, g, link, actions) if actions is not None else "") + "</tr>"
 
 
 def _action_cell(test_id: str, g: GroupRow, link: GroupLinks, a: Actions) -> str:
-    csrf = f'<input type="hidden" name="csrfmiddlewaretoken" value="{escape(a.csrf_token)}">'
+    csrf = csrf_input(a.csrf_token)
     back = f'<input type="hidden" name="next" value="{escape(a.path)}">'
     verb, url = ("resume", link.resume) if g.paused else ("pause", link.pause)
     cell = (
@@ -69,12 +68,8 @@ def _action_cell(test_id: str, g: GroupRow, link: GroupLinks, a: Actions) -> str
             f'hx-target="#topic-result" class="inline">{csrf}'
             f'<input type="hidden" name="rendered_at" value="{a.rendered_at}">{back}'
             f'<button type="submit" data-testid="retry-dead-{test_id}" title="Only dead letters that died by '
-            f"{escape(a.rendered_at_text)}; more than {_number(a.action_cap)}: a tracked operation over the "
-            f"group's queue\">Retry {_number(g.dead)} dead</button></form>"
+            f"{escape(a.rendered_at_text)}; more than {int_text(a.action_cap)}: a tracked operation over the "
+            f"group's queue\">Retry {int_text(g.dead)} dead</button></form>"
         )
     return cell + "</td>"
 
-
-def _number(n: int) -> str:
-    """What ``{{ n }}`` prints for an int: grouped only where the host asks for it."""
-    return number_format(n) if settings.USE_THOUSAND_SEPARATOR else str(n)

@@ -25,12 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.db.models import OuterRef
-from django.utils.formats import number_format
 
 from oqronboard.definitions.topics import TopicRecords, definition_annotations, group_lag, topic_records
 from oqronboard.jobs.queries import queue_sizes
+from oqronboard.row_html import int_text
 from oqronboard.runs.topics import parse_oldest, parse_window_starts, partition_edges, window_starts
 from oqronkit.clock import now_ms
 from oqronkit.topics.subscription import delivery_queue_name
@@ -62,8 +61,7 @@ class GroupRow:
     @property
     def lag_title(self) -> str:
         """The lag of each partition, as the lag cell's title says it."""
-        number = number_format if settings.USE_THOUSAND_SEPARATOR else str  # as {{ n }} prints an int
-        return ", ".join(f"partition {p}: {number(n)}" for p, n in self.lag_partitions.items())
+        return ", ".join(f"partition {p}: {int_text(n)}" for p, n in self.lag_partitions.items())
 
 
 @dataclass

@@ -127,16 +127,16 @@ class _WindowStarts(Subquery):
         return self.as_sql(compiler, connection, template=self.template.replace("string_agg", "group_concat"), **extra)
 
 
-def window_starts(scope: BoardScope, topic: Any, since: int, *, entries: int | None = None) -> Subquery:
+def window_starts(scope: BoardScope, topic: Any, since: int) -> Subquery:
     """For a query whose rows name a topic (an outer reference): ``"<partition>:<offset>,..."``,
-    each partition's lowest offset among the topic's first ``entries`` messages published
+    each partition's lowest offset among the topic's first ``WINDOW_ENTRIES`` messages published
     at or after ``since`` (a walk of the publishedAt index from ``since``, at most
-    ``entries`` rows a topic). A partition's messages since then are its next offset
+    ``WINDOW_ENTRIES`` rows a topic). A partition's messages since then are its next offset
     minus that one: counted from the counters, not row by row."""
     first = (messages_of(scope).filter(namespace=Concat(Value(TOPIC_MSG_PREFIX), topic))
              .alias(published=Published()).filter(published__gte=since)
              .order_by(Published().asc(), JsonCast("offset", "bigint").asc())  # a batch shares its instant
-             .values(part=JsonCast("partition", "int"), off=JsonCast("offset", "bigint"))[:entries or WINDOW_ENTRIES])
+             .values(part=JsonCast("partition", "int"), off=JsonCast("offset", "bigint"))[:WINDOW_ENTRIES])
     return _WindowStarts(first, output_field=TextField())
 
 

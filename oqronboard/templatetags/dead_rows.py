@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
+from oqronboard.row_html import csrf_input
 from oqronboard.templatetags.board import ago, ms_iso, ms_time
 
 register = template.Library()
@@ -33,9 +34,7 @@ def _cut(value: Any, length: int) -> str:
 @register.simple_tag(takes_context=True)
 def dead_rows(context: template.Context, rows: list[dict[str, Any]]) -> SafeString:
     operator = bool(context.get("is_operator"))
-    token = context.get("csrf_token")
-    csrf = (f'<input type="hidden" name="csrfmiddlewaretoken" value="{_text(token)}">'
-            if token and token != "NOTPROVIDED" else "")
+    csrf = csrf_input(context.get("csrf_token"))
     retry = escape(reverse("oqronboard:dead-retry")) if operator else ""
     parts = []
     for d in rows:
