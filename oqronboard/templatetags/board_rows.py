@@ -9,20 +9,24 @@ from django.template import Context
 from django.utils.safestring import SafeString
 
 from ..topic_rows import Actions
-from ..topic_rows import group_rows as topic_group_rows
+from ..topic_section import topic_section as build_topic_section
 from .board import ms_time
 
 register = template.Library()
 
 
+def _actions(context: Context) -> Actions | None:
+    """What an operator's action cells need, from the page's context (None for a viewer)."""
+    if not context.get("is_operator"):
+        return None
+    rendered_at = int(context["rendered_at"])
+    return Actions(path=context["request"].path, csrf_token=str(context.get("csrf_token", "")),
+                   rendered_at=rendered_at, rendered_at_text=ms_time(rendered_at),
+                   action_cap=int(context["action_cap"]))
+
+
 @register.simple_tag(takes_context=True)
-def group_rows(context: Context, topic: Any, links: Any) -> SafeString:
-    """A topic's consumer group rows (:mod:`oqronboard.topic_rows`), with an operator's
-    action cells when the page's ``is_operator`` says so."""
-    actions = None
-    if context.get("is_operator"):
-        rendered_at = int(context["rendered_at"])
-        actions = Actions(path=context["request"].path, csrf_token=str(context.get("csrf_token", "")),
-                          rendered_at=rendered_at, rendered_at_text=ms_time(rendered_at),
-                          action_cap=int(context["action_cap"]))
-    return topic_group_rows(topic, links, actions)
+def topic_section(context: Context, topic: Any) -> SafeString:
+    """A topic's panel (:mod:`oqronboard.topic_section`) with its links from the page's
+    ``topic_links``, and its groups' action cells when the page's ``is_operator`` says so."""
+    return build_topic_section(topic, context["topic_links"][topic.name], _actions(context))
