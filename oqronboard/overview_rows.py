@@ -1,7 +1,7 @@
-"""The overview's queue table rows, built here rather than in a template loop: with a
-row per queue (46 in the bench's scope) the loop's ~25 template nodes a row were most
-of the page's rendering time. The markup is the loop's (tests/board/test_overview_speed.py
-renders both and compares them)."""
+"""The queue table rows of the overview and of the Jobs page, built here rather than in
+a template loop: with a row per queue (46 and 66 in the bench's scope) the loops' 12-25
+template nodes a row were most of the pages' rendering time. The markup is the loops'
+(tests/board/test_overview_speed.py renders both and compares them)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,25 @@ def queue_rows_html(queues: list[QueueRow]) -> SafeString:
             f"{_failure_rate(q.failure_rate)}\n"
             f'<td data-label="Workers">{_workers(q, name)}</td>\n'
             "</tr>")
+    return mark_safe("\n".join(rows))  # every value above went through escape() or is a number
+
+
+def jobs_rows_html(queues: list[QueueRow]) -> SafeString:
+    """The Jobs page's row per queue: its depths, each a link to its tab, and its state."""
+    queue_jobs = SegmentPattern("oqronboard:queue-jobs")
+    dead_letters = escape(reverse("oqronboard:dead-letters"))
+    rows = []
+    for q in queues:
+        jobs = escape(queue_jobs.fill(q.name))
+        state = '<span class="badge warn">paused</span>' if q.paused else "running"
+        unattended = '<span class="badge bad">no live worker</span>' if q.unattended else ""
+        rows.append(
+            f'<tr data-row>\n<th scope="row"><a href="{jobs}" data-open>{escape(q.name)}</a></th>\n'
+            f'<td class="num"><a href="{jobs}?status=waiting">{_or_unknown(q.waiting)}</a></td>\n'
+            f'<td class="num"><a href="{jobs}?status=delayed">{_or_unknown(q.delayed)}</a></td>\n'
+            f'<td class="num"><a href="{jobs}?status=active">{_or_unknown(q.active)}</a></td>\n'
+            f'<td class="num"><a href="{dead_letters}?queue={escape(quote(q.name))}">{int_text(q.dead)}</a></td>\n'
+            f"<td>{state}\n{unattended}</td>\n</tr>")
     return mark_safe("\n".join(rows))  # every value above went through escape() or is a number
 
 

@@ -14,6 +14,7 @@ from oqronboard.job_rows import job_rows_html
 from oqronboard.jobs.forms import JobListForm, check_queue
 from oqronboard.jobs.queries import JOB_STATUSES, queue_jobs
 from oqronboard.jobs.views import job_context, job_or_404, queue_counts
+from oqronboard.overview_rows import jobs_rows_html
 from oqronboard.runs.queries import job_runs
 from oqronkit.namespaces import job_audit_namespace
 
@@ -28,7 +29,9 @@ from .history_later import history_response, later_panel, wants_history
 @board_view
 def queues(request: BoardRequest) -> HttpResponse:
     """Every known queue with its depths (the overview's queue table)."""
-    return render(request, "oqronboard/jobs/queues.html", {"overview": overview.build(scope_of(request), charts=False)})
+    shown = overview.build(scope_of(request), charts=False)
+    return render(request, "oqronboard/jobs/queues.html",
+                  {"overview": shown, "queue_rows": jobs_rows_html(shown.queues)})
 
 
 @board_view

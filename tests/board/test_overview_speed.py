@@ -14,7 +14,7 @@ from oqronboard import overview
 from oqronboard.charts import stacked_bars
 from oqronboard.job_rows import job_rows_html
 from oqronboard.overview import QueueRow
-from oqronboard.overview_rows import queue_rows_html
+from oqronboard.overview_rows import jobs_rows_html, queue_rows_html
 from oqronkit.clock import now_ms
 from tests.board.seed import Board, dead_job, job_value, put_jobs, put_runs, queue_control, run_value
 
@@ -136,6 +136,31 @@ def test_the_queue_rows_are_the_markup_the_template_loop_drew(settings, grouping
     after = str(queue_rows_html(queues))
     assert _squash(after) == _squash(before)
     assert ("12,345,678" in after) is grouping and "&lt;b&gt;&quot;x&quot; &amp; &#x27;y&#x27;&lt;/b&gt;" in after
+
+
+# The Jobs page's queue rows as its template loop drew them (overview_rows.jobs_rows_html builds them now).
+JOBS_ROWS_TEMPLATE = """{% url 'oqronboard:dead-letters' as dead_letters_url %}{% for q in queues %}
+<tr data-row>{% url 'oqronboard:queue-jobs' q.name as queue_url %}
+<th scope="row"><a href="{{ queue_url }}" data-open>{{ q.name }}</a></th>
+<td class="num"><a href="{{ queue_url }}?status=waiting">{{ q.waiting|default_if_none:"?" }}</a></td>
+<td class="num"><a href="{{ queue_url }}?status=delayed">{{ q.delayed|default_if_none:"?" }}</a></td>
+<td class="num"><a href="{{ queue_url }}?status=active">{{ q.active|default_if_none:"?" }}</a></td>
+<td class="num"><a href="{{ dead_letters_url }}?queue={{ q.name|urlencode }}">{{ q.dead }}</a></td>
+<td>{% if q.paused %}<span class="badge warn">paused</span>{% else %}running{% endif %}
+{% if q.unattended %}<span class="badge bad">no live worker</span>{% endif %}</td>
+</tr>
+{% endfor %}"""
+
+
+@pytest.mark.parametrize("grouping", [False, True])
+def test_the_jobs_page_rows_are_the_markup_the_template_loop_drew(settings, grouping: bool):
+    settings.USE_THOUSAND_SEPARATOR = grouping
+    queues = every_kind_of_row()
+    before = Template(JOBS_ROWS_TEMPLATE).render(Context({"queues": queues}))
+    after = str(jobs_rows_html(queues))
+    assert _squash(after) == _squash(before)
+    assert ("12,345,678" in after) is grouping and "&lt;b&gt;&quot;x&quot; &amp; &#x27;y&#x27;&lt;/b&gt;" in after
+    assert "mail%20out/%C3%A9" in after and 'no live worker' in after
 
 
 def _squash(markup: str) -> str:
