@@ -31,11 +31,13 @@ from oqronboard.jobs.queries import dlq_depths, job_queues, queue_sizes
 from oqronkit import OqronError
 from oqronkit.clock import now_ms
 from oqronkit.live import live_workers
+from oqronkit.services.kept_depths import read_depths
 from oqronkit.services.leader import LEADER_LOCK
 from oqronkit.topics.subscription import delivery_queue_name
 
 from . import overview, webhooks
 from .base.scope import BoardScope
+from .base.shared import kept_depths_ms
 
 logger = logging.getLogger(__name__)
 # A token shorter than this never authenticates (a guessable secret is no secret).
@@ -102,8 +104,10 @@ class BoardCollector(Collector):
         yield dead_family
         yield oldest
         yield paused
-        # The hot plane last: a Redis outage still leaves the durable figures above.
-        depths = scope.engine.hot.depths_many(names, now)
+        # The hot plane last: a Redis outage still leaves the durable figures above. The depths a
+        # board has the leader keep counted when they are fresh, else counted now (a scrape every
+        # 15 s asking the leader to count every second would cost more than counting itself).
+        depths = read_depths(scope.engine.hot, names, now=now, max_age_ms=kept_depths_ms(), ask=False).depths
         jobs = _gauge("oqron_queue_jobs", "Jobs per queue and state (hot plane: waiting, delayed, active).",
                       ["queue", "state"])
         for name in names:

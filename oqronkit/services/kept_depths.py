@@ -50,10 +50,12 @@ class DepthsRead:
 
 
 def read_depths(hot: HotPlaneFacade, queues: Sequence[str], *, now: int | None = None,
-                max_age_ms: int = 0) -> DepthsRead:
+                max_age_ms: int = 0, ask: bool = True) -> DepthsRead:
     """The depths of ``queues``: the leader's figures when they cover them and are at most
-    ``max_age_ms`` old, else counted now (and the leader asked to keep them from now on).
-    ``max_age_ms`` 0: always counted now, nothing asked."""
+    ``max_age_ms`` old, else counted now (and the leader asked to keep them from now on,
+    unless ``ask`` is False: a reader seldom enough that a count a second is waste, like
+    a metrics scrape, takes the figures a board keeps counted). ``max_age_ms`` 0: always
+    counted now, nothing asked."""
     at = now_ms() if now is None else now
     names = sorted(set(queues))
     if not names:
@@ -65,7 +67,7 @@ def read_depths(hot: HotPlaneFacade, queues: Sequence[str], *, now: int | None =
     kept = _kept(found.get(KEPT_KEY))
     changed = _int(found.get(CHANGED_KEY))
     missing = set(names) - set(wanted["queues"])
-    if missing or wanted["until"] - at < RENEW_MS:
+    if ask and (missing or wanted["until"] - at < RENEW_MS):
         asked = sorted(set(wanted["queues"]) | set(names))[:MAX_QUEUES]
         hot.kv_set(GROUP, {WANTED_KEY: json.dumps({"queues": asked, "until": at + WANTED_MS})},
                    ttl_ms=WANTED_MS, now=at)

@@ -201,3 +201,19 @@ def test_the_hot_figures_come_from_redis_in_redis_postgres_mode(board: Board, se
     finally:
         engine.reset()
         drop_redis_project(url, board.db.project)
+
+
+def test_the_scrape_takes_the_depths_a_board_keeps_counted_and_never_asks_for_them(board: Board, settings):
+    from oqronkit.services.kept_depths import keep_depths
+
+    settings.OQRON_METRICS_TOKEN, settings.OQRON_BOARD_CACHE_SECONDS = TOKEN, 30
+    seed(board)
+    hot = board.scope.engine.hot
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {TOKEN}"}
+    scrape(Client(), **auth)
+    assert keep_depths(hot) == 0  # a scrape alone counted itself: the leader was not asked
+    board.viewer.get(reverse("oqronboard:home"))  # a board asks
+    assert keep_depths(hot) > 0
+    board.scope.queue("emails").add({"n": 6})  # after the leader counted: the kept figure says 4
+    samples = scrape(Client(), **auth)
+    assert value(samples, "oqron_queue_jobs", queue="emails", state="waiting") == 4

@@ -120,3 +120,20 @@ def test_a_plane_emptied_under_kept_figures_is_counted_afresh(hot_backend_name, 
     empty()
     read = read_depths(facade, QUEUES, now=now + 2, max_age_ms=KEPT_TTL_MS)
     assert not read.kept and read.depths["q"].ready == 0
+
+
+def test_a_reader_that_does_not_ask_takes_kept_figures_but_never_starts_the_counting(facade):
+    """A metrics scrape (``ask=False``): counted itself while no board asked, the leader
+    still idle after it; the figures a board has kept counted once one asks."""
+    facade.signal("q", [Signal("a")], NOW)
+    alone = read_depths(facade, QUEUES, now=NOW, max_age_ms=BOUND, ask=False)
+    assert not alone.kept and alone.depths["q"].ready == 1
+    assert keep_depths(facade, now=NOW) == 0  # nobody asked: the leader counts nothing
+    read_depths(facade, QUEUES, now=NOW, max_age_ms=BOUND)  # a board asks
+    assert keep_depths(facade, now=NOW) == len(QUEUES)
+    taken = read_depths(facade, QUEUES, now=NOW + 500, max_age_ms=BOUND, ask=False)
+    assert taken.kept and taken.at == NOW and taken.depths["q"].ready == 1
+    # Past what the board asked for: the leader stops, the scrape's reads did not renew it.
+    for at in range(NOW + 1_000, NOW + WANTED_MS + 1_000, 5_000):
+        read_depths(facade, QUEUES, now=at, max_age_ms=BOUND, ask=False)
+    assert keep_depths(facade, now=NOW + WANTED_MS + 1_000) == 0
