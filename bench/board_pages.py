@@ -83,6 +83,7 @@ VARIANTS = {
     "queue-jobs": ("range=30d", "range=1y"),
     "handler": ("range=7d", "range=30d", "range=1y"),
     "home": ("range=24h",),
+    "limits": ("limiter={limiter}&key=user-1",),
 }
 
 
@@ -90,8 +91,10 @@ def fill_parameter(param: str, route: str, sample: seed.SeedSummary,
                    topics: topic_seed.TopicSummary | None = None, extras: Extras | None = None) -> str | None:
     """A seeded value for a URL parameter, chosen by its name (None: unknown)."""
     p, dead = param.lower(), any(w in route.lower() for w in ("dlq", "dead"))
-    if p in ("correlation_id", "op_id", "group_id", "set_id"):
+    if p in ("correlation_id", "op_id", "group_id", "set_id", "webhook", "endpoint", "delivery_id"):
         return None if extras is None else getattr(extras, p)
+    if p == "id" and "schedules/" in route:  # schedules/cron/<id>/ and schedules/schedule/<id>/
+        return None if extras is None else (extras.cron if "/cron/" in route else extras.schedule)
     if p in ("topic", "group", "message_id"):
         return None if topics is None else {"topic": topics.sample_topic, "group": topics.sample_group,
                                             "message_id": topics.sample_message}[p]
@@ -150,7 +153,7 @@ def discover(sample: seed.SeedSummary, topics: topic_seed.TopicSummary | None = 
             endpoints.append(Endpoint(label=f"{running} (running)", name=name, route=route, url=running))
         fill = {"queue": sample.sample_dead_queue, "fingerprint": sample.sample_fingerprint,
                 "run": sample.sample_failed_run, "dead_job": sample.sample_dead_job,
-                "trace": extras.correlation_id if extras else ""}
+                "trace": extras.correlation_id if extras else "", "limiter": extras.limiter if extras else ""}
         if topics is not None:
             fill.update(key=topics.sample_key, correlation=topics.sample_correlation,
                         before=time.strftime("%Y-%m-%dT%H:%M", time.gmtime(time.time() - 86_400)))
@@ -188,17 +191,20 @@ def start_django(url: str) -> None:
 
 
 def operator_client() -> Any:
-    """A test client logged in as a member of the board's ``operators`` group (a
-    superuser when the board has no such group yet)."""
+    """A test client logged in as a member of the board's ``operators`` group, allowed to
+    act in production (the bench's environment: its forms answer 403 otherwise); a
+    superuser when the board has no such group yet."""
     from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Group
+    from django.contrib.auth.models import Group, Permission
     from django.test import Client
 
     user, _ = get_user_model().objects.get_or_create(username="bench-operator")
     group = Group.objects.filter(name="operators").first()
     if group is not None:
         user.groups.add(group)
-        print("timing as bench-operator, a member of the operators group")
+        user.user_permissions.add(Permission.objects.get(codename="operate_production",
+                                                         content_type__app_label="oqronboard"))
+        print("timing as bench-operator, a member of the operators group who may act in production")
     else:
         user.is_superuser = True
         user.save(update_fields=["is_superuser"])
