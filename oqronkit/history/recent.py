@@ -11,7 +11,8 @@ served range there. Demo buckets (history/backfill.py) are never served.
 The closed minutes' buckets change only with the rollup's state (each pass writes its
 buckets before the state), so a read whose state matches the last one's reuses its counts
 (:class:`_ClosedMinutes`): a poll reads the state and settles the open runs, not ~500
-records; the open runs are read by id every time.
+records; the open runs are read by id every time. A read racing a pass may mix its
+buckets, as it could before; it is remembered under a state the pass then replaces.
 """
 
 from __future__ import annotations
