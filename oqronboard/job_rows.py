@@ -8,11 +8,10 @@ from __future__ import annotations
 from html import escape  # the stdlib's: Django's lazy-aware wrapper costs ~10 us a call
 from typing import Any
 
-from django.template.defaultfilters import truncatechars
-from django.utils.formats import localize
 from django.utils.safestring import SafeString, mark_safe
 
 from oqronboard.base.urlsafe import SegmentPattern
+from oqronboard.row_html import cut_text, value_text
 from oqronboard.templatetags.board import ago, ms_iso
 
 
@@ -32,11 +31,11 @@ def job_rows_html(queue: str, rows: list[dict[str, Any]]) -> SafeString:
             f"<td>{escape(ago(run_at)) if run_at else ''}</td>\n"
             f'<td class="num">{_shown(job.get("attempts"), 0)}/{_shown(job.get("max_attempts"), "?")}</td>\n'
             f'<td class="num">{_shown(job.get("priority"), 0)}</td>\n'
-            f'<td class="error-cell">{escape(truncatechars("" if error is None else error, 120))}</td>\n'
+            f'<td class="error-cell">{cut_text("" if error is None else error, 120)}</td>\n'
             "</tr>")
     return mark_safe("\n".join(parts))  # every value above went through escape()
 
 
 def _shown(value: Any, default: Any) -> str:
     """What ``{{ value|default_if_none:default }}`` prints."""
-    return escape(str(localize(default if value is None else value)))
+    return value_text(default if value is None else value)

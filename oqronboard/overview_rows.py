@@ -12,8 +12,8 @@ from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from oqronboard.base.urlsafe import SegmentPattern
-from oqronboard.row_html import int_text
-from oqronboard.templatetags.board import ago, ms_iso, ms_time, percent
+from oqronboard.row_html import ago_or_none, int_text
+from oqronboard.templatetags.board import percent
 
 from .overview import QueueRow
 
@@ -37,7 +37,7 @@ def queue_rows_html(queues: list[QueueRow]) -> SafeString:
             f'<td data-label="Active" class="num">{_or_unknown(q.active)}</td>\n'
             f'<td data-label="Dead" class="num"><a href="{dead_letters}?queue={escape(quote(q.name))}" '
             f'data-testid="overview-dead-{name}"{' class="bad"' if q.dead else ""}>{int_text(q.dead)}</a></td>\n'
-            f'<td data-label="Oldest waiting">{_oldest(q.oldest_waiting_at)}</td>\n'
+            f'<td data-label="Oldest waiting">{ago_or_none(q.oldest_waiting_at)}</td>\n'
             f'<td data-label="Last hour" class="spark">{q.chart.svg if q.chart else ""}\n'
             f'<span class="muted small">{int_text(q.completed)} ok · {int_text(q.failed)} failed</span></td>\n'
             f"{_failure_rate(q.failure_rate)}\n"
@@ -67,12 +67,6 @@ def jobs_rows_html(queues: list[QueueRow]) -> SafeString:
 
 def _or_unknown(value: int | None) -> str:
     return "?" if value is None else int_text(value)
-
-
-def _oldest(at: int | None) -> str:
-    if not at:
-        return '<span class="muted">none</span>'
-    return f'<time datetime="{escape(ms_iso(at))}" title="{escape(ms_time(at))}">{escape(ago(at))}</time>'
 
 
 def _failure_rate(rate: float | None) -> str:

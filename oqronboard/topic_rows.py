@@ -1,7 +1,7 @@
 """The consumer groups' rows of the topics panel, built in Python: through the template
 engine each row was ~40 nodes, and 60 groups cost ~15 ms a page. Every value goes through
-``escape`` (numbers as ``{{ n }}`` prints them); the template keeps
-the table around them (``{% group_rows t links %}`` in ``_topic.html``)."""
+``escape`` (numbers as ``{{ n }}`` prints them); :mod:`.topic_section` puts them in its
+panel's table."""
 
 from __future__ import annotations
 
@@ -72,4 +72,3 @@ def _action_cell(test_id: str, g: GroupRow, link: GroupLinks, a: Actions) -> str
             f"group's queue\">Retry {int_text(g.dead)} dead</button></form>"
         )
     return cell + "</td>"
-

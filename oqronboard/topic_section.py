@@ -7,14 +7,12 @@ the old template beside it and compares)."""
 from __future__ import annotations
 
 from html import escape  # the stdlib's: Django's lazy-aware wrapper costs ~10 us a call
-from typing import Any
 
 from django.template.defaultfilters import floatformat
-from django.utils.formats import localize
 from django.utils.safestring import SafeString, mark_safe
 
-from .row_html import int_text
-from .templatetags.board import ago, duration, ms_iso, ms_time
+from .row_html import ago_or_none, int_text, value_text
+from .templatetags.board import duration
 from .topic_links import TopicLinks
 from .topic_rows import Actions, group_rows
 from .topics import TopicRow
@@ -55,25 +53,14 @@ def _facts(t: TopicRow, name: str) -> str:
         f'<dt>Retained</dt><dd class="num" data-testid="retained-{name}">{int_text(t.retained)}</dd>'
         "<dt>Published</dt><dd class=\"num\" title=\"every message ever published (the partitions' next offsets)\">"
         f"{int_text(t.published)}</dd>"
-        f"<dt>Oldest</dt><dd>{_instant(t.oldest_published)}</dd>"
-        f"<dt>Newest</dt><dd>{_instant(t.newest_published)}</dd>"
+        f"<dt>Oldest</dt><dd>{ago_or_none(t.oldest_published)}</dd>"
+        f"<dt>Newest</dt><dd>{ago_or_none(t.newest_published)}</dd>"
         f'<dt>Last hour</dt><dd class="num"><span data-testid="rate-{name}"{partial}>{int_text(t.last_hour)}'
         f'{"+" if t.last_hour_partial else ""}</span> '
         f'<span class="muted small">({escape(str(floatformat(t.per_minute, 1)))}/min)</span></dd>'
     )
     retention_ms, count = t.definition.get("retentionMs"), t.definition.get("retentionCount")
     if retention_ms:
-        per_partition = f" or {_text(count)} per partition" if count else ""
+        per_partition = f" or {value_text(count)} per partition" if count else ""
         facts += f"<dt>Retention</dt><dd>{escape(duration(retention_ms))}{per_partition}</dd>"
     return facts
-
-
-def _instant(ms: int | None) -> str:
-    if not ms:
-        return '<span class="muted">none</span>'
-    return f'<time datetime="{escape(ms_iso(ms))}" title="{escape(ms_time(ms))}">{escape(ago(ms))}</time>'
-
-
-def _text(value: Any) -> str:
-    """Any JSON value as ``{{ value }}`` prints it."""
-    return escape(str(localize(value)))

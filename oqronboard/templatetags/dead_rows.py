@@ -14,21 +14,14 @@ from typing import Any
 from django import template
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.text import Truncator
 
-from oqronboard.row_html import csrf_input
-from oqronboard.templatetags.board import ago, ms_iso, ms_time
+from oqronboard.row_html import ago_time, csrf_input, cut_text
 
 register = template.Library()
 
 
 def _text(value: Any) -> str:
     return escape(str(value))
-
-
-def _cut(value: Any, length: int) -> str:
-    """The ``truncatechars`` filter, escaped."""
-    return escape(Truncator(str(value)).chars(length))
 
 
 @register.simple_tag(takes_context=True)
@@ -54,12 +47,11 @@ def dead_rows(context: template.Context, rows: list[dict[str, Any]]) -> SafeStri
                   f"            </form></td>" if operator else "")
         parts.append(
             f'<tr data-row data-testid="dead-row" data-job-id="{job_id}">\n          {select}\n'
-            f'          <td class="small"><time datetime="{_text(ms_iso(died))}" title="{_text(ms_time(died))}">'
-            f"{_text(ago(died))}</time></td>\n"
+            f'          <td class="small">{ago_time(died)}</td>\n'
             f"          <td>{_text(d['queue'])}</td>\n"
-            f'          <td><a href="{_text(d["url"])}" data-open><code>{_cut(d["id"], 32)}</code></a></td>\n'
+            f'          <td><a href="{_text(d["url"])}" data-open><code>{cut_text(d["id"], 32)}</code></a></td>\n'
             f'          <td class="error-cell"><strong>{"" if error_type is None else _text(error_type)}</strong> '
-            f"{_cut(message, 160)}</td>\n"
+            f"{cut_text(message, 160)}</td>\n"
             f'          <td class="num opt">{"" if attempts is None else _text(attempts)}</td>\n'
             f"          {action}\n        </tr>")
     return mark_safe("\n".join(parts))  # every value above went through escape()

@@ -9,12 +9,12 @@ from collections import defaultdict
 from html import escape  # the stdlib's: Django's lazy-aware wrapper costs ~10 us a call
 from typing import Any
 
-from django.utils.formats import localize
 from django.utils.safestring import SafeString, mark_safe
 
 from oqronboard.base.templating import board_engine
 from oqronboard.base.urlsafe import SegmentPattern
 from oqronboard.definitions.models import Record
+from oqronboard.row_html import value_text
 from oqronboard.templatetags.board import pretty_json
 from oqronkit.namespaces import QUEUE
 
@@ -53,18 +53,12 @@ def record_cell(value: Any) -> SafeString:
     """A record's summary (its handler or "JSON", its concurrency, a batch queue's
     options) over its indented JSON, folded."""
     fields = value if isinstance(value, dict) else {}
-    summary = _shown(fields.get("handler") or "JSON")
+    summary = value_text(fields.get("handler") or "JSON")
     if fields.get("concurrency"):
-        summary += f" · concurrency {_shown(fields['concurrency'])}"
+        summary += f" · concurrency {value_text(fields['concurrency'])}"
     if fields.get("batch"):
         # The queue page includes the same template: one home for a batch queue's options.
         batch = board_engine().get_template("oqronboard/definitions/_queue_batch.html")
         summary += " · " + batch.render({"batch": fields["batch"]})
     return mark_safe(f'<td><details><summary class="small">{summary}</summary>\n'  # escaped above and here
                      f'<pre class="json">{escape(pretty_json(value))}</pre></details></td>')
-
-
-def _shown(value: Any) -> str:
-    """``{{ value }}``: localized as the template would, escaped."""
-    return escape(str(localize(value)))
-

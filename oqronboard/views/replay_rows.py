@@ -8,9 +8,9 @@ from html import escape  # the stdlib's: Django's lazy-aware wrapper costs ~10 u
 from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.text import Truncator
 
 from oqronboard.base.urlsafe import SegmentPattern
+from oqronboard.row_html import cut_text
 from oqronboard.templatetags.board import duration, pretty_json
 from oqronkit.replay.report import ReplayPair
 
@@ -25,12 +25,12 @@ def pairs_html(pairs: list[ReplayPair]) -> SafeString:
     for p in pairs:
         original, again = p.original or {}, p.replay or {}
         if again.get("id"):
-            replay_cell = f'<a href="{escape(run.fill(again["id"]))}"><code>{_cut(again["id"], 14)}</code></a>'
+            replay_cell = f'<a href="{escape(run.fill(again["id"]))}"><code>{cut_text(again["id"], 14)}</code></a>'
         else:
             replay_cell = f'<a href="{escape(job.fill(p.queue, p.job_id))}">job</a>'
         rows.append(
             f'<tr data-testid="replay-pair" data-state="{escape(p.state)}">'
-            f'<td><a href="{escape(run.fill(p.original_id))}"><code>{_cut(p.original_id, 14)}</code></a></td>'
+            f'<td><a href="{escape(run.fill(p.original_id))}"><code>{cut_text(p.original_id, 14)}</code></a></td>'
             f'<td>{_status(original.get("status")) or GONE}</td>'
             f'<td class="num">{escape(duration(original.get("durationMs")))}</td>'
             f"<td>{replay_cell}</td><td>{_status(again.get('status'))}</td>"
@@ -46,8 +46,8 @@ def _outcome(pair: ReplayPair, again: dict[str, Any]) -> str:
         items = []
         for change in pair.changes:
             c = change.describe()
-            before = f" <code>{_cut(pretty_json(c['before']), 80)}</code>" if c["kind"] != "added" else ""
-            after = f" <code>{_cut(pretty_json(c['after']), 80)}</code>" if c["kind"] != "removed" else ""
+            before = f" <code>{cut_text(pretty_json(c['before']), 80)}</code>" if c["kind"] != "added" else ""
+            after = f" <code>{cut_text(pretty_json(c['after']), 80)}</code>" if c["kind"] != "removed" else ""
             arrow = " →" if c["kind"] == "changed" else ""
             items.append(f'<li><span class="status">{escape(c["kind"])}</span> <code>{escape(c["path"])}</code>'
                          f"{before}{arrow}{after}</li>")
@@ -56,7 +56,7 @@ def _outcome(pair: ReplayPair, again: dict[str, Any]) -> str:
     if pair.state == "failed" and error:
         error = error if isinstance(error, dict) else {}
         message = str(error["message"]) if "message" in error else ""
-        return f"<code>{_text(error, 'type')}: {_cut(message, 200)}</code>"
+        return f"<code>{_text(error, 'type')}: {cut_text(message, 200)}</code>"
     return ""
 
 
@@ -67,8 +67,3 @@ def _status(status: Any) -> str:
 def _text(value: dict[str, Any], key: str) -> str:
     """``{{ value.key }}``: the escaped text, empty when the key is missing."""
     return escape(str(value[key])) if key in value else ""
-
-
-def _cut(text: Any, longest: int) -> str:
-    """``truncatechars``, escaped."""
-    return escape(Truncator(str(text)).chars(longest))

@@ -93,7 +93,7 @@ def test_the_queues_api_answers_the_overviews_figures_without_a_chart(board: Boa
 
 
 # The overview's queue rows as the template loop drew them (overview_rows.py builds them now).
-ROWS_TEMPLATE = """{% load board %}{% for q in ov.queues %}
+ROWS_TEMPLATE = """{% load board %}{% for q in queues %}
 <tr data-row data-testid="queue-row-{{ q.name }}">
 <th scope="row"><a href="{% url 'oqronboard:queue-jobs' q.name %}" data-open>{{ q.name }}</a>
 {% if q.paused %}<span class="badge warn">paused</span>{% endif %}</th>
@@ -128,16 +128,6 @@ def every_kind_of_row() -> list[QueueRow]:
     ]
 
 
-@pytest.mark.parametrize("grouping", [False, True])
-def test_the_queue_rows_are_the_markup_the_template_loop_drew(settings, grouping: bool):
-    settings.USE_THOUSAND_SEPARATOR = grouping
-    queues = every_kind_of_row()
-    before = Template(ROWS_TEMPLATE).render(Context({"ov": {"queues": queues}}))
-    after = str(queue_rows_html(queues))
-    assert _squash(after) == _squash(before)
-    assert ("12,345,678" in after) is grouping and "&lt;b&gt;&quot;x&quot; &amp; &#x27;y&#x27;&lt;/b&gt;" in after
-
-
 # The Jobs page's queue rows as its template loop drew them (overview_rows.jobs_rows_html builds them now).
 JOBS_ROWS_TEMPLATE = """{% url 'oqronboard:dead-letters' as dead_letters_url %}{% for q in queues %}
 <tr data-row>{% url 'oqronboard:queue-jobs' q.name as queue_url %}
@@ -153,14 +143,16 @@ JOBS_ROWS_TEMPLATE = """{% url 'oqronboard:dead-letters' as dead_letters_url %}{
 
 
 @pytest.mark.parametrize("grouping", [False, True])
-def test_the_jobs_page_rows_are_the_markup_the_template_loop_drew(settings, grouping: bool):
+@pytest.mark.parametrize(("template", "built"), [(ROWS_TEMPLATE, queue_rows_html),
+                                                 (JOBS_ROWS_TEMPLATE, jobs_rows_html)], ids=["overview", "jobs-page"])
+def test_the_queue_rows_are_the_markup_the_template_loop_drew(settings, grouping: bool, template: str, built):
     settings.USE_THOUSAND_SEPARATOR = grouping
     queues = every_kind_of_row()
-    before = Template(JOBS_ROWS_TEMPLATE).render(Context({"queues": queues}))
-    after = str(jobs_rows_html(queues))
+    before = Template(template).render(Context({"queues": queues}))
+    after = str(built(queues))
     assert _squash(after) == _squash(before)
     assert ("12,345,678" in after) is grouping and "&lt;b&gt;&quot;x&quot; &amp; &#x27;y&#x27;&lt;/b&gt;" in after
-    assert "mail%20out/%C3%A9" in after and 'no live worker' in after
+    assert "mail%20out/%C3%A9" in after and "no live worker" in after
 
 
 def _squash(markup: str) -> str:
